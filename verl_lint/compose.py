@@ -1,0 +1,457 @@
+"""Compose a launch's config with Hydra's own code, fast.
+
+Hydra composes in two separable stages: the defaults tree (primary config, config
+group choices, `hydra.*` overrides) and then the value overrides (`k=v`, `+k=v`,
+`++k=v`, `~k`), applied in command-line order by
+`ConfigLoaderImpl._apply_overrides_to_config`. The first stage is expensive (YAML
+loading and merging, ~200 ms) and shared by almost every launch; the second is
+cheap. So each distinct first stage ("base") is composed once by real Hydra,
+pickled (in memory and in an on-disk cache keyed by the config tree's content), and
+every launch applies its value overrides to a fresh copy with Hydra's own function.
+
+Value overrides are applied one at a time so that one bad override becomes one
+located diagnostic and the rest of the launch is still composed and checked.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from . import __version__
+from .locate import HydraApp
+from .model import Diagnostic, Severity, Span, Unknown, Word
+
+# Imported lazily (hydra costs ~100 ms to import).
+_hydra = None
+
+
+def _h():
+    global _hydra
+    if _hydra is None:
+        import hydra
+        from hydra._internal.config_loader_impl import ConfigLoaderImpl
+        from hydra._internal.config_repository import ConfigRepository
+        from hydra._internal.utils import create_config_search_path
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+        from hydra.core.utils import JobRuntime, setup_globals
+        from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
+        from hydra.types import RunMode
+
+        setup_globals()
+
+        class H:
+            pass
+
+        H.hydra = hydra
+        H.ConfigLoaderImpl = ConfigLoaderImpl
+        H.ConfigRepository = ConfigRepository
+        H.create_config_search_path = create_config_search_path
+        H.parser = OverridesParser.create()
+        H.JobRuntime = JobRuntime
+        H.ConfigCompositionException = ConfigCompositionException
+        H.HydraException = HydraException
+        H.OverrideParseException = OverrideParseException
+        H.RunMode = RunMode
+        _hydra = H
+    return _hydra
+
+
+@dataclass
+class AppliedOverride:
+    word: Word
+    line: str  # the text Hydra receives (`???` stands in for an unknown value)
+    key: str  # dotted key without +/~ (or the group name)
+    kind: str  # "set" | "add" | "force_add" | "delete" | "group" | "hydra"
+    value_unknown: Unknown | None = None
+    ok: bool = True
+
+
+@dataclass
+class Composition:
+    app: HydraApp
+    config: DictConfig | None
+    overrides: list[AppliedOverride] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    base_lines: tuple[str, ...] = ()
+    used_fallback: bool = False
+
+    def setters(self, key: str) -> list[AppliedOverride]:
+        """Overrides that set `key` or a parent of it, in command-line order."""
+        return [o for o in self.overrides if o.ok and o.kind != "group" and (key == o.key or key.startswith(o.key + "."))]
+
+    def last_setter(self, key: str) -> AppliedOverride | None:
+        s = self.setters(key)
+        return s[-1] if s else None
+
+
+class ComposeError(Exception):
+    pass
+
+
+class Composer:
+    """Composes launches; keeps parsed overrides, repositories and bases between calls."""
+
+    def __init__(self, cache: bool = True, cache_root: Path | None = None):
+        self.use_disk_cache = cache
+        self.cache_root = cache_root
+        self._parsed: dict[str, object] = {}
+        self._repos: dict[tuple, object] = {}
+        self._bases: dict[tuple, bytes | Exception] = {}
+        self._tree_hash: dict[tuple, str] = {}
+        self.stats = {"base_hits": 0, "base_disk_hits": 0, "base_misses": 0}
+
+    # -- parsing and classification ------------------------------------
+    def parse(self, line: str):
+        hit = self._parsed.get(line)
+        if hit is None:
+            try:
+                hit = _h().parser.parse_overrides([line])[0]
+            except _h().OverrideParseException as ex:
+                hit = ex
+            self._parsed[line] = hit
+        return hit
+
+    def _search_path(self, app: HydraApp):
+        h = _h()
+        csp = h.create_config_search_path(f"file://{app.config_dirs[-1]}" if app.config_dirs else None)
+        for d in app.config_dirs[:-1]:  # --config-dir is prepended before the schema source, as Hydra does
+            from hydra.core.config_search_path import SearchPathQuery
+
+            csp.prepend(provider="command-line", path=f"file://{d}", anchor=SearchPathQuery(provider="schema"))
+        return csp
+
+    def _repo(self, app: HydraApp, searchpath: tuple[str, ...] | None):
+        key = (app.config_dirs, searchpath)
+        repo = self._repos.get(key)
+        if repo is None:
+            h = _h()
+            csp = self._search_path(app)
+            for sp in searchpath or ():
+                csp.append(provider="hydra.searchpath in main", path=sp)
+            repo = h.ConfigRepository(config_search_path=csp)
+            self._repos[key] = repo
+        return repo
+
+    # -- composition ----------------------------------------------------
+    def compose(self, app: HydraApp, words: list[Word], anchor: Span) -> Composition:
+        """Compose `words` (a launch's overrides) for `app`; `anchor` locates config-level errors."""
+        h = _h()
+        h.hydra.version.setbase(app.version_base)
+        h.JobRuntime.instance().set("name", app.file.stem)
+        comp = Composition(app, None)
+        searchpath = app.searchpath
+        applied: list[tuple[AppliedOverride, object]] = []
+        for w in words:
+            ao, parsed = self._prepare(w, comp)
+            if ao is None:
+                continue
+            if ao.kind == "hydra" and parsed.get_key_element() == "hydra.searchpath":
+                from .locate import map_searchpath
+
+                searchpath = map_searchpath(parsed.value(), _launch_like(app, w), [app.verl.root] if app.verl else [])
+                ao.line = "hydra.searchpath=[" + ",".join(searchpath) + "]"
+            applied.append((ao, parsed))
+        repo = self._repo(app, searchpath)
+        base_lines: list[str] = []
+        value: list[tuple[AppliedOverride, object]] = []
+        for ao, parsed in applied:
+            if ao.kind == "hydra":
+                base_lines.append(ao.line)
+            elif not isinstance(parsed.value(), dict) and repo.group_exists(parsed.key_or_group):
+                ao.kind = "group"
+                base_lines.append(ao.line)
+            else:
+                value.append((ao, parsed))
+            comp.overrides.append(ao)
+        if searchpath and not any(l.startswith("hydra.searchpath=") for l in base_lines):
+            base_lines.append("hydra.searchpath=[" + ",".join(searchpath) + "]")
+        comp.base_lines = tuple(base_lines)
+        cfg = self._base(app, tuple(base_lines), comp, applied, anchor)
+        if cfg is None:
+            return comp
+        for ao, parsed in value:
+            try:
+                h.ConfigLoaderImpl.validate_sweep_overrides_legal([parsed], h.RunMode.RUN, True)
+                h.ConfigLoaderImpl._apply_overrides_to_config([parsed], cfg)
+            except (h.HydraException, Exception) as ex:  # noqa: BLE001 - every Hydra failure becomes a finding
+                ao.ok = False
+                comp.diagnostics.append(_override_error(ex, ao, cfg))
+        comp.config = cfg
+        return comp
+
+    def _prepare(self, w: Word, comp: Composition):
+        if w.text is not None:
+            line = w.text
+            unknown = None
+        else:
+            # `key=$UNSET`: the key is known; compose `key=???` so the key is still checked
+            # and every interpolation that reads it resolves to "unknown".
+            prefix = w.prefix
+            m = re.match(r"^(~|\+\+|\+)?([A-Za-z0-9_./@\-\[\]]+)=", prefix)
+            if not m:
+                return None, None
+            line = f"{m.group(0)}???"
+            unknown = w.unknown
+        parsed = self.parse(line)
+        if isinstance(parsed, Exception):
+            comp.diagnostics.append(
+                Diagnostic(
+                    "VL102",
+                    "override-syntax-error",
+                    Severity.ERROR,
+                    f"Hydra cannot parse this override: {_first_line(parsed)}",
+                    w.span,
+                    help="quote values containing spaces, commas or brackets for Hydra, e.g. key='[a,b]' inside single quotes",
+                    key=line.split("=", 1)[0].lstrip("+~"),
+                )
+            )
+            return None, None
+        key = parsed.key_or_group
+        if parsed.is_hydra_override():
+            kind = "hydra"
+        elif parsed.is_delete():
+            kind = "delete"
+        elif parsed.is_force_add():
+            kind = "force_add"
+        elif parsed.is_add():
+            kind = "add"
+        else:
+            kind = "set"
+        return AppliedOverride(w, line, key, kind, unknown), parsed
+
+    def _base(self, app: HydraApp, base_lines: tuple[str, ...], comp: Composition, applied, anchor: Span) -> DictConfig | None:
+        key = (app.config_dirs, app.config_name, base_lines, app.version_base)
+        blob = self._bases.get(key)
+        if blob is None:
+            blob = self._load_disk(app, key)
+            if blob is None:
+                self.stats["base_misses"] += 1
+                blob = self._compose_base(app, base_lines)
+                self._store_disk(app, key, blob)
+            else:
+                self.stats["base_disk_hits"] += 1
+            self._bases[key] = blob
+        else:
+            self.stats["base_hits"] += 1
+        if isinstance(blob, Exception):
+            comp.diagnostics.append(_base_error(blob, applied, anchor))
+            return None
+        return pickle.loads(blob)
+
+    def _compose_base(self, app: HydraApp, base_lines: tuple[str, ...]) -> bytes | Exception:
+        h = _h()
+        loader = h.ConfigLoaderImpl(config_search_path=self._search_path(app))
+        try:
+            cfg = loader.load_configuration(
+                config_name=app.config_name, overrides=list(base_lines), run_mode=h.RunMode.RUN, from_shell=True
+            )
+        except Exception as ex:  # noqa: BLE001 - reported as a located diagnostic
+            return ComposeError(_describe(ex))
+        with open_dict(cfg):
+            cfg.pop("hydra", None)
+        return pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL)
+
+    # -- on-disk cache of bases ------------------------------------------
+    def _tree_digest(self, app: HydraApp) -> str:
+        dirs = tuple(app.config_dirs) + tuple(Path(s[len("file://") :]) for s in app.searchpath or () if s.startswith("file://"))
+        digest = self._tree_hash.get(dirs)
+        if digest is None:
+            hsh = hashlib.sha256()
+            for d in dirs:
+                for root, dnames, fnames in os.walk(d):
+                    dnames.sort()
+                    for fn in sorted(fnames):
+                        if fn.endswith((".yaml", ".yml")):
+                            p = os.path.join(root, fn)
+                            hsh.update(p.encode())
+                            try:
+                                hsh.update(Path(p).read_bytes())
+                            except OSError:
+                                pass
+            digest = hsh.hexdigest()
+            self._tree_hash[dirs] = digest
+        return digest
+
+    def _disk_path(self, app: HydraApp, key: tuple) -> Path | None:
+        if not self.use_disk_cache:
+            return None
+        import hydra
+        import omegaconf
+
+        from .locate import cache_dir
+
+        ident = repr((key, self._tree_digest(app), hydra.__version__, omegaconf.__version__, __version__))
+        name = hashlib.sha256(ident.encode()).hexdigest()[:32]
+        return (self.cache_root or cache_dir() / "bases") / f"{name}.pickle"
+
+    def _load_disk(self, app: HydraApp, key: tuple) -> bytes | Exception | None:
+        p = self._disk_path(app, key)
+        if p is None or not p.is_file():
+            return None
+        try:
+            data = p.read_bytes()
+            obj = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - a corrupt cache entry is a miss
+            return None
+        if isinstance(obj, ComposeError):
+            return obj
+        return data
+
+    def _store_disk(self, app: HydraApp, key: tuple, blob: bytes | Exception) -> None:
+        p = self._disk_path(app, key)
+        if p is None:
+            return
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(blob if isinstance(blob, bytes) else pickle.dumps(blob))
+            os.replace(tmp, p)
+        except OSError:
+            pass
+
+
+def _launch_like(app: HydraApp, w: Word):
+    from .model import Launch
+
+    return Launch(path=w.span.path, span=w.span, entry_span=w.span, module=None, file=None, cwd=str(Path(w.span.path).parent))
+
+
+# ------------------------------------------------------------ errors ----
+
+
+def _first_line(ex: BaseException) -> str:
+    text = str(ex).strip()
+    return text.splitlines()[0] if text else type(ex).__name__
+
+
+def _describe(ex: BaseException) -> str:
+    msg = _first_line(ex)
+    cause = ex.__cause__
+    if cause is not None and _first_line(cause) not in msg:
+        msg += f" ({_first_line(cause)})"
+    return msg
+
+
+def all_keys(cfg, prefix: str = "") -> list[str]:
+    out = []
+    if isinstance(cfg, DictConfig):
+        for k in cfg.keys():
+            full = f"{prefix}.{k}" if prefix else str(k)
+            out.append(full)
+            try:
+                child = cfg._get_node(k)
+            except Exception:  # noqa: BLE001
+                continue
+            if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none() and not child._is_interpolation():
+                out.extend(all_keys(child, full))
+    return out
+
+
+def did_you_mean(cfg: DictConfig, key: str) -> str | None:
+    """A real key close to `key`: a sibling with a similar name, or the same key moved."""
+    parts = key.split(".")
+    node = cfg
+    depth = 0
+    for p in parts[:-1]:
+        try:
+            child = node._get_node(p) if isinstance(node, DictConfig) else None
+        except Exception:  # noqa: BLE001
+            child = None
+        if not isinstance(child, DictConfig) or child._is_none() or child._is_missing():
+            break
+        node = child
+        depth += 1
+    prefix = ".".join(parts[:depth])
+    wanted = parts[depth]
+    siblings = [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
+    close = difflib.get_close_matches(wanted, siblings, n=1, cutoff=0.6)
+    if close:
+        rest = parts[depth + 1 :]
+        return ".".join(([prefix] if prefix else []) + [close[0]] + rest)
+    # The same key somewhere else (moved between releases).
+    suffix = "." + key
+    moved = [k for k in all_keys(cfg) if k.endswith(suffix)]
+    if len(moved) == 1:
+        return moved[0]
+    tail = ".".join(parts[-2:])
+    moved = [k for k in all_keys(cfg) if k.endswith("." + tail)]
+    if len(moved) == 1:
+        return moved[0]
+    return None
+
+
+def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> Diagnostic:
+    text = _first_line(ex)
+    span = ao.word.span
+    if text.startswith("Could not override"):
+        guess = did_you_mean(cfg, ao.key)
+        added = f"+{ao.key}=..." if ao.value_unknown else f"+{ao.line}"
+        help = f"did you mean `{guess}`?" if guess else f"if the key is new, add it with `{added}`"
+        if guess is None:
+            parent = ao.key.rsplit(".", 1)[0] if "." in ao.key else ""
+            if parent and OmegaConf.select(cfg, parent, default=None, throw_on_missing=False) is not None:
+                help = f"`{parent}` has no key `{ao.key.rsplit('.', 1)[1]}`; to add one use `{added}`"
+        return Diagnostic(
+            "VL101",
+            "unknown-config-key",
+            Severity.ERROR,
+            f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"",
+            span,
+            help=help,
+            key=ao.key,
+        )
+    if text.startswith("Could not append to config"):
+        return Diagnostic(
+            "VL103",
+            "add-existing-key",
+            Severity.ERROR,
+            f"`+{ao.key}` adds a key that already exists; Hydra stops with \"Could not append to config\"",
+            span,
+            help=f"drop the `+` to override it (`{ao.line.lstrip('+')}`), or use `++` to add-or-override",
+            key=ao.key,
+        )
+    if text.startswith("Could not delete"):
+        return Diagnostic(
+            "VL104",
+            "delete-missing-key",
+            Severity.ERROR,
+            f"`~{ao.key}` deletes a key that is not in the config: {text}",
+            span,
+            help="remove this override",
+            key=ao.key,
+        )
+    return Diagnostic(
+        "VL105",
+        "override-rejected",
+        Severity.ERROR,
+        f"Hydra rejects this override: {_describe(ex)}",
+        span,
+        help="check the value's type and syntax against the config",
+        key=ao.key,
+    )
+
+
+def _base_error(ex: Exception, applied, anchor: Span) -> Diagnostic:
+    text = str(ex)
+    span, key = anchor, ""
+    for ao, _parsed in applied:
+        if ao.kind in ("group", "hydra") and (f"'{ao.key}'" in text or ao.line in text):
+            span, key = ao.word.span, ao.key
+            break
+    return Diagnostic(
+        "VL106",
+        "config-composition-error",
+        Severity.ERROR,
+        f"Hydra cannot compose the config: {text}",
+        span,
+        help="check the config group option and --config-name against the config directory",
+        key=key,
+    )

@@ -1,0 +1,208 @@
+"""The rule engine: the registry, the context a rule reads, and running rules.
+
+A rule is a code (`VL` + 3 digits; the hundreds are the family), a kebab-case name,
+a default severity, the verl releases it applies to (a `packaging` specifier checked
+against the composed app's verl version), a docstring that is its documentation, and
+bad/good example scripts that the test suite runs. Rules never see raw Hydra errors:
+those are diagnostics of the composition step, documented here as rules too.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from .compose import Composition
+from .locate import HydraApp
+from .model import Diagnostic, EnvVar, Launch, Severity, Span, Unknown
+
+ALL_VERSIONS = SpecifierSet("")
+
+
+@dataclass
+class Rule:
+    code: str
+    name: str
+    severity: Severity
+    doc: str
+    check: Callable[["Context"], Iterable[Diagnostic]] | None  # None: emitted by the pipeline itself
+    verl: SpecifierSet = ALL_VERSIONS
+    bad: list[str] = field(default_factory=list)  # example scripts that must produce this rule
+    good: list[str] = field(default_factory=list)  # example scripts that must produce nothing
+    apps: tuple[str, ...] = ()  # config names the rule reads (empty: every app)
+
+    @property
+    def summary(self) -> str:
+        return self.doc.strip().splitlines()[0].strip() if self.doc.strip() else self.name
+
+    def applies_to(self, version: Version | None) -> bool:
+        if not str(self.verl):
+            return True
+        if version is None:
+            return False  # a version-dependent rule never guesses
+        return self.verl.contains(version, prereleases=True)
+
+
+class Registry:
+    """The explicit, greppable list of rules (no import magic)."""
+
+    def __init__(self) -> None:
+        self._rules: dict[str, Rule] = {}
+
+    def register(self, rule: Rule) -> Rule:
+        if rule.code in self._rules:
+            raise ValueError(f"duplicate rule code {rule.code}")
+        self._rules[rule.code] = rule
+        return rule
+
+    def unregister(self, code: str) -> None:
+        self._rules.pop(code, None)
+
+    def get(self, code_or_name: str) -> Rule | None:
+        if code_or_name in self._rules:
+            return self._rules[code_or_name]
+        return next((r for r in self._rules.values() if r.name == code_or_name), None)
+
+    def __iter__(self):
+        return iter(sorted(self._rules.values(), key=lambda r: r.code))
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+
+REGISTRY = Registry()
+
+
+def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), apps=()):
+    """Decorator: register a Python check; its docstring is the rule's documentation."""
+
+    def deco(fn):
+        REGISTRY.register(
+            Rule(code, name, Severity.parse(severity), fn.__doc__ or "", fn, SpecifierSet(verl), list(bad), list(good), tuple(apps))
+        )
+        return fn
+
+    return deco
+
+
+def main_ppo(*overrides: str, env: dict[str, str] | None = None, module: str = "verl.trainer.main_ppo") -> str:
+    """An example script: optional exports, then one main_ppo launch with `overrides`."""
+    lines = ["#!/bin/bash"] + [f"export {k}={shlex.quote(v)}" for k, v in (env or {}).items()]
+    lines.append(" ".join(["python3", "-m", module, *(shlex.quote(o) for o in overrides)]))
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------- context ----
+
+MISSING = Unknown("the key is not in the config")
+
+
+class Context:
+    """What a rule reads: the composed config (resolved per key), provenance, env, versions."""
+
+    def __init__(self, launch: Launch, comp: Composition, versions: dict[str, Version | None], env: dict[str, EnvVar]):
+        self.launch = launch
+        self.comp = comp
+        self.app: HydraApp = comp.app
+        self.cfg: DictConfig = comp.config
+        self.versions = versions
+        self.env = env
+        self._cache: dict[str, object] = {}
+
+    @property
+    def verl_version(self) -> Version | None:
+        return self.versions.get("verl")
+
+    def get(self, key: str, default=MISSING):
+        """The resolved value of `key` (as OmegaConf would resolve it), or an `Unknown`."""
+        if key in self._cache:
+            v = self._cache[key]
+        else:
+            v = _select(self.cfg, key)
+            self._cache[key] = v
+        return default if v is MISSING else v
+
+    def num(self, key: str) -> int | float | None:
+        """A numeric value, or None when unknown/absent/not a number (rules then stay silent)."""
+        v = self.get(key, None)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return None
+        return v
+
+    def flag(self, key: str) -> bool | None:
+        v = self.get(key, None)
+        return v if isinstance(v, bool) else None
+
+    def text(self, key: str) -> str | None:
+        v = self.get(key, None)
+        return v if isinstance(v, str) else None
+
+    def has(self, key: str) -> bool:
+        return OmegaConf.select(self.cfg, key, default=_ABSENT, throw_on_missing=False, throw_on_resolution_failure=False) is not _ABSENT
+
+    def set_by_override(self, key: str) -> bool:
+        return self.comp.last_setter(key) is not None
+
+    def span(self, key: str) -> Span:
+        """The override token that set `key` (or a parent), else the launch's app word."""
+        s = self.comp.last_setter(key)
+        return s.word.span if s is not None else self.launch.entry_span
+
+    def origin(self, key: str) -> str:
+        s = self.comp.last_setter(key)
+        if s is not None:
+            return f"set by `{s.line}`" if s.value_unknown is None else "set from a value unknown before run time"
+        return "the config default"
+
+    def diag(self, rule_code: str, message: str, key: str = "", help: str = "", span: Span | None = None) -> Diagnostic:
+        r = REGISTRY.get(rule_code)
+        assert r is not None, rule_code
+        return Diagnostic(r.code, r.name, r.severity, message, span or (self.span(key) if key else self.launch.entry_span), help, key)
+
+
+_ABSENT = object()
+
+
+def _select(cfg: DictConfig, key: str):
+    try:
+        v = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_missing=True)
+    except MissingMandatoryValue:
+        return Unknown(f"`{key}` depends on a value only known at run time")
+    except OmegaConfBaseException as ex:
+        return Unknown(f"`{key}` cannot be resolved statically: {str(ex).splitlines()[0]}")
+    if v is _ABSENT:
+        return MISSING
+    if isinstance(v, DictConfig) or OmegaConf.is_list(v):
+        try:
+            return OmegaConf.to_container(v, resolve=True)
+        except MissingMandatoryValue:
+            return Unknown(f"part of `{key}` is only known at run time")
+        except OmegaConfBaseException as ex:
+            return Unknown(f"`{key}` cannot be resolved statically: {str(ex).splitlines()[0]}")
+    return v
+
+
+def parse_version(text: str | None) -> Version | None:
+    if not text:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def run_rules(ctx: Context, rules: Iterable[Rule]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for r in rules:
+        if r.check is None or not r.applies_to(ctx.verl_version):
+            continue
+        if r.apps and (ctx.app.config_name or "").removesuffix(".yaml") not in r.apps:
+            continue
+        out.extend(r.check(ctx))
+    return out

@@ -1,0 +1,184 @@
+"""Recognise Python/Hydra launches among a script's commands.
+
+Handles `python[3] [flags] -m MOD | FILE.py`, `torchrun [opts] -m MOD | FILE.py`,
+`ray job submit [opts] -- <launch>`, wrappers such as `nohup`, `env A=1`, `exec`,
+`time`, and `$PYTHON`-style interpreters. Hydra's own command-line flags
+(`--config-path/-cp`, `--config-name/-cn`, `--config-dir/-cd`) are separated
+from the overrides exactly as Hydra's argparse would.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+
+from .model import EnvVar, Launch, Word
+from .shell import Command, env_of
+
+_PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
+_WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "setsid", "command", "numactl", "taskset"}
+# python options that take a separate value
+_PY_VALUE_OPTS = {"-X", "-W", "-Q"}
+# torchrun / torch.distributed.run options that take a separate value (when not written with `=`)
+_TORCHRUN_FLAGS = {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path", "--module", "-m"}
+_HYDRA_VALUE_FLAGS = {
+    "--config-path": "config_path",
+    "-cp": "config_path",
+    "--config-name": "config_name",
+    "-cn": "config_name",
+    "--config-dir": "config_dir",
+    "-cd": "config_dir",
+}
+_HYDRA_VALUE_OTHER = {"--cfg", "-c", "--package", "-p", "--info", "--experimental-rerun"}
+
+
+def launches(commands: list[Command], path: str) -> list[Launch]:
+    out = []
+    for cmd in commands:
+        env = env_of(cmd.state)
+        env.update(cmd.prefix_env)
+        launch = _recognise(cmd.words, env, cmd, path)
+        if launch is not None:
+            out.append(launch)
+    return out
+
+
+def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: str) -> Launch | None:
+    i = 0
+    # wrappers and `env VAR=...`
+    while i < len(words):
+        t = words[i].text
+        if t is None:
+            break
+        base = os.path.basename(t)
+        if base in _WRAPPERS:
+            i += 1
+            while i < len(words) and (words[i].text or "").startswith("-"):
+                i += 1
+            continue
+        if base == "env":
+            i += 1
+            while i < len(words):
+                a = words[i].text
+                if a is not None and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a):
+                    k, v = a.split("=", 1)
+                    env = dict(env)
+                    env[k] = EnvVar(k, v, words[i].span)
+                    i += 1
+                elif a is not None and a.startswith("-"):
+                    i += 1
+                else:
+                    break
+            continue
+        break
+    if i >= len(words):
+        return None
+    head = words[i]
+    t = head.text
+    if t is not None and os.path.basename(t) == "ray":
+        rest = [w.text for w in words[i + 1 : i + 3]]
+        if rest == ["job", "submit"]:
+            for j in range(i + 3, len(words)):
+                if words[j].text == "--":
+                    return _recognise(words[j + 1 :], env, cmd, path)
+        return None
+    if t is not None and os.path.basename(t) in ("torchrun",):
+        return _torchrun(words[i + 1 :], env, cmd, path)
+    is_python = t is not None and _PYTHON.match(os.path.basename(t))
+    # `$PYTHON -m ...` where the interpreter variable is unknown
+    if t is None and i + 1 < len(words) and words[i + 1].text == "-m" and not head.from_caller:
+        is_python = True
+    if not is_python:
+        return None
+    j = i + 1
+    while j < len(words):
+        a = words[j].text
+        if a is None:
+            return None
+        if a == "-m":
+            if j + 1 >= len(words) or words[j + 1].text is None:
+                return None
+            mod = words[j + 1].text
+            if mod in ("torch.distributed.run", "torch.distributed.launch"):
+                return _torchrun(words[j + 2 :], env, cmd, path)
+            return _app(mod, None, words[j + 1], words[j + 2 :], env, cmd, path)
+        if a in ("-c",):
+            return None
+        if a in _PY_VALUE_OPTS:
+            j += 2
+            continue
+        if a.startswith("-"):
+            j += 1
+            continue
+        if a.endswith(".py"):
+            return _app(None, a, words[j], words[j + 1 :], env, cmd, path)
+        return None
+    return None
+
+
+def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
+    j = 0
+    module_mode = False
+    while j < len(words):
+        a = words[j].text
+        if a is None:
+            return None
+        if a in ("-m", "--module"):
+            module_mode = True
+            j += 1
+            continue
+        if a.startswith("-"):
+            if "=" in a or a in _TORCHRUN_FLAGS:
+                j += 1
+            else:
+                j += 2
+            continue
+        if module_mode:
+            return _app(a, None, words[j], words[j + 1 :], env, cmd, path)
+        return _app(None, a, words[j], words[j + 1 :], env, cmd, path)
+    return None
+
+
+def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: str) -> Launch:
+    launch = Launch(
+        path=path,
+        span=cmd.span,
+        entry_span=entry.span,
+        module=module,
+        file=file,
+        env=dict(env),
+        cwd=cmd.state.cwd,
+    )
+    j = 0
+    while j < len(args):
+        w = args[j]
+        a = w.text
+        j += 1
+        if w.from_caller:
+            launch.caller_args = w.span
+        elif a is not None and a.startswith("-"):
+            flag, eq, inline = a.partition("=")
+            target = _prefix_flag(flag)
+            if target and eq:
+                setattr(launch, target, replace(w, text=inline))
+            elif target and j < len(args):
+                setattr(launch, target, args[j])
+                j += 1
+            elif flag in _HYDRA_VALUE_OTHER and not eq:
+                j += 1
+        else:
+            launch.overrides.append(w)
+    return launch
+
+
+def _prefix_flag(flag: str) -> str | None:
+    """argparse accepts unique prefixes of long options (`--config-n`)."""
+    if flag in _HYDRA_VALUE_FLAGS:
+        return _HYDRA_VALUE_FLAGS[flag]
+    if not flag.startswith("--config-") or len(flag) <= len("--config-"):
+        return None
+    matches = {v for k, v in _HYDRA_VALUE_FLAGS.items() if k.startswith("--") and k.startswith(flag)}
+    return matches.pop() if len(matches) == 1 else None
+
+

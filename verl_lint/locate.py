@@ -1,0 +1,300 @@
+"""Find the verl tree and the Hydra app a launch runs, without importing either.
+
+The verl tree comes from (first match): an explicit `--verl-root DIR` or `--verl VERSION`
+(a release downloaded from the registry without dependencies into the user cache),
+a verl checkout found by walking up from the script, or the installed `verl`
+(`find_spec` of the top-level package only, which does not import it).
+`@hydra.main(...)` is read from the module file with `ast`; `pkg://` and `file://`
+search-path entries are mapped to directories by hand, because Hydra's `pkg://`
+source would import the package (and verl imports torch and ray).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from .model import Launch
+
+
+class LocateError(Exception):
+    """The launch's app or config cannot be found; a clear one-line message."""
+
+
+@dataclass(frozen=True)
+class VerlTree:
+    root: Path  # the directory that contains the `verl` package
+    version: str | None
+    origin: str
+
+    def describe(self) -> str:
+        return f"verl {self.version or '(unknown version)'} from {self.origin} ({self.root})"
+
+
+@dataclass(frozen=True)
+class HydraApp:
+    entry: str  # module or file as written in the script
+    file: Path
+    config_dirs: tuple[Path, ...]  # --config-dir first, then the primary config dir
+    config_name: str | None
+    searchpath: tuple[str, ...] | None  # the primary's hydra.searchpath mapped to file:// URLs
+    verl: VerlTree | None
+    version_base: str | None
+
+    @property
+    def verl_version(self) -> str | None:
+        return self.verl.version if self.verl else None
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("VERL_LINT_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "verl-lint"
+    )
+    return Path(base)
+
+
+def read_version(root: Path) -> str | None:
+    f = root / "verl" / "version" / "version"
+    try:
+        return f.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def tree_at(root: Path, origin: str) -> VerlTree:
+    root = Path(root).resolve()
+    if not (root / "verl").is_dir() and (root.name == "verl" and (root / "trainer").is_dir()):
+        root = root.parent
+    if not (root / "verl" / "trainer").is_dir():
+        raise LocateError(f"{root} is not a verl tree (no verl/trainer directory)")
+    return VerlTree(root, read_version(root), origin)
+
+
+def release_tree(version: str) -> VerlTree:
+    """A verl release from the registry, downloaded once without dependencies and unpacked."""
+    dest = cache_dir() / "releases" / f"verl-{version}"
+    if (dest / "verl" / "trainer").is_dir():
+        return VerlTree(dest, read_version(dest) or version, f"verl=={version} (cached release)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", f"verl=={version}", "--no-deps", "--only-binary=:all:", "-d", tmp, "-q"],
+            capture_output=True,
+            text=True,
+        )
+        wheels = list(Path(tmp).glob("verl-*.whl"))
+        if proc.returncode != 0 or not wheels:
+            last = (proc.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
+            raise LocateError(
+                f"cannot download verl=={version} from the package registry ({last}); "
+                "pass --verl-root DIR with a verl checkout instead"
+            )
+        unpack = Path(tmp) / "unpacked"
+        with zipfile.ZipFile(wheels[0]) as zf:
+            zf.extractall(unpack)
+        if dest.exists():
+            shutil.rmtree(dest, ignore_errors=True)
+        os.replace(unpack, dest)
+    return VerlTree(dest, read_version(dest) or version, f"verl=={version} (cached release)")
+
+
+def find_checkout(start: Path) -> VerlTree | None:
+    for p in [start, *start.parents]:
+        if (p / "verl" / "trainer").is_dir() and (p / "verl" / "__init__.py").is_file():
+            return VerlTree(p, read_version(p), "checkout")
+    return None
+
+
+@lru_cache(maxsize=1)
+def installed_tree() -> VerlTree | None:
+    try:
+        spec = importlib.util.find_spec("verl")  # top-level only: does not import verl
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = Path(list(spec.submodule_search_locations)[0]).parent
+    version = read_version(root)
+    if version is None:
+        try:
+            from importlib.metadata import version as dist_version
+
+            version = dist_version("verl")
+        except Exception:
+            version = None
+    return VerlTree(root, version, "installed package")
+
+
+def verl_tree_for(script_dir: Path, explicit: VerlTree | None) -> VerlTree | None:
+    if explicit is not None:
+        return explicit
+    return find_checkout(script_dir) or installed_tree()
+
+
+# ------------------------------------------------------------ the app ----
+
+
+def _module_file(module: str, roots: list[Path]) -> Path | None:
+    rel = Path(*module.split("."))
+    for root in roots:
+        for cand in (root / rel.with_suffix(".py"), root / rel / "__main__.py"):
+            if cand.is_file():
+                return cand
+    return None
+
+
+def _search_roots(launch: Launch, tree: VerlTree | None) -> list[Path]:
+    roots: list[Path] = []
+    cwd = Path(launch.cwd)
+    script_dir = Path(launch.path).resolve().parent if launch.path != "<command>" else Path.cwd()
+    for p in [cwd, script_dir, *script_dir.parents]:
+        if p not in roots:
+            roots.append(p)
+    if tree is not None:
+        roots.insert(0, tree.root)
+    return roots
+
+
+@lru_cache(maxsize=256)
+def read_hydra_main(file: Path) -> dict | None:
+    """`@hydra.main(config_path=..., config_name=..., version_base=...)` read with ast, or None."""
+    try:
+        tree = ast.parse(file.read_bytes(), filename=str(file))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for dec in node.decorator_list:
+            if not isinstance(dec, ast.Call):
+                continue
+            f = dec.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) else ""
+            if name != "main" or (owner and owner != "hydra"):
+                continue
+            args = {"config_path": None, "config_name": None, "version_base": "1.1"}
+            for i, a in enumerate(dec.args[:3]):
+                args[("config_path", "config_name", "version_base")[i]] = _const(a)
+            for kw in dec.keywords:
+                if kw.arg in args:
+                    args[kw.arg] = _const(kw.value)
+            return args
+    return None
+
+
+def _const(node: ast.AST):
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
+    """The Hydra app of a launch, or None when the launch is not a Hydra app (a data script)."""
+    roots = _search_roots(launch, tree)
+    entry = launch.module or launch.file or ""
+    if launch.module:
+        file = _module_file(launch.module, roots)
+        if file is None:
+            if launch.module.split(".")[0] in ("verl", "recipe") or (tree and (tree.root / launch.module.split(".")[0]).is_dir()):
+                where = tree.describe() if tree else "no verl tree found (pass --verl-root DIR or --verl VERSION)"
+                raise LocateError(f"module {launch.module} not found in {where}")
+            return None
+    else:
+        file = next((r / launch.file for r in roots if (r / launch.file).is_file()), None)
+        if file is None:
+            return None
+    file = file.resolve()
+    main = read_hydra_main(file)
+    if main is None:
+        return None
+    config_path = launch.config_path.text if launch.config_path is not None else main["config_path"]
+    config_name = launch.config_name.text if launch.config_name is not None else main["config_name"]
+    if (launch.config_path is not None and config_path is None) or (launch.config_name is not None and config_name is None):
+        raise LocateError("--config-path/--config-name is not known statically")
+    dirs: list[Path] = []
+    if launch.config_dir is not None and launch.config_dir.text:
+        d = Path(launch.cwd, launch.config_dir.text)
+        if not d.is_dir():
+            raise LocateError(f"--config-dir {launch.config_dir.text} not found")
+        dirs.append(d.resolve())
+    if config_path is not None:
+        dirs.append(_resolve_config_path(config_path, file, roots))
+    if config_name is not None and dirs and not any(_config_file(d, config_name) for d in dirs):
+        raise LocateError(f"config '{config_name}' not found in {', '.join(str(d) for d in dirs)}")
+    searchpath = _primary_searchpath(dirs, config_name, launch, roots)
+    return HydraApp(entry, file, tuple(dirs), config_name, searchpath, tree, main["version_base"])
+
+
+def _resolve_config_path(config_path: str, file: Path, roots: list[Path]) -> Path:
+    if config_path.startswith("pkg://"):
+        d = map_pkg(config_path[len("pkg://") :], roots)
+        if d is None:
+            raise LocateError(f"config_path {config_path} not found")
+        return d
+    if config_path.startswith("file://"):
+        config_path = config_path[len("file://") :]
+    d = (file.parent / config_path).resolve()
+    if not d.is_dir():
+        raise LocateError(f"config directory {d} not found (config_path={config_path!r} of {file.name})")
+    return d
+
+
+def _config_file(d: Path, name: str) -> Path | None:
+    for cand in (d / name, d / f"{name}.yaml", d / f"{name}.yml"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def map_pkg(dotted: str, roots: list[Path]) -> Path | None:
+    rel = Path(*[p for p in dotted.strip("/").replace("/", ".").split(".") if p])
+    for r in roots:
+        if (r / rel).is_dir():
+            return (r / rel).resolve()
+    return None
+
+
+def map_searchpath(entries, launch: Launch, roots: list[Path]) -> tuple[str, ...]:
+    out = []
+    for e in entries or []:
+        e = str(e)
+        if e.startswith("pkg://"):
+            d = map_pkg(e[len("pkg://") :], roots)
+            if d is not None:
+                out.append(f"file://{d}")
+        elif e.startswith("file://"):
+            rel = e[len("file://") :]
+            d = next((Path(r, rel) for r in [Path(launch.cwd), *roots] if Path(r, rel).is_dir()), None)
+            out.append(f"file://{d.resolve()}" if d else e)
+        else:
+            out.append(e)
+    return tuple(out)
+
+
+def _primary_searchpath(dirs: list[Path], config_name: str | None, launch: Launch, roots) -> tuple[str, ...] | None:
+    if config_name is None:
+        return None
+    for d in dirs:
+        f = _config_file(d, config_name)
+        if f is None:
+            continue
+        try:
+            data = yaml.safe_load(f.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            return None  # Hydra reports the YAML error itself
+        hydra_node = data.get("hydra") if isinstance(data, dict) else None
+        entries = hydra_node.get("searchpath") if isinstance(hydra_node, dict) else None
+        if not entries:
+            return None
+        return map_searchpath(entries, launch, roots)
+    return None

@@ -1,0 +1,136 @@
+"""The values that flow through the pipeline: spans, words, launches, diagnostics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Severity(IntEnum):
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @classmethod
+    def parse(cls, text: str) -> "Severity":
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (use error, warning or info)") from None
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of a source file. Lines and columns are 1-based; end is exclusive."""
+
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    start_byte: int = 0
+    end_byte: int = 0
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A value the static evaluator cannot know, with the reason why."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"<unknown: {self.reason}>"
+
+
+@dataclass(frozen=True)
+class Word:
+    """One argument word after bash expansion.
+
+    `text` is None when the word cannot be known statically (`unknown` says why).
+    `span` is where the word's text is written: the array element or assignment it
+    came from when it was expanded from a variable, else the word on the command.
+    """
+
+    text: str | None
+    span: Span
+    unknown: Unknown | None = None
+    # The word is one of the extra arguments the caller passes in ("$@").
+    from_caller: bool = False
+    # For an unknown word: the literal text known before the first unknown part
+    # (`data.x=$UNSET` keeps `data.x=`), so the override's key is still known.
+    prefix: str = ""
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str | None
+    span: Span
+    unknown: Unknown | None = None
+    exported: bool = True  # False for a plain assignment that only a prefix or export makes visible
+
+
+@dataclass
+class Launch:
+    """One Hydra application launch found in a script."""
+
+    path: str
+    span: Span  # the whole command
+    entry_span: Span  # the module or file word
+    module: str | None  # `-m MOD`
+    file: str | None  # `python3 path/to/app.py`
+    overrides: list[Word] = field(default_factory=list)
+    config_path: Word | None = None
+    config_name: Word | None = None
+    config_dir: Word | None = None
+    env: dict[str, EnvVar] = field(default_factory=dict)
+    cwd: str = "."
+    caller_args: Span | None = None  # where "$@" adds unknown overrides
+
+
+@dataclass
+class Fix:
+    """A text edit on a script: replace bytes [start, end) of `path` with `replacement`."""
+
+    path: str
+    start_byte: int
+    end_byte: int
+    replacement: str
+    safe: bool
+    title: str
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    span: Span
+    help: str = ""
+    key: str = ""  # dotted config key (without +/~) or env var name
+    fix: Fix | None = None
+
+    def sort_key(self) -> tuple:
+        return (self.span.path, self.span.line, self.span.col, self.code, self.key, self.message)
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": str(self.severity),
+            "message": self.message,
+            "help": self.help,
+            "path": self.span.path,
+            "line": self.span.line,
+            "column": self.span.col,
+            "end_line": self.span.end_line,
+            "end_column": self.span.end_col,
+            "key": self.key,
+            "fix": None
+            if self.fix is None
+            else {"title": self.fix.title, "safe": self.fix.safe, "replacement": self.fix.replacement},
+        }

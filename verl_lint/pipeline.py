@@ -1,0 +1,160 @@
+"""One direction: script → launches → app → composed config → rules → diagnostics."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import launch as launch_mod
+from . import rules as _rules  # noqa: F401 - registers the rule pack
+from . import shell
+from .compose import Composer
+from .engine import REGISTRY, Context, Rule, parse_version, run_rules
+from .locate import LocateError, VerlTree, locate_app, verl_tree_for
+from .model import Diagnostic, EnvVar, Launch, Severity
+
+RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
+
+
+@dataclass
+class Options:
+    verl_tree: VerlTree | None = None  # from --verl-root / --verl
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    severity: dict[str, Severity] = field(default_factory=dict)  # per-rule overrides
+    versions: dict[str, str] = field(default_factory=dict)  # --vllm-version etc.
+    allowed_roots: tuple[Path, ...] = ()  # `source` may read files under these
+    debug: bool = False
+
+    def active_rules(self) -> list[Rule]:
+        return [r for r in REGISTRY if selected(r, self.select, self.ignore)]
+
+
+def selected(r: Rule, select, ignore) -> bool:
+    def match(patterns) -> bool:
+        return any(r.code.startswith(p) or r.name == p for p in patterns)
+
+    if select and not match(select):
+        return False
+    return not match(ignore)
+
+
+@dataclass
+class InputError:
+    """Bad input: reported as one line and exit code 2; the other files still run."""
+
+    path: str
+    message: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        loc = f"{self.path}:{self.line}:{self.col}" if self.line else self.path
+        return f"{loc}: error: {self.message}"
+
+
+@dataclass
+class FileReport:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    launches: int = 0
+    text: str | None = None  # kept for the code frames of the text renderer
+
+
+def lint_text(path: str, text: str, options: Options, composer: Composer) -> FileReport:
+    report = FileReport(path, text=text)
+    roots = list(options.allowed_roots) or [Path(path).resolve().parent]
+    result = shell.evaluate(path, text, roots)
+    report.diagnostics.extend(result.diagnostics)
+    script_dir = Path(path).resolve().parent if path != "<command>" else Path.cwd()
+    for la in launch_mod.launches(result.commands, path):
+        try:
+            diags = lint_launch(la, options, composer, script_dir)
+        except LocateError as ex:
+            report.errors.append(InputError(path, str(ex), la.entry_span.line, la.entry_span.col))
+            continue
+        if diags is None:
+            continue  # not a Hydra app (a data-prep script, pip, ...)
+        report.launches += 1
+        report.diagnostics.extend(diags)
+    report.diagnostics = finalize(report.diagnostics, options)
+    return report
+
+
+def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path) -> list[Diagnostic] | None:
+    tree = verl_tree_for(script_dir, options.verl_tree)
+    app = locate_app(la, tree)
+    if app is None:
+        return None
+    comp = composer.compose(app, la.overrides, la.entry_span)
+    diags = list(comp.diagnostics)
+    if comp.config is None:
+        return diags
+    versions = {k: parse_version(v) for k, v in options.versions.items()}
+    versions["verl"] = parse_version(app.verl_version)
+    ctx = Context(la, comp, versions, launch_env(la, comp))
+    diags.extend(run_rules(ctx, options.active_rules()))
+    return diags
+
+
+def launch_env(la: Launch, comp) -> dict[str, EnvVar]:
+    """The env the Ray workers get: the script's exports, then runtime_env env_vars overrides."""
+    env = dict(la.env)
+    for ao in comp.overrides:
+        if ao.ok and ao.key.startswith(RAY_ENV_PREFIX) and ao.kind in ("set", "add", "force_add"):
+            name = ao.key[len(RAY_ENV_PREFIX) :]
+            value = None if ao.value_unknown else ao.line.split("=", 1)[1]
+            env[name] = EnvVar(name, value, ao.word.span, ao.value_unknown, True)
+    return env
+
+
+def finalize(diags: list[Diagnostic], options: Options) -> list[Diagnostic]:
+    """Select/ignore, severity overrides, de-duplication and a stable order."""
+    out = {}
+    for d in diags:
+        r = REGISTRY.get(d.code)
+        if r is not None and not selected(r, options.select, options.ignore):
+            continue
+        if d.code in options.severity:
+            d.severity = options.severity[d.code]
+        out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
+    return [out[k] for k in sorted(out)]
+
+
+def command_script(argv: list[str]) -> str:
+    """A command line given after `--`, as a one-line script."""
+    return shlex.join(argv) + "\n"
+
+
+_SHEBANG = re.compile(rb"^#!.*\b(ba|z|k)?sh\b")
+
+
+def is_shell_script(path: Path) -> bool:
+    if path.suffix in (".sh", ".bash"):
+        return True
+    if path.suffix:
+        return False
+    try:
+        with open(path, "rb") as f:
+            return bool(_SHEBANG.match(f.readline(200)))
+    except OSError:
+        return False
+
+
+def stats(reports: list[FileReport]) -> dict:
+    n = {s: 0 for s in Severity}
+    for r in reports:
+        for d in r.diagnostics:
+            n[d.severity] += 1
+    return {
+        "findings": sum(n.values()),
+        "errors": n[Severity.ERROR],
+        "warnings": n[Severity.WARNING],
+        "infos": n[Severity.INFO],
+        "files_with_findings": sum(1 for r in reports if r.diagnostics),
+        "files": len(reports),
+        "launches": sum(r.launches for r in reports),
+    }

@@ -1,0 +1,163 @@
+"""Renderers only: text (ruff/rustc style), JSON, SARIF 2.1.0, GitHub annotations."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from . import __version__
+from .engine import REGISTRY
+from .model import Severity
+from .pipeline import FileReport, stats
+
+_COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.INFO: "\033[1;36m"}
+_RESET = "\033[0m"
+
+
+def _frame(text: str | None, d, color: bool) -> list[str]:
+    if not text or d.span.line < 1:
+        return []
+    lines = text.splitlines()
+    if d.span.line > len(lines):
+        return []
+    src = lines[d.span.line - 1].expandtabs(1)
+    width = len(str(d.span.line))
+    start = max(d.span.col, 1)
+    end = d.span.end_col if d.span.end_line == d.span.line and d.span.end_col > start else len(src) + 1
+    caret = " " * (start - 1) + "^" * max(1, min(end, len(src) + 1) - start)
+    if color:
+        caret = _COLORS[d.severity] + caret + _RESET
+    pad = " " * width
+    return [f" {pad} |", f" {d.span.line} | {src}", f" {pad} | {caret}"]
+
+
+def render_text(reports: list[FileReport], color: bool = False, show_summary: bool = True) -> str:
+    out: list[str] = []
+    for r in reports:
+        for e in r.errors:
+            out.append(str(e))
+        for d in r.diagnostics:
+            sev = str(d.severity)
+            if color:
+                sev = _COLORS[d.severity] + sev + _RESET
+            out.append(f"{d.span.path}:{d.span.line}:{d.span.col}: {d.code} [{sev}] {d.message}")
+            out.extend(_frame(r.text, d, color))
+            if d.help:
+                out.append(f"  = help: {d.help}")
+            out.append("")
+    if show_summary:
+        s = stats(reports)
+        n_err = sum(len(r.errors) for r in reports)
+        if s["findings"]:
+            parts = [f"{s['errors']} error{'s' * (s['errors'] != 1)}", f"{s['warnings']} warning{'s' * (s['warnings'] != 1)}"]
+            if s["infos"]:
+                parts.append(f"{s['infos']} info")
+            out.append(
+                f"Found {s['findings']} finding{'s' * (s['findings'] != 1)} ({', '.join(parts)}) in "
+                f"{s['files_with_findings']} of {s['files']} scripts, {s['launches']} launches"
+            )
+        else:
+            out.append(f"All clean: {s['files']} scripts, {s['launches']} launches")
+        if n_err:
+            out.append(f"{n_err} input error{'s' * (n_err != 1)} (see above)")
+    return "\n".join(out) + "\n"
+
+
+def render_json(reports: list[FileReport]) -> str:
+    items = [d.to_json() for r in reports for d in r.diagnostics]
+    return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+
+
+def _rel(path: str) -> str:
+    if path.startswith("<"):
+        return path
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def render_github(reports: list[FileReport]) -> str:
+    level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+    def esc(s: str) -> str:
+        return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    def prop(s: str) -> str:
+        return esc(s).replace(":", "%3A").replace(",", "%2C")
+
+    out = []
+    for r in reports:
+        for e in r.errors:
+            out.append(f"::error file={prop(_rel(e.path))},line={max(e.line, 1)}::{esc(e.message)}")
+        for d in r.diagnostics:
+            msg = d.message + (f" (help: {d.help})" if d.help else "")
+            out.append(
+                f"::{level[d.severity]} file={prop(_rel(d.span.path))},line={d.span.line},col={d.span.col},"
+                f"endLine={d.span.end_line},endColumn={d.span.end_col},title={prop(d.code + ' ' + d.name)}::{esc(msg)}"
+            )
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def render_sarif(reports: list[FileReport]) -> str:
+    level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+    rules = list(REGISTRY)
+    index = {r.code: i for i, r in enumerate(rules)}
+    results = []
+    for r in reports:
+        for d in r.diagnostics:
+            res = {
+                "ruleId": d.code,
+                "level": level[d.severity],
+                "message": {"text": d.message + (f"\nhelp: {d.help}" if d.help else "")},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": _rel(d.span.path).replace(os.sep, "/")},
+                            "region": {
+                                "startLine": max(d.span.line, 1),
+                                "startColumn": max(d.span.col, 1),
+                                "endLine": max(d.span.end_line, 1),
+                                "endColumn": max(d.span.end_col, 1),
+                            },
+                        }
+                    }
+                ],
+            }
+            if d.code in index:
+                res["ruleIndex"] = index[d.code]
+            if d.key:
+                res["properties"] = {"key": d.key}
+            results.append(res)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "verl-lint",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/verl-lint/",
+                        "rules": [
+                            {
+                                "id": r.code,
+                                "name": r.name,
+                                "shortDescription": {"text": r.summary},
+                                "fullDescription": {"text": r.doc.strip() or r.summary},
+                                "defaultConfiguration": {"level": level[r.severity]},
+                                "help": {"text": r.doc.strip() or r.summary},
+                            }
+                            for r in rules
+                        ],
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+RENDERERS = {"text": render_text, "json": render_json, "github": render_github, "sarif": render_sarif}

@@ -1,0 +1,8 @@
+"""The rule pack. Importing this package registers every rule in `engine.REGISTRY`.
+
+Families (the hundreds of the code): 0xx script, 1xx Hydra and keys, 2xx ineffective
+keys, 3xx sizes and parallelism, 4xx removed/renamed, 5xx environment, 6xx allocator,
+7xx engine kwargs.
+"""
+
+from . import hydra_keys, script  # noqa: F401

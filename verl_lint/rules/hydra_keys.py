@@ -1,0 +1,165 @@
+"""1xx: Hydra composition errors and override hygiene.
+
+VL101–VL106 are emitted by the composition step (`compose.py`), which runs Hydra's own
+code; they are registered here for their documentation and examples.
+"""
+
+from ..engine import REGISTRY, Rule, main_ppo, rule
+from ..model import Severity
+
+
+def _builtin(code, name, severity, doc, bad, good):
+    REGISTRY.register(Rule(code, name, Severity.parse(severity), doc, None, bad=bad, good=good))
+
+
+_builtin(
+    "VL101",
+    "unknown-config-key",
+    "error",
+    """An override sets a key that is not in the composed config.
+
+    ## What it does
+    Runs Hydra's own override application on the composed config and reports
+    "Could not override 'key'" at the override, with the closest real key.
+
+    ## Why is this bad?
+    Hydra composes in struct mode: the job stops before training with
+    `ConfigCompositionException`. Usually a typo or a key renamed between verl releases.
+
+    ## Use instead
+    The key the did-you-mean names, or `+key=value` when you really add a new key
+    (for example a dataclass-only field such as `actor_rollout_ref.rollout.enable_sleep_mode`).
+    """,
+    [main_ppo("actor_rollout_ref.rollout.tensor_parallel_size=2")],
+    [main_ppo("actor_rollout_ref.rollout.tensor_model_parallel_size=2")],
+)
+_builtin(
+    "VL102",
+    "override-syntax-error",
+    "error",
+    """Hydra cannot parse an override.
+
+    ## What it does
+    Parses every override with Hydra's own grammar and reports the lexer/parser error.
+
+    ## Why is this bad?
+    Hydra stops with `OverrideParseException` before anything runs.
+
+    ## Use instead
+    Quote values with spaces, brackets or special characters for Hydra inside the shell
+    quoting, e.g. `'trainer.logger=["console","wandb"]'`.
+    """,
+    [main_ppo("trainer.project_name=a b")],
+    [main_ppo("trainer.project_name='a b'")],
+)
+_builtin(
+    "VL103",
+    "add-existing-key",
+    "error",
+    """`+key=value` on a key that already exists.
+
+    ## What it does
+    Reports Hydra's "Could not append to config. An item is already at ..." at the override.
+
+    ## Why is this bad?
+    `+` means *add*; Hydra refuses to add a key that exists and the job stops.
+
+    ## Use instead
+    `key=value` to override, or `++key=value` to add-or-override.
+    """,
+    [main_ppo("+trainer.nnodes=2")],
+    [main_ppo("++trainer.nnodes=2")],
+)
+_builtin(
+    "VL104",
+    "delete-missing-key",
+    "error",
+    """`~key` deletes a key that does not exist.
+
+    ## What it does
+    Reports Hydra's "Could not delete from config" at the override.
+
+    ## Why is this bad?
+    The job stops during composition.
+
+    ## Use instead
+    Remove the override, or fix the key.
+    """,
+    [main_ppo("~trainer.no_such_key")],
+    [main_ppo("~trainer.val_before_train")],
+)
+_builtin(
+    "VL105",
+    "override-rejected",
+    "error",
+    """Hydra rejects an override for another reason (type, sweep, merge error).
+
+    ## What it does
+    Reports any other error Hydra raises while applying a value override, such as a
+    sweep (`a=1,2`) in a single run or merging a dict into a scalar.
+
+    ## Why is this bad?
+    The job stops during composition.
+
+    ## Use instead
+    What the message says: quote comma-separated values (`'key="a,b"'`), or fix the type.
+    """,
+    [main_ppo("trainer.nnodes=1,2")],
+    [main_ppo("trainer.nnodes=2")],
+)
+_builtin(
+    "VL106",
+    "config-composition-error",
+    "error",
+    """Hydra cannot compose the config (missing config group option, bad defaults list).
+
+    ## What it does
+    Composes the defaults tree with Hydra and reports its error at the config-group
+    override that caused it (or at the launch).
+
+    ## Why is this bad?
+    The job stops before anything runs.
+
+    ## Use instead
+    An existing option of the config group (the message lists them).
+    """,
+    [main_ppo("model_engine=no_such_engine")],
+    [main_ppo("model_engine=megatron")],
+)
+
+
+@rule(
+    "VL107",
+    "duplicate-override",
+    "warning",
+    bad=[main_ppo("trainer.nnodes=1", "data.train_batch_size=64", "trainer.nnodes=2")],
+    good=[main_ppo("trainer.nnodes=2", "data.train_batch_size=64")],
+)
+def duplicate_override(ctx):
+    """The same key is overridden twice in one launch; the last one silently wins.
+
+    ## What it does
+    Flags a value override of a key that a later override of the same launch sets again.
+
+    ## Why is this bad?
+    Hydra applies overrides in order, so the earlier value is dead. In long scripts
+    built from variables and arrays this usually means one of the two is a mistake
+    (the one you edited is not the one that counts).
+
+    ## Use instead
+    Keep one override per key.
+    """
+    last = {}
+    for o in ctx.comp.overrides:
+        if o.ok and o.kind in ("set", "force_add", "add"):
+            last[o.key] = o
+    for o in ctx.comp.overrides:
+        if o.ok and o.kind in ("set", "force_add", "add") and last.get(o.key) is not o:
+            winner = last[o.key]
+            yield ctx.diag(
+                "VL107",
+                f"`{o.key}` is overridden again at line {winner.word.span.line} (`{winner.line}`); this value is ignored",
+                key=o.key,
+                help="remove one of the two overrides",
+                span=o.word.span,
+            )

@@ -1,0 +1,840 @@
+"""Bash front end: tree-sitter-bash plus a small constant-propagating evaluator.
+
+The evaluator walks the syntax tree in order and tracks variables over the safe
+subset of bash (assignments, export/local/readonly/declare, parameter expansion
+with defaults, `$(( ))` arithmetic, arrays, quoting, functions, `source` of files
+inside the allowed roots). Whatever it cannot know becomes an explicit `Unknown`
+carrying its reason. It never executes anything: command substitutions, `eval`,
+process substitutions and here-docs are only ever read as syntax.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tree_sitter as ts
+import tree_sitter_bash as tsb
+
+from .model import Diagnostic, EnvVar, Severity, Span, Unknown, Word
+
+_PARSER: ts.Parser | None = None
+MAX_SOURCE_DEPTH = 8
+MAX_CALL_DEPTH = 16
+
+
+def parser() -> ts.Parser:
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = ts.Parser(ts.Language(tsb.language()))
+    return _PARSER
+
+
+class Source:
+    """A script's text with the byte/character bookkeeping spans need."""
+
+    def __init__(self, path: str, text: str):
+        self.path = path
+        self.text = text
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.tree = parser().parse(self.data)
+        self._line_starts = [0] + [m.end() for m in re.finditer(b"\n", self.data)]
+
+    def span(self, start_byte: int, end_byte: int) -> Span:
+        line, col = self._point(start_byte)
+        end_line, end_col = self._point(end_byte)
+        return Span(self.path, line, col, end_line, end_col, start_byte, end_byte)
+
+    def node_span(self, node: ts.Node) -> Span:
+        return self.span(node.start_byte, node.end_byte)
+
+    def node_text(self, node: ts.Node) -> str:
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def _point(self, byte: int) -> tuple[int, int]:
+        import bisect
+
+        row = bisect.bisect_right(self._line_starts, byte) - 1
+        start = self._line_starts[row]
+        col = len(self.data[start:byte].decode("utf-8", "replace")) + 1
+        return row + 1, col
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+# ---------------------------------------------------------------- values ----
+
+
+@dataclass(frozen=True)
+class Seg:
+    """A piece of one field: literal text, or an unknown, with where it was written."""
+
+    text: str | None
+    span: Span
+    unknown: Unknown | None = None
+    from_caller: bool = False
+
+
+Field = list  # list[Seg]; one argument word after expansion
+
+
+@dataclass
+class Var:
+    # A scalar is a one-element list; arrays keep one Word per element.
+    words: list[Word]
+    is_array: bool = False
+    exported: bool = False
+    assigned_at: Span | None = None
+
+    def scalar(self) -> Word:
+        return self.words[0] if self.words else Word("", self.assigned_at) if self.assigned_at else self.words[0]
+
+
+@dataclass
+class State:
+    vars: dict[str, Var] = field(default_factory=dict)
+    functions: dict[str, ts.Node] = field(default_factory=dict)
+    positional: list[Word] | None = None  # None at top level: the caller's "$@"
+    cwd: str = "."
+
+    def copy(self) -> "State":
+        return State(dict(self.vars), dict(self.functions), self.positional, self.cwd)
+
+
+@dataclass
+class Command:
+    """A simple command after expansion: env prefixes, then argument words."""
+
+    node: ts.Node
+    span: Span
+    prefix_env: dict[str, EnvVar]
+    words: list[Word]
+    state: State
+
+
+@dataclass
+class ScriptResult:
+    source: Source
+    commands: list[Command] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    sourced: list[str] = field(default_factory=list)
+
+
+def unknown_word(span: Span, reason: str, from_caller: bool = False) -> Word:
+    return Word(None, span, Unknown(reason), from_caller)
+
+
+def env_of(state: State) -> dict[str, EnvVar]:
+    """The exported variables of a state, as the launched process would see them."""
+    out = {}
+    for name, var in state.vars.items():
+        if var.exported and not var.is_array and var.words:
+            w = var.words[0]
+            out[name] = EnvVar(name, w.text, var.assigned_at or w.span, w.unknown, True)
+    return out
+
+
+# ------------------------------------------------------------- evaluator ----
+
+_ARITH_OPS = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "**": lambda a, b: a**b if b >= 0 and b < 64 else None,
+    "/": lambda a, b: None if b == 0 else int(a / b) if (a < 0) != (b < 0) else a // b,
+    "%": lambda a, b: None if b == 0 else a - b * (int(a / b) if (a < 0) != (b < 0) else a // b),
+    "<": lambda a, b: int(a < b),
+    ">": lambda a, b: int(a > b),
+    "<=": lambda a, b: int(a <= b),
+    ">=": lambda a, b: int(a >= b),
+    "==": lambda a, b: int(a == b),
+    "!=": lambda a, b: int(a != b),
+    "&&": lambda a, b: int(bool(a) and bool(b)),
+    "||": lambda a, b: int(bool(a) or bool(b)),
+    "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b,
+    "<<": lambda a, b: a << b if 0 <= b < 64 else None,
+    ">>": lambda a, b: a >> b if 0 <= b < 64 else None,
+}
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "e": "\x1b", "0": "\0"}
+
+
+class Evaluator:
+    def __init__(self, source: Source, allowed_roots: list[Path], depth: int = 0):
+        self.src = source
+        self.allowed_roots = allowed_roots
+        self.depth = depth
+        self.result = ScriptResult(source)
+        self._assigned_later: dict[str, int] = {}
+        self._reported_unset: set[tuple[str, int]] = set()
+        self._call_depth = 0
+        self._called: set[str] = set()
+
+    # -- entry --------------------------------------------------------------
+    def run(self, state: State | None = None) -> tuple[ScriptResult, State]:
+        state = state or State(cwd=str(Path(self.src.path).parent))
+        self._collect_assignments(self.src.tree.root_node)
+        self._report_parse_errors(self.src.tree.root_node)
+        self._block(self.src.tree.root_node.children, state)
+        # Launches inside functions that are never called are still launches.
+        for name, body in list(state.functions.items()):
+            if name not in self._called:
+                self._called.add(name)
+                self._call(body, state.copy(), [])
+        return self.result, state
+
+    def _collect_assignments(self, root: ts.Node) -> None:
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            if n.type == "variable_assignment":
+                name = n.child_by_field_name("name")
+                if name is not None:
+                    key = self.src.node_text(name).split("[")[0]
+                    self._assigned_later.setdefault(key, n.start_byte)
+            elif n.type in ("for_statement",):
+                v = n.child_by_field_name("variable")
+                if v is not None:
+                    self._assigned_later.setdefault(self.src.node_text(v), n.start_byte)
+            stack.extend(n.children)
+
+    def _report_parse_errors(self, root: ts.Node) -> None:
+        if not root.has_error:
+            return
+        stack = [root]
+        while stack:
+            n = stack.pop()
+            if n.type == "ERROR" or n.is_missing:
+                what = f"missing {n.type!r}" if n.is_missing else "this text is not valid bash"
+                self.result.diagnostics.append(
+                    Diagnostic(
+                        "VL001",
+                        "bash-parse-error",
+                        Severity.ERROR,
+                        f"bash syntax error: {what}; the rest of the script is still analysed",
+                        self.src.node_span(n),
+                        help="fix the syntax; `bash -n SCRIPT` shows what bash thinks",
+                    )
+                )
+                continue
+            if n.has_error:
+                stack.extend(reversed(n.children))
+
+    # -- statements ---------------------------------------------------------
+    def _block(self, nodes, state: State) -> None:
+        for n in nodes:
+            self._stmt(n, state)
+
+    def _stmt(self, n: ts.Node, state: State) -> None:
+        t = n.type
+        if t in ("comment", "ERROR") or not n.is_named:
+            if t == "ERROR":
+                self._block(n.children, state)
+            return
+        if t == "variable_assignment":
+            self._assign(n, state)
+        elif t == "variable_assignments":
+            for c in n.named_children:
+                self._stmt(c, state)
+        elif t == "declaration_command":
+            self._declaration(n, state)
+        elif t == "unset_command":
+            for c in n.named_children:
+                state.vars.pop(self.src.node_text(c), None)
+        elif t == "command":
+            self._command(n, state)
+        elif t in ("redirected_statement", "pipeline", "list", "program", "compound_statement", "do_group"):
+            for c in n.named_children:
+                if c.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                    continue
+                self._stmt(c, state)
+        elif t == "subshell":
+            self._block(n.named_children, state.copy())
+        elif t == "negated_command":
+            self._block(n.named_children, state)
+        elif t == "if_statement":
+            self._branches(n, state)
+        elif t == "case_statement":
+            self._case(n, state)
+        elif t in ("for_statement", "c_style_for_statement", "while_statement"):
+            self._loop(n, state)
+        elif t == "function_definition":
+            name = n.child_by_field_name("name")
+            body = n.child_by_field_name("body")
+            if name is not None and body is not None:
+                state.functions[self.src.node_text(name)] = body
+        elif t == "test_command":
+            self._expand_all(n.named_children, state)
+        else:
+            # Unknown construct: still look inside for commands.
+            for c in n.named_children:
+                self._stmt(c, state)
+
+    def _branches(self, n: ts.Node, state: State) -> None:
+        """if/elif/else: each branch on its own copy; disagreeing variables become unknown."""
+        branches: list[list[ts.Node]] = [[]]
+        has_else = False
+        seen_condition = False
+        for c in n.children:
+            if c.type in ("if", "then", "fi", ";", "\n"):
+                if c.type == "then":
+                    seen_condition = True
+                continue
+            if c.type == "elif_clause":
+                branches.append([x for x in c.named_children])
+            elif c.type == "else_clause":
+                has_else = True
+                branches.append([x for x in c.named_children])
+            elif seen_condition:
+                branches[0].append(c)
+            else:
+                self._stmt(c, state)  # the condition runs
+        outcomes = []
+        for body in branches:
+            s = state.copy()
+            self._block(body, s)
+            outcomes.append(s)
+        if not has_else:
+            outcomes.append(state.copy())
+        self._merge(state, outcomes, "set in a branch of an if")
+
+    def _case(self, n: ts.Node, state: State) -> None:
+        outcomes = []
+        for item in n.named_children:
+            if item.type != "case_item":
+                continue
+            s = state.copy()
+            self._block(item.named_children[1:], s)
+            outcomes.append(s)
+        outcomes.append(state.copy())
+        self._merge(state, outcomes, "set in a branch of a case")
+
+    def _loop(self, n: ts.Node, state: State) -> None:
+        var = n.child_by_field_name("variable")
+        body_state = state.copy()
+        if var is not None:
+            name = self.src.node_text(var)
+            span = self.src.node_span(var)
+            body_state.vars[name] = Var([unknown_word(span, f"${name} is a loop variable")], assigned_at=span)
+        for c in n.named_children:
+            if c.type == "do_group":
+                self._stmt(c, body_state)
+            elif c is not var:
+                self._expand_all([c], body_state)
+        self._merge(state, [body_state, state.copy()], "changes inside a loop")
+
+    def _merge(self, state: State, outcomes: list[State], reason: str) -> None:
+        names = set()
+        for o in outcomes:
+            names |= set(o.vars)
+        for name in names:
+            vals = [o.vars.get(name) for o in outcomes]
+            first = vals[0]
+            if all(v is first for v in vals):
+                if first is not None:
+                    state.vars[name] = first
+                continue
+            texts = {None if v is None else tuple(w.text for w in v.words) for v in vals}
+            if len(texts) == 1 and None not in texts and all(v.is_array == first.is_array for v in vals):
+                state.vars[name] = first
+                continue
+            anchor = next((v for v in vals if v is not None), None)
+            span = anchor.assigned_at if anchor and anchor.assigned_at else self.src.span(0, 0)
+            state.vars[name] = Var(
+                [unknown_word(span, f"${name} is {reason}")],
+                exported=any(v.exported for v in vals if v is not None),
+                assigned_at=span,
+            )
+        for o in outcomes:
+            for fname, body in o.functions.items():
+                state.functions.setdefault(fname, body)
+
+    # -- assignments --------------------------------------------------------
+    def _assign(self, n: ts.Node, state: State, exported: bool = False, local_scope: bool = False) -> str | None:
+        name_node = n.child_by_field_name("name")
+        if name_node is None:
+            return None
+        raw_name = self.src.node_text(name_node)
+        name = raw_name.split("[")[0]
+        value = n.child_by_field_name("value")
+        append = any(c.type == "+=" for c in n.children)
+        span = self.src.node_span(n)
+        old = state.vars.get(name)
+        keep_export = exported or (old.exported if old else False)
+        if name_node.type == "subscript":  # A[i]=v: too dynamic to track precisely
+            state.vars[name] = Var([unknown_word(span, f"${name} has an element assigned by index")], True, keep_export, span)
+            return name
+        if value is not None and value.type == "array":
+            words: list[Word] = []
+            for el in value.named_children:
+                if el.type == "comment":
+                    continue
+                for f in self._expand(el, state):
+                    words.append(self._field_word(f, self.src.node_span(el)))
+            if append and old is not None:
+                words = list(old.words) + words
+            state.vars[name] = Var(words, True, keep_export, span)
+            return name
+        if value is None:
+            word = Word("", span)
+        else:
+            fields = self._expand(value, state, quoted=True)
+            word = self._field_word(fields[0] if fields else [], self.src.node_span(value))
+        if append and old is not None and old.words:
+            prev = old.words[-1] if old.is_array else old.words[0]
+            if old.is_array:
+                state.vars[name] = Var(list(old.words) + [word], True, keep_export, span)
+                return name
+            word = self._join_words(prev, word, span)
+        state.vars[name] = Var([word], False, keep_export, span)
+        return name
+
+    def _declaration(self, n: ts.Node, state: State) -> None:
+        kind = n.children[0].type if n.children else ""
+        exported = kind == "export" or any(
+            c.type == "word" and self.src.node_text(c).startswith("-") and "x" in self.src.node_text(c) for c in n.children
+        )
+        for c in n.named_children:
+            if c.type == "variable_assignment":
+                self._assign(c, state, exported=exported)
+            elif c.type == "variable_name" and exported:
+                name = self.src.node_text(c)
+                span = self.src.node_span(c)
+                var = state.vars.get(name)
+                if var is None:
+                    state.vars[name] = Var(
+                        [unknown_word(span, f"${name} is exported from the caller's environment")],
+                        exported=True,
+                        assigned_at=span,
+                    )
+                else:
+                    state.vars[name] = Var(var.words, var.is_array, True, var.assigned_at)
+
+    # -- commands -----------------------------------------------------------
+    def _command(self, n: ts.Node, state: State) -> None:
+        prefix: dict[str, EnvVar] = {}
+        words: list[Word] = []
+        name_node = None
+        for c in n.named_children:
+            if c.type == "variable_assignment" and name_node is None:
+                tmp = state.copy()
+                name = self._assign(c, tmp)
+                if name:
+                    w = tmp.vars[name].words[0] if tmp.vars[name].words else Word("", self.src.node_span(c))
+                    prefix[name] = EnvVar(name, w.text, self.src.node_span(c), w.unknown, True)
+            elif c.type == "command_name":
+                name_node = c
+                words.extend(self._field_words(c.named_children[0] if c.named_children else c, state))
+            elif c.type in ("file_redirect", "heredoc_redirect", "herestring_redirect", "comment"):
+                continue
+            elif name_node is not None:
+                words.extend(self._field_words(c, state))
+        if name_node is None:
+            # Only assignments: in bash they persist in the shell.
+            for c in n.named_children:
+                if c.type == "variable_assignment":
+                    self._assign(c, state)
+            return
+        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy())
+        self.result.commands.append(cmd)
+        self._builtin(cmd, state)
+
+    def _builtin(self, cmd: Command, state: State) -> None:
+        if not cmd.words or cmd.words[0].text is None:
+            return
+        name, args = cmd.words[0].text, cmd.words[1:]
+        if name in ("source", ".") and args:
+            self._source(args[0], state)
+        elif name == "cd" and args:
+            target = args[0].text
+            if target is None:
+                state.cwd = str(Path(state.cwd) / "<unknown>")
+            else:
+                state.cwd = os.path.normpath(os.path.join(state.cwd, os.path.expanduser(target)))
+        elif name == "read":
+            for a in args:
+                if a.text and not a.text.startswith("-"):
+                    state.vars[a.text] = Var([unknown_word(a.span, f"${a.text} is read from input")], assigned_at=a.span)
+        elif name == "shift" and state.positional:
+            state.positional = state.positional[1:]
+        elif name in state.functions:
+            self._called.add(name)
+            if self._call_depth < MAX_CALL_DEPTH:
+                self._call_depth += 1
+                self._call(state.functions[name], state, args)
+                self._call_depth -= 1
+
+    def _call(self, body: ts.Node, state: State, args: list[Word]) -> None:
+        saved = state.positional
+        state.positional = list(args)
+        self._stmt(body, state)
+        state.positional = saved
+
+    def _source(self, arg: Word, state: State) -> None:
+        if arg.text is None or self.depth >= MAX_SOURCE_DEPTH:
+            return
+        path = Path(state.cwd, arg.text).resolve() if not os.path.isabs(arg.text) else Path(arg.text).resolve()
+        if not any(path == r or r in path.parents for r in self.allowed_roots) or not path.is_file():
+            return  # never read files outside the scanned tree
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return
+        sub = Evaluator(Source(str(path), text), self.allowed_roots, self.depth + 1)
+        sub._collect_assignments(sub.src.tree.root_node)
+        sub._block(sub.src.tree.root_node.children, state)
+        self.result.commands.extend(sub.result.commands)
+        self.result.diagnostics.extend(sub.result.diagnostics)
+        self.result.sourced.append(str(path))
+
+    # -- expansion ----------------------------------------------------------
+    def _field_words(self, node: ts.Node, state: State) -> list[Word]:
+        span = self.src.node_span(node)
+        return [self._field_word(f, span) for f in self._expand(node, state)]
+
+    def _field_word(self, f: list[Seg], span: Span) -> Word:
+        # A word that is exactly one expanded value points where that value was written.
+        if len(f) == 1 and f[0].span is not None:
+            s = f[0]
+            return Word(s.text, s.span, s.unknown, s.from_caller)
+        unknown = next((s.unknown for s in f if s.unknown is not None), None)
+        if unknown is not None:
+            prefix = []
+            for s in f:
+                if s.text is None:
+                    break
+                prefix.append(s.text)
+            return Word(None, span, unknown, any(s.from_caller for s in f), "".join(prefix))
+        return Word("".join(s.text or "" for s in f), span)
+
+    def _join_words(self, a: Word, b: Word, span: Span) -> Word:
+        if a.text is None or b.text is None:
+            return Word(None, span, a.unknown or b.unknown)
+        return Word(a.text + b.text, span)
+
+    def _expand_all(self, nodes, state: State) -> None:
+        for n in nodes:
+            self._expand(n, state)
+
+    def _expand(self, node: ts.Node, state: State, quoted: bool = False) -> list[list[Seg]]:
+        """Expand one word node into fields (lists of segments)."""
+        t = node.type
+        span = self.src.node_span(node)
+        if t in ("word", "number", "extglob_pattern", "regex"):
+            text = self.src.node_text(node)
+            return [[Seg(_unescape_unquoted(text) if not quoted else text, span)]]
+        if t == "raw_string":
+            return [[Seg(self.src.node_text(node)[1:-1], span)]]
+        if t == "ansi_c_string":
+            return [[Seg(_unescape_ansi(self.src.node_text(node)[2:-1]), span)]]
+        if t == "translated_string":
+            return self._expand(node.named_children[0], state, quoted) if node.named_children else [[Seg("", span)]]
+        if t == "string":
+            return self._expand_string(node, state)
+        if t == "concatenation":
+            fields: list[list[Seg]] = [[]]
+            for c in node.children:
+                if c.type == "`" or not c.is_named:
+                    continue
+                part = self._expand(c, state, quoted)
+                if not part:
+                    continue
+                fields[-1].extend(part[0])
+                fields.extend([list(p) for p in part[1:]])
+            return [f for f in fields if f] or [[Seg("", span)]]
+        if t in ("simple_expansion", "expansion"):
+            return self._expand_param(node, state, quoted)
+        if t == "arithmetic_expansion":
+            v = self._arith_node(node, state)
+            if isinstance(v, Unknown):
+                return [[Seg(None, span, v)]]
+            return [[Seg(str(v), span)]]
+        if t in ("command_substitution", "process_substitution"):
+            what = self.src.node_text(node)
+            return [[Seg(None, span, Unknown(f"the output of `{_short(what)}` is only known at run time"))]]
+        return [[Seg(self.src.node_text(node), span)]]
+
+    def _expand_string(self, node: ts.Node, state: State) -> list[list[Seg]]:
+        fields: list[list[Seg]] = [[]]
+        for c in node.children:
+            if not c.is_named:
+                continue
+            if c.type == "string_content":
+                fields[-1].append(Seg(_unescape_dquote(self.src.node_text(c)), self.src.node_span(c)))
+                continue
+            part = self._expand(c, state, quoted=True)
+            if not part:
+                continue
+            fields[-1].extend(part[0])
+            fields.extend([list(p) for p in part[1:]])
+        # `"${A[@]}"` of an empty array yields no field at all.
+        if len(fields) == 1 and not fields[0] and any(c.is_named for c in node.children):
+            return []
+        if fields == [[]]:
+            return [[Seg("", self.src.node_span(node))]]
+        return fields
+
+    def _expand_param(self, node: ts.Node, state: State, quoted: bool) -> list[list[Seg]]:
+        span = self.src.node_span(node)
+        text = self.src.node_text(node)
+        name_node = None
+        index = None
+        op = None
+        operand: ts.Node | None = None
+        length = False
+        indirect = False
+        for c in node.children:
+            if c.type in ("variable_name", "special_variable_name") and name_node is None:
+                name_node = c
+            elif c.type == "subscript":
+                name_node = c.child_by_field_name("name")
+                idx = c.child_by_field_name("index")
+                index = self.src.node_text(idx) if idx is not None else None
+            elif c.type == "#" and name_node is None:
+                length = True
+            elif c.type == "!" and name_node is None:
+                indirect = True
+            elif not c.is_named and c.type not in ("$", "${", "}") and name_node is not None and op is None:
+                op = c.type
+            elif c.is_named and name_node is not None and op is not None and operand is None:
+                operand = c
+        if name_node is None:
+            return [[Seg(None, span, Unknown(f"`{_short(text)}` is not understood statically"))]]
+        name = self.src.node_text(name_node)
+        if name in ("@", "*") or (index is None and name.isdigit()):
+            return self._positional(name, span, state, quoted)
+        if indirect or (op is not None and op not in (":-", "-", ":=", "=", ":+", "+")):
+            if op is None and not indirect and length:
+                pass
+            else:
+                return [[Seg(None, span, Unknown(f"`{_short(text)}` is not evaluated statically"))]]
+        var = state.vars.get(name)
+        if var is None and op in (":-", "-", ":=", "="):
+            default = self._expand(operand, state, quoted=True) if operand is not None else [[Seg("", span)]]
+            word = self._field_word(default[0] if default else [], span)
+            if op in (":=", "="):
+                state.vars[name] = Var([word], assigned_at=span)
+            return [[Seg(word.text, span if word.text is not None else word.span, word.unknown)]]
+        if var is None:
+            if op in (":+", "+"):
+                return [[Seg("", span)]] if quoted else []
+            return [[self._unset(name, node, span)]]
+        if op in (":-", ":=") and not var.is_array and var.words and var.words[0].text == "":
+            default = self._expand(operand, state, quoted=True) if operand is not None else [[Seg("", span)]]
+            word = self._field_word(default[0] if default else [], span)
+            if op == ":=":
+                state.vars[name] = Var([word], exported=var.exported, assigned_at=span)
+            return [[Seg(word.text, span, word.unknown)]]
+        if op in (":+", "+"):
+            alt = self._expand(operand, state, quoted=True) if operand is not None else [[Seg("", span)]]
+            return alt
+        if length:
+            if index in ("@", "*"):
+                return [[Seg(str(len(var.words)), span)]]
+            w = var.words[0] if var.words else Word("", span)
+            return [[Seg(str(len(w.text)) if w.text is not None else None, span, w.unknown)]]
+        if index in ("@", "*"):
+            words = var.words
+            if index == "*" and quoted:
+                return [[self._seg_of(self._join_all(words, span), span)]]
+            if quoted:
+                return [[self._seg_of(w, w.span)] for w in words]
+            return [f for w in words for f in self._split(w)]
+        if index is not None:
+            if index.isdigit() and int(index) < len(var.words):
+                w = var.words[int(index)]
+            elif index.isdigit() and var.words and var.words[0].text is not None:
+                return [[Seg("", span)]]
+            else:
+                return [[Seg(None, span, Unknown(f"`{_short(text)}` indexes an array dynamically"))]]
+        else:
+            w = var.words[0] if var.words else Word("", span)
+        if quoted:
+            return [[self._seg_of(w, w.span)]]
+        return self._split(w)
+
+    def _seg_of(self, w: Word, span: Span) -> Seg:
+        return Seg(w.text, span, w.unknown, w.from_caller)
+
+    def _split(self, w: Word) -> list[list[Seg]]:
+        """Unquoted expansion: bash splits the value on whitespace."""
+        if w.text is None:
+            return [[self._seg_of(w, w.span)]]
+        parts = w.text.split()
+        if len(parts) == 1 and parts[0] == w.text:
+            return [[Seg(w.text, w.span)]]
+        return [[Seg(p, w.span)] for p in parts]
+
+    def _join_all(self, words: list[Word], span: Span) -> Word:
+        if any(w.text is None for w in words):
+            return Word(None, span, next(w.unknown for w in words if w.text is None))
+        return Word(" ".join(w.text for w in words), span)
+
+    def _positional(self, name: str, span: Span, state: State, quoted: bool) -> list[list[Seg]]:
+        if state.positional is None:
+            if name in ("@", "*"):
+                return [[Seg(None, span, Unknown("extra arguments passed to the script (\"$@\")"), True)]]
+            if name == "0":
+                return [[Seg(self.src.path, span)]]
+            return [[Seg(None, span, Unknown(f"script argument ${name}"), True)]]
+        if name in ("@", "*"):
+            if quoted and name == "@":
+                return [[self._seg_of(w, w.span)] for w in state.positional]
+            return [[self._seg_of(self._join_all(state.positional, span), span)]]
+        i = int(name)
+        if i == 0:
+            return [[Seg(self.src.path, span)]]
+        if i <= len(state.positional):
+            w = state.positional[i - 1]
+            return [[self._seg_of(w, w.span)]]
+        return [[Seg("", span)]]
+
+    def _unset(self, name: str, node: ts.Node, span: Span) -> Seg:
+        later = self._assigned_later.get(name)
+        if later is not None and later > node.start_byte and (name, node.start_byte) not in self._reported_unset:
+            self._reported_unset.add((name, node.start_byte))
+            self.result.diagnostics.append(
+                Diagnostic(
+                    "VL002",
+                    "variable-used-before-assignment",
+                    Severity.WARNING,
+                    f"${name} is used here but only assigned later in the script; bash expands it to an empty string"
+                    " (0 in arithmetic) unless the caller's environment sets it",
+                    span,
+                    help=f"assign {name} before this line",
+                    key=name,
+                )
+            )
+            return Seg(None, span, Unknown(f"${name} is used before it is assigned"))
+        return Seg(None, span, Unknown(f"${name} is not set in the script (comes from the environment)"))
+
+    # -- arithmetic ---------------------------------------------------------
+    def _arith_node(self, node: ts.Node, state: State) -> int | Unknown:
+        inner = [c for c in node.named_children]
+        if not inner:
+            return 0
+        v: int | Unknown = 0
+        for c in inner:  # `$((a, b))` evaluates to the last
+            v = self._arith(c, state)
+        return v
+
+    def _arith(self, n: ts.Node, state: State) -> int | Unknown:
+        t = n.type
+        if t == "number":
+            return _parse_int(self.src.node_text(n))
+        if t == "parenthesized_expression":
+            return self._arith(n.named_children[0], state) if n.named_children else 0
+        if t == "variable_name":
+            return self._arith_var(self.src.node_text(n), n, state)
+        if t in ("simple_expansion", "expansion", "string", "concatenation", "word", "raw_string"):
+            fields = self._expand(n, state, quoted=True)
+            w = self._field_word(fields[0] if fields else [], self.src.node_span(n))
+            if w.text is None:
+                return w.unknown or Unknown("unknown operand")
+            return _arith_text(w.text, state, self)
+        if t == "arithmetic_expansion" or t == "command_substitution":
+            fields = self._expand(n, state)
+            w = self._field_word(fields[0] if fields else [], self.src.node_span(n))
+            return _parse_int(w.text) if w.text is not None else (w.unknown or Unknown("unknown"))
+        if t == "unary_expression":
+            op = n.children[0].type
+            v = self._arith(n.named_children[0], state)
+            if isinstance(v, Unknown):
+                return v
+            return {"-": -v, "+": v, "!": int(not v), "~": ~v}.get(op, Unknown(f"operator {op}"))
+        if t == "binary_expression":
+            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+            op = n.child_by_field_name("operator")
+            op_text = op.type if op is not None else ""
+            if left is None or right is None:
+                return Unknown("incomplete arithmetic")
+            if op_text in ("=", "+=", "-=", "*=", "/=", "%="):
+                return Unknown("assignment inside arithmetic is not tracked")
+            a, b = self._arith(left, state), self._arith(right, state)
+            if isinstance(a, Unknown):
+                return a
+            if isinstance(b, Unknown):
+                return b
+            fn = _ARITH_OPS.get(op_text)
+            if fn is None:
+                return Unknown(f"arithmetic operator {op_text}")
+            r = fn(a, b)
+            return Unknown(f"{a} {op_text} {b} is an arithmetic error") if r is None else r
+        if t == "ternary_expression":
+            cond = self._arith(n.named_children[0], state)
+            if isinstance(cond, Unknown):
+                return cond
+            return self._arith(n.named_children[1] if cond else n.named_children[2], state)
+        return Unknown(f"`{_short(self.src.node_text(n))}` in arithmetic is not evaluated")
+
+    def _arith_var(self, name: str, node: ts.Node, state: State) -> int | Unknown:
+        var = state.vars.get(name)
+        if var is None:
+            seg = self._unset(name, node, self.src.node_span(node))
+            return seg.unknown
+        w = var.words[0] if var.words else Word("0", self.src.node_span(node))
+        if w.text is None:
+            return w.unknown or Unknown(f"${name} is unknown")
+        return _arith_text(w.text, state, self)
+
+
+def _arith_text(text: str, state: State, ev: Evaluator) -> int | Unknown:
+    text = text.strip()
+    if text == "":
+        return 0
+    v = _parse_int(text)
+    if not isinstance(v, Unknown):
+        return v
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) and text in state.vars:
+        w = state.vars[text].words[0] if state.vars[text].words else None
+        if w is not None and w.text is not None and w.text != text:
+            return _parse_int(w.text.strip())
+    return Unknown(f"{text!r} is not an integer")
+
+
+def _parse_int(text: str) -> int | Unknown:
+    try:
+        if text.lower().startswith("0x"):
+            return int(text, 16)
+        if "#" in text:
+            base, digits = text.split("#", 1)
+            return int(digits, int(base))
+        if len(text) > 1 and text.startswith("0") and text.isdigit():
+            return int(text, 8)
+        return int(text)
+    except ValueError:
+        return Unknown(f"{text!r} is not an integer")
+
+
+def _unescape_unquoted(text: str) -> str:
+    if "\\" not in text:
+        return text
+    return re.sub(r"\\(\n|.)", lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+def _unescape_dquote(text: str) -> str:
+    if "\\" not in text:
+        return text
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+def _unescape_ansi(text: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), text)
+
+
+def _short(text: str, n: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def evaluate(path: str, text: str, allowed_roots: list[Path] | None = None) -> ScriptResult:
+    src = Source(path, text)
+    roots = allowed_roots if allowed_roots is not None else [Path(path).resolve().parent]
+    result, _ = Evaluator(src, [r.resolve() for r in roots]).run()
+    return result
