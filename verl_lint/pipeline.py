@@ -11,6 +11,7 @@ from . import launch as launch_mod
 from . import rules as _rules  # noqa: F401 - registers the rule pack
 from . import shell
 from .compose import Composer
+from .environment import installed_versions
 from .engine import REGISTRY, Context, Rule, parse_version, run_rules
 from .locate import LocateError, VerlTree, locate_app, verl_tree_for
 from .model import Diagnostic, EnvVar, Launch, Severity
@@ -24,7 +25,8 @@ class Options:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)  # per-rule overrides
-    versions: dict[str, str] = field(default_factory=dict)  # --vllm-version etc.
+    # Versions that win over the installed ones (--vllm-version ...): key as in environment.TRACKED.
+    versions: dict[str, str] = field(default_factory=dict)
     allowed_roots: tuple[Path, ...] = ()  # `source` may read files under these
     debug: bool = False
 
@@ -93,7 +95,7 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
     diags = list(comp.diagnostics)
     if comp.config is None:
         return diags
-    versions = {k: parse_version(v) for k, v in options.versions.items()}
+    versions = {k: parse_version(v) for k, v in {**installed_versions(), **options.versions}.items()}
     versions["verl"] = parse_version(app.verl_version)
     ctx = Context(la, comp, versions, launch_env(la, comp))
     diags.extend(run_rules(ctx, options.active_rules()))

@@ -49,8 +49,8 @@ _builtin(
     Quote values with spaces, brackets or special characters for Hydra inside the shell
     quoting, e.g. `'trainer.logger=["console","wandb"]'`.
     """,
-    [main_ppo("trainer.project_name=a b")],
-    [main_ppo("trainer.project_name='a b'")],
+    [main_ppo("trainer.logger=[console,wandb")],
+    [main_ppo("trainer.logger=[console,wandb]")],
 )
 _builtin(
     "VL103",
@@ -124,7 +124,7 @@ _builtin(
     An existing option of the config group (the message lists them).
     """,
     [main_ppo("model_engine=no_such_engine")],
-    [main_ppo("model_engine=megatron")],
+    [main_ppo("model_engine=torchtitan")],
 )
 
 

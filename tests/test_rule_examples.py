@@ -1,0 +1,40 @@
+"""Every rule's bad examples produce exactly that rule; its good examples produce nothing.
+
+Run against every real release the rule applies to.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import RELEASES, codes
+from verl_lint.engine import REGISTRY
+from verl_lint.engine import parse_version
+
+CASES = []
+for r in REGISTRY:
+    for v in RELEASES:
+        if not r.applies_to(parse_version(v)):
+            continue
+        CASES += [pytest.param(r, v, i, "bad", id=f"{r.code}-{v}-bad{i}") for i in range(len(r.bad))]
+        CASES += [pytest.param(r, v, i, "good", id=f"{r.code}-{v}-good{i}") for i in range(len(r.good))]
+
+
+def test_every_rule_has_examples_and_docs():
+    for r in REGISTRY:
+        assert r.bad and r.good, f"{r.code} needs bad and good examples"
+        doc = r.doc
+        for heading in ("## What it does", "## Why is this bad?", "## Use instead"):
+            assert heading in doc, f"{r.code} doc lacks {heading!r}"
+
+
+@pytest.mark.parametrize("rule,version,index,kind", CASES)
+def test_example(lint, rule, version, index, kind):
+    script = (rule.bad if kind == "bad" else rule.good)[index]
+    report = lint(script, version)
+    assert not report.errors, report.errors
+    got = sorted(set(codes(report)))
+    if kind == "bad":
+        assert got == [rule.code], f"{rule.code} bad example on verl {version} gave {got}: {[d.message for d in report.diagnostics]}"
+    else:
+        assert got == [], f"{rule.code} good example on verl {version} gave {[(d.code, d.message) for d in report.diagnostics]}"
