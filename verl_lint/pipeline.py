@@ -14,6 +14,7 @@ from .compose import Composer
 from .environment import installed_versions
 from .engine import REGISTRY, Context, Rule, parse_version, run_rules
 from .locate import LocateError, VerlTree, locate_app, verl_tree_for
+from .rules.tables import removed_module_diag
 from .model import Diagnostic, EnvVar, Launch, Severity
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -88,7 +89,14 @@ def lint_text(path: str, text: str, options: Options, composer: Composer) -> Fil
 
 def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path) -> list[Diagnostic] | None:
     tree = verl_tree_for(script_dir, options.verl_tree)
-    app = locate_app(la, tree)
+    try:
+        app = locate_app(la, tree)
+    except LocateError:
+        # An entry point the release removed is a finding with its replacement, not bad input.
+        gone = la.module and tree and removed_module_diag(la.module, parse_version(tree.version), la.entry_span)
+        if gone:
+            return [gone]
+        raise
     if app is None:
         return None
     comp = composer.compose(app, la.overrides, la.entry_span)
@@ -98,8 +106,10 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
     versions = {k: parse_version(v) for k, v in {**installed_versions(), **options.versions}.items()}
     versions["verl"] = parse_version(app.verl_version)
     ctx = Context(la, comp, versions, launch_env(la, comp))
-    diags.extend(run_rules(ctx, options.active_rules()))
-    return diags
+    found = run_rules(ctx, options.active_rules())
+    # A removed/renamed-key finding explains Hydra's bare "Could not override" at the same token.
+    explained = {d.span for d in found if d.code.startswith("VL4")}
+    return [d for d in diags if not (d.code in ("VL101", "VL105") and d.span in explained)] + found
 
 
 def launch_env(la: Launch, comp) -> dict[str, EnvVar]:

@@ -132,8 +132,8 @@ _builtin(
     "VL107",
     "duplicate-override",
     "warning",
-    bad=[main_ppo("trainer.nnodes=1", "data.train_batch_size=64", "trainer.nnodes=2")],
-    good=[main_ppo("trainer.nnodes=2", "data.train_batch_size=64")],
+    bad=[main_ppo("trainer.nnodes=1", "trainer.project_name=p", "trainer.nnodes=2")],
+    good=[main_ppo("trainer.nnodes=2", "trainer.project_name=p")],
 )
 def duplicate_override(ctx):
     """The same key is overridden twice in one launch; the last one silently wins.

@@ -1,0 +1,22 @@
+"""Load the knowledge tables of the top-level `rules/` folder (packaged as `verl_lint.knowledge`)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+_SOURCE_TREE = Path(__file__).resolve().parent.parent / "rules"
+
+
+@lru_cache(maxsize=None)
+def load_table(name: str):
+    """The parsed YAML table `name` (e.g. "removed_keys.yaml"), or None when it does not exist."""
+    if _SOURCE_TREE.is_dir():  # a source checkout (or editable install)
+        path = _SOURCE_TREE / name
+        return yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    from importlib import resources
+
+    res = resources.files("verl_lint.knowledge").joinpath(name)
+    return yaml.safe_load(res.read_text(encoding="utf-8")) if res.is_file() else None

@@ -1,0 +1,614 @@
+"""3xx: sizes and parallelism that verl asserts on only after Ray and the workers are up.
+
+Every check reads numbers through `ctx.num`, which is None for anything unknown
+(`$(cmd)`, unset env, `"$@"`), so a check that lacks a number stays silent.
+"""
+
+from __future__ import annotations
+
+from ..engine import main_ppo, rule
+
+A = "actor_rollout_ref.actor"
+R = "actor_rollout_ref.rollout"
+GPUS = ("trainer.n_gpus_per_node", "trainer.nnodes")
+
+
+def _gpus(ctx):
+    per_node, nodes = ctx.num(GPUS[0]), ctx.num(GPUS[1])
+    if per_node is None or nodes is None:
+        return None, ""
+    return per_node * nodes, f"trainer.n_gpus_per_node={per_node} × trainer.nnodes={nodes}"
+
+
+def _anchor(ctx, *keys):
+    """The key among `keys` that the launch set last, else the first (for the finding's location)."""
+    set_keys = [k for k in keys if ctx.set_by_override(k)]
+    if not set_keys:
+        return keys[0]
+    return max(set_keys, key=lambda k: (ctx.span(k).line, ctx.span(k).col))
+
+
+@rule(
+    "VL301",
+    "train-batch-not-divisible-by-gpus",
+    "error",
+    bad=[main_ppo("data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=48")],
+    good=[main_ppo("data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192")],
+)
+def train_batch_divisible(ctx):
+    """train_batch_size × rollout.n must be divisible by the minimal batch (the GPU count for FSDP).
+
+    ## What it does
+    Computes `data.train_batch_size × actor_rollout_ref.rollout.n` and checks it divides by
+    `n_gpus_per_node × nnodes` (FSDP), or by the Megatron data-parallel size ×
+    `ppo_micro_batch_size_per_gpu`, when dynamic batch size is off.
+
+    ## Why is this bad?
+    `validate_config` asserts "real_train_batch_size (...) must be divisible by minimal
+    possible batch size" — after Ray has started in verl 0.7, before it in 0.9.
+
+    ## Use instead
+    A train batch size whose product with `rollout.n` is a multiple of the GPU count.
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:100-127` (`validate_config`); verl 0.7.1 `verl/utils/config.py:86-113`.
+    """
+    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+        return
+    n_gpus, gpus_text = _gpus(ctx)
+    bsz, n = ctx.num("data.train_batch_size"), ctx.num(f"{R}.n")
+    if n_gpus is None or bsz is None or n is None or n_gpus <= 0:
+        return
+    minimal, why = n_gpus, gpus_text
+    if ctx.text(f"{A}.strategy") == "megatron":
+        tp, pp, cp = (ctx.num(f"{A}.megatron.{k}") for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"))
+        micro = ctx.num(f"{A}.ppo_micro_batch_size_per_gpu")
+        if None in (tp, pp, cp, micro) or tp * pp * cp == 0 or n_gpus % (tp * pp * cp):
+            return  # VL309 reports the indivisible model-parallel size
+        minimal = n_gpus // (tp * pp * cp) * micro
+        why = f"Megatron data-parallel size {n_gpus // (tp * pp * cp)} × ppo_micro_batch_size_per_gpu={micro}"
+    if minimal and (bsz * n) % minimal:
+        key = _anchor(ctx, "data.train_batch_size", f"{R}.n", *GPUS)
+        yield ctx.diag(
+            "VL301",
+            f"data.train_batch_size={bsz} × rollout.n={n} = {bsz * n} is not divisible by {why} = {minimal}; "
+            "verl asserts on it in validate_config",
+            key=key,
+            help=f"use a train_batch_size such that train_batch_size × {n} is a multiple of {minimal}, e.g. {_round_to(bsz, n, minimal)}",
+        )
+
+
+def _round_to(bsz: int, n: int, minimal: int) -> int:
+    from math import gcd
+
+    step = minimal // gcd(n, minimal)
+    return max(step, bsz // step * step)
+
+
+@rule(
+    "VL302",
+    "train-batch-smaller-than-mini-batch",
+    "error",
+    bad=[main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128")],
+    good=[main_ppo("data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=128")],
+)
+def train_batch_vs_mini(ctx):
+    """data.train_batch_size is smaller than actor.ppo_mini_batch_size.
+
+    ## What it does
+    Compares the two when dynamic batch size is off.
+
+    ## Why is this bad?
+    `ActorConfig.validate` raises "train_batch_size (...) must be >= actor.ppo_mini_batch_size".
+
+    ## Use instead
+    A mini batch no larger than the train batch (usually a divisor of it).
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/config/actor.py:222-229`; verl 0.7.1 `verl/workers/config/actor.py` (`validate`).
+    """
+    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+        return
+    bsz, mini = ctx.num("data.train_batch_size"), ctx.num(f"{A}.ppo_mini_batch_size")
+    if bsz is not None and mini is not None and bsz < mini:
+        key = _anchor(ctx, "data.train_batch_size", f"{A}.ppo_mini_batch_size")
+        yield ctx.diag(
+            "VL302",
+            f"data.train_batch_size={bsz} is smaller than {A}.ppo_mini_batch_size={mini}; verl raises ValueError",
+            key=key,
+            help=f"set {A}.ppo_mini_batch_size to at most {bsz}",
+        )
+
+
+@rule(
+    "VL303",
+    "micro-batch-set-twice",
+    "error",
+    bad=[main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8")],
+    good=[main_ppo(f"{R}.log_prob_micro_batch_size_per_gpu=8")],
+)
+def micro_batch_twice(ctx):
+    """Both the deprecated global micro batch size and its `_per_gpu` form are set.
+
+    ## What it does
+    Checks the pairs `rollout.log_prob_micro_batch_size{,_per_gpu}`,
+    `ref.log_prob_micro_batch_size{,_per_gpu}` (when a reference model is used) and
+    `actor.ppo_micro_batch_size{,_per_gpu}` when dynamic batch size is off.
+
+    ## Why is this bad?
+    verl raises "You have set both '...micro_batch_size' AND '..._per_gpu'".
+
+    ## Use instead
+    Only the `_per_gpu` key.
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:131-182` and `verl/workers/config/actor.py:244-257`;
+    verl 0.7.1 `verl/utils/config.py:117-178`.
+    """
+    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+        return
+    uses_ref = ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward")
+    pairs = [(R, "log_prob_micro_batch_size"), (A, "ppo_micro_batch_size")]
+    if uses_ref:
+        pairs.append(("actor_rollout_ref.ref", "log_prob_micro_batch_size"))
+    for section, name in pairs:
+        glob, per_gpu = ctx.get(f"{section}.{name}", None), ctx.get(f"{section}.{name}_per_gpu", None)
+        if isinstance(glob, int) and isinstance(per_gpu, int) and not isinstance(glob, bool):
+            yield ctx.diag(
+                "VL303",
+                f"both {section}.{name}={glob} and {section}.{name}_per_gpu={per_gpu} are set; verl raises ValueError",
+                key=f"{section}.{name}",
+                help=f"remove {section}.{name} (deprecated) and keep {name}_per_gpu",
+            )
+
+
+@rule(
+    "VL304",
+    "mini-batch-not-divisible-by-dp",
+    "error",
+    bad=[main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96")],
+    good=[main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=96")],
+)
+def mini_batch_dp(ctx):
+    """ppo_mini_batch_size × rollout.n does not split evenly over the actor's data-parallel ranks.
+
+    ## What it does
+    With `dp = n_gpus / ulysses_sequence_parallel_size` (FSDP), checks that
+    `ppo_mini_batch_size × rollout.n` is a positive multiple of `dp`, and (without dynamic
+    batch size) that the per-GPU mini batch is a multiple of `ppo_micro_batch_size_per_gpu`.
+
+    ## Why is this bad?
+    verl 0.9 asserts `mini_batch_size % dp == 0` at the first actor update — after a full
+    rollout step; the legacy 0.7 FSDP worker silently truncates the mini batch with `//=`
+    and asserts only that it stays positive and divisible by the micro batch.
+
+    ## Use instead
+    A mini batch whose product with `rollout.n` is a multiple of the data-parallel size.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/engine_workers.py:266-270` (`train_batch`) and
+    `verl/trainer/ppo/v1/trainer_base.py` (`mini_batch_size = ppo_mini_batch_size × n`);
+    verl 0.7.1 `verl/workers/fsdp_workers.py:249-268`.
+    """
+    if ctx.text(f"{A}.strategy") not in ("fsdp", "fsdp2"):
+        return
+    n_gpus, _ = _gpus(ctx)
+    mini, n = ctx.num(f"{A}.ppo_mini_batch_size"), ctx.num(f"{R}.n")
+    sp = ctx.num(f"{A}.ulysses_sequence_parallel_size") or 1
+    if None in (n_gpus, mini, n) or n_gpus % sp:
+        return
+    dp = n_gpus // sp
+    total = mini * n
+    key = _anchor(ctx, f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS)
+    if total % dp or total // dp == 0:
+        yield ctx.diag(
+            "VL304",
+            f"ppo_mini_batch_size={mini} × rollout.n={n} = {total} does not split over {dp} data-parallel ranks "
+            f"(n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})",
+            key=key,
+            help=f"make ppo_mini_batch_size × rollout.n a multiple of {dp}",
+        )
+        return
+    micro = ctx.num(f"{A}.ppo_micro_batch_size_per_gpu")
+    if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro:
+        yield ctx.diag(
+            "VL304",
+            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}",
+            key=_anchor(ctx, f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_mini_batch_size"),
+            help=f"use a ppo_micro_batch_size_per_gpu that divides {total // dp}",
+        )
+
+
+@rule(
+    "VL305",
+    "max-token-len-below-sequence-length",
+    "error",
+    bad=[main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=4096", "data.max_prompt_length=2048", "data.max_response_length=4096")],
+    good=[main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "data.max_prompt_length=2048", "data.max_response_length=4096")],
+)
+def max_token_len(ctx):
+    """With dynamic batch size, a token budget per GPU below the longest possible sequence.
+
+    ## What it does
+    Checks `ppo_max_token_len_per_gpu × ulysses_sequence_parallel_size` (actor) and
+    `log_prob_max_token_len_per_gpu` (rollout, ref) against
+    `data.max_prompt_length + data.max_response_length` when dynamic batch size is on.
+
+    ## Why is this bad?
+    `rearrange_micro_batches` asserts "max_token_len must be greater than the sequence
+    length" as soon as one long sample arrives — mid-training.
+
+    ## Use instead
+    A per-GPU token budget of at least prompt + response length (usually 2–3× it).
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/seqlen_balancing.py:384-386`; verl 0.7.1 `verl/utils/seqlen_balancing.py:382-383`.
+    """
+    prompt, response = ctx.num("data.max_prompt_length"), ctx.num("data.max_response_length")
+    if prompt is None or response is None:
+        return
+    seq = prompt + response
+    checks = [(A, "use_dynamic_bsz", "ppo_max_token_len_per_gpu")]
+    checks += [(R, "log_prob_use_dynamic_bsz", "log_prob_max_token_len_per_gpu")]
+    for section, flag, budget_key in checks:
+        if ctx.flag(f"{section}.{flag}") is not True:
+            continue
+        budget = ctx.num(f"{section}.{budget_key}")
+        sp = ctx.num(f"{A}.ulysses_sequence_parallel_size") or 1
+        if budget is not None and budget * sp < seq:
+            key = f"{section}.{budget_key}"
+            if not ctx.set_by_override(key):
+                key = _anchor(ctx, f"{A}.ppo_max_token_len_per_gpu", "data.max_response_length", "data.max_prompt_length")
+            yield ctx.diag(
+                "VL305",
+                f"{section}.{budget_key}={budget} × ulysses_sequence_parallel_size={sp} is below "
+                f"max_prompt_length + max_response_length = {seq}; verl asserts once a long sample arrives",
+                key=key,
+                help=f"set {budget_key} to at least {-(-seq // sp)}",
+            )
+            return
+
+
+@rule(
+    "VL306",
+    "rollout-parallel-does-not-divide-gpus",
+    "error",
+    bad=[main_ppo(f"{R}.tensor_model_parallel_size=3")],
+    good=[main_ppo(f"{R}.tensor_model_parallel_size=4")],
+)
+def rollout_world(ctx):
+    """The rollout replica size (TP × DP × PP) does not divide the GPU count.
+
+    ## What it does
+    With `R = tensor_model_parallel_size × data_parallel_size × pipeline_model_parallel_size`
+    of the rollout and `W = n_gpus_per_node × nnodes`, flags `W % R != 0`, and `R` larger than
+    a node but not a multiple of `n_gpus_per_node`.
+
+    ## Why is this bad?
+    The worker asserts "rollout world_size ... is not divisible by infer_world_size" in
+    `init_model`, and `RolloutReplica` asserts on multi-node replicas — after the GPUs are allocated.
+
+    ## Use instead
+    Rollout parallel sizes whose product divides the GPU count.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/engine_workers.py:652-661`, `verl/workers/rollout/replica.py:107-117`;
+    verl 0.7.1 `verl/workers/fsdp_workers.py:697-700`, `verl/workers/engine_workers.py:552-555`.
+    """
+    n_gpus, gpus_text = _gpus(ctx)
+    per_node = ctx.num(GPUS[0])
+    tp, dp, pp = (ctx.num(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    if None in (n_gpus, tp, dp, pp) or tp * dp * pp <= 0:
+        return
+    size = tp * dp * pp
+    key = _anchor(ctx, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", f"{R}.pipeline_model_parallel_size", *GPUS)
+    if n_gpus % size:
+        yield ctx.diag(
+            "VL306",
+            f"rollout TP×DP×PP = {tp}×{dp}×{pp} = {size} does not divide the {n_gpus} GPUs ({gpus_text})",
+            key=key,
+            help=f"use rollout parallel sizes whose product divides {n_gpus}",
+        )
+    elif per_node and size > per_node and size % per_node:
+        yield ctx.diag(
+            "VL306",
+            f"a rollout replica of {size} GPUs spans nodes but is not a multiple of n_gpus_per_node={per_node}",
+            key=key,
+            help=f"use a replica size that is a multiple of {per_node}, or at most {per_node}",
+        )
+
+
+@rule(
+    "VL307",
+    "rollout-ep-not-tp-times-dp",
+    "error",
+    verl=">=0.6.0",
+    bad=[main_ppo(f"{R}.expert_parallel_size=4", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")],
+    good=[main_ppo(f"{R}.expert_parallel_size=4", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=2")],
+)
+def rollout_ep(ctx):
+    """rollout.expert_parallel_size > 1 must equal tensor_model_parallel_size × data_parallel_size.
+
+    ## What it does
+    Checks EP = TP × DP for the vLLM and SGLang rollouts.
+
+    ## Why is this bad?
+    `RolloutConfig.__post_init__` asserts it; that dataclass is only built inside the
+    workers, so the job dies after Ray and the GPUs are up.
+
+    ## Use instead
+    `actor_rollout_ref.rollout.expert_parallel_size=<TP×DP>`.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/config/rollout.py:294-297`; verl 0.7.1 `verl/workers/config/rollout.py:264-266`.
+    """
+    if ctx.text(f"{R}.name") == "trtllm":
+        return
+    ep, tp, dp = (ctx.num(f"{R}.{k}") for k in ("expert_parallel_size", "tensor_model_parallel_size", "data_parallel_size"))
+    if None in (ep, tp, dp) or ep <= 1 or ep == tp * dp:
+        return
+    yield ctx.diag(
+        "VL307",
+        f"rollout.expert_parallel_size={ep} but tensor_model_parallel_size × data_parallel_size = {tp}×{dp} = {tp * dp}; "
+        "RolloutConfig asserts they are equal",
+        key=_anchor(ctx, f"{R}.expert_parallel_size", f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size"),
+        help=f"set {R}.expert_parallel_size={tp * dp}, or change TP/DP so that TP × DP = {ep}",
+    )
+
+
+@rule(
+    "VL308",
+    "rollout-pipeline-parallel-unsupported",
+    "error",
+    verl=">=0.6.0",
+    bad=[main_ppo(f"{R}.name=vllm", f"{R}.pipeline_model_parallel_size=2")],
+    good=[main_ppo(f"{R}.name=vllm", f"{R}.tensor_model_parallel_size=4")],
+)
+def rollout_pp(ctx):
+    """Pipeline parallelism in the rollout engine is not implemented.
+
+    ## What it does
+    Flags `rollout.pipeline_model_parallel_size > 1` for the vLLM, SGLang and TensorRT-LLM rollouts.
+
+    ## Why is this bad?
+    `RolloutConfig.__post_init__` raises NotImplementedError inside the workers.
+
+    ## Use instead
+    Tensor (and data/expert) parallelism for the rollout.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/config/rollout.py:319-323`; verl 0.7.1 `verl/workers/config/rollout.py` (`__post_init__`).
+    """
+    pp = ctx.num(f"{R}.pipeline_model_parallel_size")
+    name = ctx.text(f"{R}.name")
+    if pp is not None and pp > 1 and name in ("vllm", "sglang", "trtllm"):
+        yield ctx.diag(
+            "VL308",
+            f"rollout.pipeline_model_parallel_size={pp} is not implemented for the {name} rollout (NotImplementedError in the workers)",
+            key=f"{R}.pipeline_model_parallel_size",
+            help=f"use {R}.pipeline_model_parallel_size=1 and raise tensor_model_parallel_size instead",
+        )
+
+
+@rule(
+    "VL309",
+    "megatron-parallel-does-not-divide-gpus",
+    "error",
+    verl=">=0.6.0",
+    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
+         "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3\n"],
+    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
+          "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4\n"],
+)
+def megatron_parallel(ctx):
+    """Megatron TP × PP × CP of the actor does not divide the GPU count.
+
+    ## What it does
+    Checks `n_gpus % (tensor × pipeline × context parallel size) == 0` for the Megatron actor.
+
+    ## Why is this bad?
+    `validate_config` asserts "n_gpus (...) must be divisible by model_parallel_size (...)
+    times context_parallel_size (...)"; in verl 0.7 after Ray has started.
+
+    ## Use instead
+    Megatron parallel sizes whose product divides `n_gpus_per_node × nnodes`.
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:104-114`; verl 0.7.1 `verl/utils/config.py:90-100`.
+    """
+    if ctx.text(f"{A}.strategy") != "megatron":
+        return
+    n_gpus, gpus_text = _gpus(ctx)
+    tp, pp, cp = (ctx.num(f"{A}.megatron.{k}") for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"))
+    if None in (n_gpus, tp, pp, cp) or tp * pp * cp <= 0:
+        return
+    if n_gpus % (tp * pp * cp):
+        keys = [f"{A}.megatron.{k}" for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")]
+        yield ctx.diag(
+            "VL309",
+            f"Megatron TP×PP×CP = {tp}×{pp}×{cp} = {tp * pp * cp} does not divide the {n_gpus} GPUs ({gpus_text})",
+            key=_anchor(ctx, *keys, *GPUS),
+            help=f"choose Megatron parallel sizes whose product divides {n_gpus}",
+        )
+
+
+@rule(
+    "VL310",
+    "ulysses-sp-requires-remove-padding",
+    "error",
+    bad=[main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False")],
+    good=[main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True")],
+)
+def ulysses_padding(ctx):
+    """Ulysses sequence parallelism needs `use_remove_padding=True`.
+
+    ## What it does
+    Flags `actor.ulysses_sequence_parallel_size > 1` with `actor_rollout_ref.model.use_remove_padding=False`.
+
+    ## Why is this bad?
+    verl raises "When using sequence parallelism for actor/ref policy, you must enable
+    `use_remove_padding`".
+
+    ## Use instead
+    `actor_rollout_ref.model.use_remove_padding=True`.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/config/actor.py:331-341`; verl 0.7.1 `verl/workers/config/actor.py` (`FSDPActorConfig.validate`).
+    """
+    sp = ctx.num(f"{A}.ulysses_sequence_parallel_size")
+    if sp is not None and sp > 1 and ctx.flag("actor_rollout_ref.model.use_remove_padding") is False:
+        yield ctx.diag(
+            "VL310",
+            f"actor.ulysses_sequence_parallel_size={sp} requires actor_rollout_ref.model.use_remove_padding=True; verl raises ValueError",
+            key=_anchor(ctx, "actor_rollout_ref.model.use_remove_padding", f"{A}.ulysses_sequence_parallel_size"),
+            help="set actor_rollout_ref.model.use_remove_padding=True",
+        )
+
+
+@rule(
+    "VL311",
+    "max-num-batched-tokens-below-max-model-len",
+    "error",
+    verl=">=0.6.0,<0.8",
+    bad=[main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=8192")],
+    good=[main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=16384")],
+)
+def batched_tokens(ctx):
+    """Without chunked prefill, max_num_batched_tokens must be at least max_model_len (verl 0.6–0.7).
+
+    ## What it does
+    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`.
+
+    ## Why is this bad?
+    vLLM's SchedulerConfig raises "max_num_batched_tokens (...) is smaller than
+    max_model_len" when the rollout server starts. verl 0.9 raises the value itself with a
+    warning, so the rule does not apply there.
+
+    ## Use instead
+    `max_num_batched_tokens >= max_model_len`, or keep chunked prefill on.
+
+    ## Where in verl
+    verl 0.7.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:309-312` (passes both to vLLM);
+    verl 0.9.1 `vllm_async_server.py:1113-1119` (the fix-up that makes this moot).
+    """
+    if ctx.flag(f"{R}.enable_chunked_prefill") is not False:
+        return
+    tokens, max_len = ctx.num(f"{R}.max_num_batched_tokens"), ctx.num(f"{R}.max_model_len")
+    if tokens is not None and max_len is not None and tokens < max_len:
+        yield ctx.diag(
+            "VL311",
+            f"max_num_batched_tokens={tokens} < max_model_len={max_len} with chunked prefill off; vLLM refuses to start",
+            key=_anchor(ctx, f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"),
+            help=f"set {R}.max_num_batched_tokens={max_len}",
+        )
+
+
+@rule(
+    "VL312",
+    "max-model-len-below-sequence-budget",
+    "warning",
+    verl=">=0.8",
+    bad=[main_ppo(f"{R}.max_model_len=2048", "data.max_prompt_length=1024", "data.max_response_length=2048")],
+    good=[main_ppo(f"{R}.max_model_len=4096", "data.max_prompt_length=1024", "data.max_response_length=2048")],
+)
+def max_model_len_budget(ctx):
+    """rollout.max_model_len is below max_prompt_length + max_response_length.
+
+    ## What it does
+    Compares an explicit `rollout.max_model_len` with the data's sequence budget.
+
+    ## Why is this bad?
+    verl clamps each request's `max_tokens` to `max_model_len - len(prompt)`, so responses
+    are silently cut short; a prompt longer than `max_model_len` raises ValueError.
+
+    ## Use instead
+    `max_model_len >= max_prompt_length + max_response_length`.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:593-621`.
+    """
+    max_len = ctx.num(f"{R}.max_model_len")
+    prompt, response = ctx.num("data.max_prompt_length"), ctx.num("data.max_response_length")
+    if None in (max_len, prompt, response) or max_len >= prompt + response:
+        return
+    yield ctx.diag(
+        "VL312",
+        f"rollout.max_model_len={max_len} < max_prompt_length + max_response_length = {prompt + response}; "
+        "responses are silently truncated",
+        key=_anchor(ctx, f"{R}.max_model_len", "data.max_response_length", "data.max_prompt_length"),
+        help=f"set {R}.max_model_len={prompt + response} or more",
+    )
+
+
+@rule(
+    "VL313",
+    "val-do-sample-needs-temperature",
+    "error",
+    bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
+    good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],
+)
+def val_sampling(ctx):
+    """Validation sampling with a non-positive rollout temperature.
+
+    ## What it does
+    Flags `rollout.val_kwargs.do_sample=True` with `rollout.temperature <= 0`.
+
+    ## Why is this bad?
+    `validate_config` asserts "validation gen temperature should be greater than 0 when
+    enabling do_sample".
+
+    ## Use instead
+    A positive `actor_rollout_ref.rollout.temperature`, or `val_kwargs.do_sample=False`.
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:199-203`; verl 0.7.1 `verl/utils/config.py` (`validate_config`).
+    """
+    temp = ctx.num(f"{R}.temperature")
+    if ctx.flag(f"{R}.val_kwargs.do_sample") is True and temp is not None and temp <= 0:
+        yield ctx.diag(
+            "VL313",
+            f"val_kwargs.do_sample=True needs rollout.temperature > 0 (got {temp}); validate_config asserts",
+            key=_anchor(ctx, f"{R}.temperature", f"{R}.val_kwargs.do_sample"),
+            help=f"set {R}.temperature to a positive value such as 1.0",
+        )
+
+
+@rule(
+    "VL314",
+    "vllm-dp-needs-gpus-per-node-multiple-of-tp",
+    "error",
+    verl=">=0.8",
+    bad=[main_ppo(f"{R}.name=vllm", f"{R}.data_parallel_size=2", f"{R}.tensor_model_parallel_size=8", "trainer.n_gpus_per_node=4", "trainer.nnodes=4")],
+    good=[main_ppo(f"{R}.name=vllm", f"{R}.data_parallel_size=2", f"{R}.tensor_model_parallel_size=2", "trainer.n_gpus_per_node=8")],
+)
+def vllm_dp_tp(ctx):
+    """vLLM data parallelism needs the GPUs per node to hold whole TP groups.
+
+    ## What it does
+    With the vLLM rollout and `data_parallel_size > 1`, checks
+    `min(n_gpus_per_node, TP×DP×PP) % TP == 0`.
+
+    ## Why is this bad?
+    `vLLMHttpServer.launch_server` asserts it when the rollout servers start.
+
+    ## Use instead
+    A tensor-parallel size that divides `n_gpus_per_node`.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:384-392`.
+    """
+    if ctx.text(f"{R}.name") != "vllm":
+        return
+    per_node = ctx.num(GPUS[0])
+    tp, dp, pp = (ctx.num(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    if None in (per_node, tp, dp, pp) or dp <= 1 or tp <= 0:
+        return
+    local = min(per_node, tp * dp * pp)
+    if local % tp:
+        yield ctx.diag(
+            "VL314",
+            f"vLLM with data_parallel_size={dp}: min(n_gpus_per_node={per_node}, TP×DP×PP={tp * dp * pp}) = {local} "
+            f"is not a multiple of tensor_model_parallel_size={tp}; the rollout server asserts at launch",
+            key=_anchor(ctx, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", GPUS[0]),
+            help=f"use a tensor_model_parallel_size that divides {per_node}",
+        )

@@ -1,0 +1,178 @@
+"""Knowledge as data: one generic check per table in the top-level `rules/` folder.
+
+- `ineffective_keys.yaml` (2xx): keys that compose fine but verl ignores or overwrites.
+- `removed_keys.yaml` (4xx): keys, values, entry points and config names removed or
+  renamed between verl releases, with the replacement.
+
+Each record becomes a registered rule with its own code, documentation and examples.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+from dataclasses import dataclass
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from ..data import load_table
+from ..engine import REGISTRY, Context, Rule, main_ppo
+from ..model import Diagnostic, Fix, Severity
+
+
+def _matches(patterns: list[str], key: str) -> str | None:
+    """The part matched by a trailing `.*` ('' for an exact match), or None."""
+    for p in patterns:
+        if p.endswith(".*"):
+            base = p[:-2]
+            if key.startswith(base + "."):
+                return key[len(base) + 1 :]
+        elif fnmatch.fnmatchcase(key, p):
+            return ""
+    return None
+
+
+def _value_text(line: str) -> str:
+    return line.split("=", 1)[1] if "=" in line else ""
+
+
+def _doc(rec: dict, kind: str) -> str:
+    evidence = "\n".join(f"    - {e}" for e in rec.get("evidence", []))
+    what = rec.get("summary", rec["name"])
+    keys = ", ".join(f"`{k}`" for k in rec.get("keys", []) or [rec.get("module") or rec.get("config_name") or ""])
+    if kind == "ineffective":
+        does = f"Flags an override of {keys} on verl {rec['verl']}" + (
+            " when " + ", ".join(f"`{k}={v}`" for k, v in rec["when"].items()) if rec.get("when") else ""
+        )
+    else:
+        does = f"Flags {keys} on verl >= {rec['removed']} (where it no longer works)"
+    return (
+        f"{what}\n\n    ## What it does\n    {does}.\n\n    ## Why is this bad?\n    {rec['message']}\n\n"
+        f"    ## Use instead\n    {rec['help']}\n\n    ## Where in verl\n{evidence}\n"
+    )
+
+
+def _examples(rec: dict, field: str) -> list[str]:
+    out = []
+    for ex in rec.get(field) or []:
+        if isinstance(ex, str):
+            out.append(main_ppo(*shlex.split(ex)) if rec.get("module") is None else ex)
+        else:
+            out.append(main_ppo(*ex))
+    return out
+
+
+@dataclass
+class _Ineffective:
+    rec: dict
+
+    def __call__(self, ctx: Context):
+        rec = self.rec
+        for cond_key, expected in (rec.get("when") or {}).items():
+            got = ctx.get(cond_key, None)
+            if got is None or _as_text(got) != str(expected):
+                return
+        for o in ctx.comp.overrides:
+            if not o.ok or o.kind not in ("set", "add", "force_add"):
+                continue
+            if _matches(rec["keys"], o.key) is None:
+                continue
+            value = "<unknown>" if o.value_unknown else _value_text(o.line)
+            yield ctx.diag(rec["code"], rec["message"].format(key=o.key, value=value), key=o.key, help=rec["help"].format(key=o.key, value=value), span=o.word.span)
+
+
+@dataclass
+class _Removed:
+    rec: dict
+
+    def __call__(self, ctx: Context):
+        rec = self.rec
+        if rec.get("config_name"):
+            name = (ctx.app.config_name or "").removesuffix(".yaml")
+            if name == rec["config_name"]:
+                span = ctx.launch.config_name.span if ctx.launch.config_name is not None else ctx.launch.entry_span
+                yield ctx.diag(rec["code"], rec["message"], key=name, help=rec["help"], span=span)
+            return
+        for o in ctx.comp.overrides:
+            if o.kind == "hydra":
+                continue
+            rest = _matches(rec.get("keys") or [], o.key)
+            if rest is None:
+                continue
+            if rec.get("value") is not None and (o.value_unknown or _value_text(o.line) != str(rec["value"])):
+                continue
+            yield removed_diag(ctx, rec, o, rest)
+
+
+def removed_diag(ctx: Context, rec: dict, o, rest: str) -> Diagnostic:
+    replacement = (rec.get("replacement") or "").replace("{rest}", rest)
+    fix = None
+    if replacement and rec.get("rename"):
+        # Rewrite the key where the token is written (the whole token is one word there).
+        src = o.word.span
+        prefix = o.line[: len(o.line) - len(o.line.lstrip("+~"))]
+        new = prefix + replacement + o.line[len(prefix) + len(o.key) :]
+        if o.value_unknown is None:
+            fix = Fix(src.path, src.start_byte, src.end_byte, shlex.quote(new) if _needs_quote(new) else new, True, f"rename to `{replacement}`")
+    msg = rec["message"].format(key=o.key, replacement=replacement, version=rec["removed"])
+    help = rec["help"].format(key=o.key, replacement=replacement, version=rec["removed"])
+    d = ctx.diag(rec["code"], msg, key=o.key, help=help, span=o.word.span)
+    d.fix = fix
+    return d
+
+
+def _needs_quote(s: str) -> bool:
+    return any(c in s for c in " \t'\"$`\\()[]{}*?;&|<>!")
+
+
+def _as_text(v) -> str:
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    return str(v)
+
+
+def removed_modules() -> list[dict]:
+    return [r for r in load_table("removed_keys.yaml") or [] if r.get("module")]
+
+
+def removed_module_diag(module: str, version: Version | None, span) -> Diagnostic | None:
+    """A launch of an entry point that the verl release no longer has."""
+    for rec in removed_modules():
+        if rec["module"] == module and version is not None and version >= Version(rec["removed"]):
+            r = REGISTRY.get(rec["code"])
+            return Diagnostic(r.code, r.name, r.severity, rec["message"].format(key=module, version=rec["removed"]), span, rec["help"], module)
+    return None
+
+
+def _register() -> None:
+    for rec in load_table("ineffective_keys.yaml") or []:
+        REGISTRY.register(
+            Rule(
+                rec["code"],
+                rec["name"],
+                Severity.parse(rec["severity"]),
+                _doc(rec, "ineffective"),
+                _Ineffective(rec),
+                SpecifierSet(rec.get("verl", "")),
+                _examples(rec, "bad"),
+                _examples(rec, "good"),
+            )
+        )
+    for rec in load_table("removed_keys.yaml") or []:
+        check = None if rec.get("module") else _Removed(rec)
+        REGISTRY.register(
+            Rule(
+                rec["code"],
+                rec["name"],
+                Severity.parse(rec["severity"]),
+                _doc(rec, "removed"),
+                check,
+                SpecifierSet(f">={rec['removed']}"),
+                _examples(rec, "bad"),
+                _examples(rec, "good"),
+            )
+        )
+
+
+_register()
