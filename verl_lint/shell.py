@@ -77,6 +77,7 @@ class Seg:
     span: Span
     unknown: Unknown | None = None
     from_caller: bool = False
+    expanded: bool = False  # came from a variable: its span is where the value was written
 
 
 Field = list  # list[Seg]; one argument word after expansion
@@ -205,26 +206,29 @@ class Evaluator:
             stack.extend(n.children)
 
     def _report_parse_errors(self, root: ts.Node) -> None:
+        """One finding per innermost ERROR / MISSING node, located on its first line."""
         if not root.has_error:
             return
         stack = [root]
         while stack:
             n = stack.pop()
-            if n.type == "ERROR" or n.is_missing:
+            inner = [c for c in n.children if c.has_error or c.is_missing or c.type == "ERROR"]
+            if (n.type == "ERROR" or n.is_missing) and not any(c.type == "ERROR" or c.is_missing for c in _descendants(n)):
                 what = f"missing {n.type!r}" if n.is_missing else "this text is not valid bash"
+                newline = self.src.data.find(b"\n", n.start_byte)
+                end = n.end_byte if newline < 0 else min(n.end_byte, newline)
                 self.result.diagnostics.append(
                     Diagnostic(
                         "VL001",
                         "bash-parse-error",
                         Severity.ERROR,
                         f"bash syntax error: {what}; the rest of the script is still analysed",
-                        self.src.node_span(n),
+                        self.src.span(n.start_byte, max(end, n.start_byte)),
                         help="fix the syntax; `bash -n SCRIPT` shows what bash thinks",
                     )
                 )
                 continue
-            if n.has_error:
-                stack.extend(reversed(n.children))
+            stack.extend(reversed(inner))
 
     # -- statements ---------------------------------------------------------
     def _block(self, nodes, state: State) -> None:
@@ -500,7 +504,7 @@ class Evaluator:
 
     def _field_word(self, f: list[Seg], span: Span) -> Word:
         # A word that is exactly one expanded value points where that value was written.
-        if len(f) == 1 and f[0].span is not None:
+        if len(f) == 1 and f[0].expanded:
             s = f[0]
             return Word(s.text, s.span, s.unknown, s.from_caller)
         unknown = next((s.unknown for s in f if s.unknown is not None), None)
@@ -660,7 +664,7 @@ class Evaluator:
         return self._split(w)
 
     def _seg_of(self, w: Word, span: Span) -> Seg:
-        return Seg(w.text, span, w.unknown, w.from_caller)
+        return Seg(w.text, span, w.unknown, w.from_caller, expanded=True)
 
     def _split(self, w: Word) -> list[list[Seg]]:
         """Unquoted expansion: bash splits the value on whitespace."""
@@ -668,8 +672,8 @@ class Evaluator:
             return [[self._seg_of(w, w.span)]]
         parts = w.text.split()
         if len(parts) == 1 and parts[0] == w.text:
-            return [[Seg(w.text, w.span)]]
-        return [[Seg(p, w.span)] for p in parts]
+            return [[Seg(w.text, w.span, expanded=True)]]
+        return [[Seg(p, w.span, expanded=True)] for p in parts]
 
     def _join_all(self, words: list[Word], span: Span) -> Word:
         if any(w.text is None for w in words):
@@ -796,6 +800,14 @@ def _arith_text(text: str, state: State, ev: Evaluator) -> int | Unknown:
         if w is not None and w.text is not None and w.text != text:
             return _parse_int(w.text.strip())
     return Unknown(f"{text!r} is not an integer")
+
+
+def _descendants(n: ts.Node):
+    stack = list(n.children)
+    while stack:
+        c = stack.pop()
+        yield c
+        stack.extend(c.children)
 
 
 def _parse_int(text: str) -> int | Unknown:

@@ -11,6 +11,9 @@ from ..engine import main_ppo, rule
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
 GPUS = ("trainer.n_gpus_per_node", "trainer.nnodes")
+# Apps whose main() runs verl.utils.config.validate_config (the fully-async app does not:
+# it requires data.train_batch_size=0 and validates on its own).
+VALIDATED_APPS = ("ppo_trainer", "ppo_megatron_trainer")
 
 
 def _gpus(ctx):
@@ -32,6 +35,7 @@ def _anchor(ctx, *keys):
     "VL301",
     "train-batch-not-divisible-by-gpus",
     "error",
+    apps=VALIDATED_APPS,
     bad=[main_ppo("data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=48")],
     good=[main_ppo("data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192")],
 )
@@ -89,6 +93,7 @@ def _round_to(bsz: int, n: int, minimal: int) -> int:
     "VL302",
     "train-batch-smaller-than-mini-batch",
     "error",
+    apps=VALIDATED_APPS,
     bad=[main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128")],
     good=[main_ppo("data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=128")],
 )
@@ -124,6 +129,7 @@ def train_batch_vs_mini(ctx):
     "VL303",
     "micro-batch-set-twice",
     "error",
+    apps=VALIDATED_APPS,
     bad=[main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8")],
     good=[main_ppo(f"{R}.log_prob_micro_batch_size_per_gpu=8")],
 )
@@ -394,6 +400,7 @@ def rollout_pp(ctx):
     "VL309",
     "megatron-parallel-does-not-divide-gpus",
     "error",
+    apps=VALIDATED_APPS,
     verl=">=0.6.0",
     bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
          "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3\n"],
@@ -544,6 +551,7 @@ def max_model_len_budget(ctx):
     "VL313",
     "val-do-sample-needs-temperature",
     "error",
+    apps=VALIDATED_APPS,
     bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
     good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],
 )

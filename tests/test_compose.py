@@ -1,0 +1,102 @@
+"""Composition through the spine equals plain `hydra.compose` on real verl releases."""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from conftest import RELEASES
+from verl_lint.launch import launches
+from verl_lint.locate import locate_app
+from verl_lint.shell import evaluate
+
+R = "actor_rollout_ref.rollout"
+A = "actor_rollout_ref.actor"
+LAUNCHES = [
+    [],
+    ["data.train_batch_size=512", f"{R}.n=8"],
+    [f"+{R}.engine_kwargs.vllm.enable_expert_parallel=True"],
+    [f"++{R}.engine_kwargs.vllm.max_num_seqs=64", f"++{A}.ppo_mini_batch_size=32"],
+    ["~trainer.val_before_train"],
+    ["critic=megatron_critic"],
+    ["actor@actor_rollout_ref.actor=megatron_actor"],
+    ["trainer.logger=[console,wandb]"],
+    ["'trainer.logger=[\"console\",\"wandb\"]'"],
+    ["trainer.project_name='my project'"],
+    ['trainer.experiment_name="a,b"'],
+    [f"{A}.optim.lr=1e-6", f"{A}.optim.weight_decay=0.01"],
+    ["algorithm.adv_estimator=grpo", f"{A}.use_kl_loss=True", f"{A}.kl_loss_coef=0.001"],
+    [f"{R}.tensor_model_parallel_size=4", f"{R}.gpu_memory_utilization=0.5", f"{R}.name=vllm"],
+    ["data.max_prompt_length=$((1024*2))", "data.max_response_length=$((1024 * 8))"],
+    ["trainer.total_epochs=1", "trainer.total_epochs=2"],
+    [f"+{R}.enable_sleep_mode=False"],
+    [f"{R}.val_kwargs.temperature=0.6", f"{R}.val_kwargs.do_sample=True"],
+    ["trainer.default_local_dir=/ckpt/run-1", "trainer.resume_mode=disable"],
+    ["+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_USE_V1=1"],
+    ["data.train_files=[/a.parquet,/b.parquet]"],
+    ["trainer.nnodes=2", "trainer.n_gpus_per_node=8", "+trainer.new_key={a:1,b:[1,2]}"],
+    ["model_engine=torchtitan"],
+    [f"~{R}.val_kwargs", f"++{R}.val_kwargs={{n:1}}"],
+]
+
+
+def _compose_both(verl_trees, composer, tmp_path, version, overrides, name=None):
+    script = "python3 -m verl.trainer.main_ppo " + (f"--config-name {name} " if name else "") + " ".join(overrides) + "\n"
+    p = tmp_path / "s.sh"
+    p.write_text(script)
+    [la] = launches(evaluate(str(p), script).commands, str(p))
+    app = locate_app(la, verl_trees[version])
+    comp = composer.compose(app, la.overrides, la.entry_span)
+    words = [w.text for w in la.overrides]
+    with initialize_config_dir(config_dir=str(app.config_dirs[-1]), version_base=None):
+        try:
+            expected = compose(app.config_name, overrides=words)
+        except Exception as ex:  # noqa: BLE001
+            expected = ex
+    return comp, expected
+
+
+@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.parametrize("overrides", LAUNCHES, ids=[" ".join(o)[:60] or "defaults" for o in LAUNCHES])
+def test_fast_composition_equals_hydra(verl_trees, composer, tmp_path, version, overrides):
+    comp, expected = _compose_both(verl_trees, composer, tmp_path, version, overrides)
+    if isinstance(expected, Exception):
+        assert comp.diagnostics, f"Hydra failed ({expected}) but verl-lint composed"
+        return
+    assert not comp.diagnostics, [d.message for d in comp.diagnostics]
+    assert OmegaConf.to_yaml(comp.config) == OmegaConf.to_yaml(expected)  # order and values
+    assert OmegaConf.is_struct(comp.config) == OmegaConf.is_struct(expected)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_megatron_config_name(verl_trees, composer, tmp_path, version):
+    comp, expected = _compose_both(
+        verl_trees, composer, tmp_path, version, ["actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"], "ppo_megatron_trainer"
+    )
+    assert OmegaConf.to_container(comp.config) == OmegaConf.to_container(expected)
+    assert comp.config.actor_rollout_ref.actor.strategy == "megatron"
+
+
+def test_errors_are_located_and_do_not_stop_the_rest(verl_trees, composer, tmp_path):
+    comp, expected = _compose_both(
+        verl_trees, composer, tmp_path, "0.9.1", ["trainer.nnodes=3", "trainer.nnodez=2", "+trainer.nnodes=4", "trainer.n_gpus_per_node=4"]
+    )
+    assert isinstance(expected, Exception)
+    assert [d.code for d in comp.diagnostics] == ["VL101", "VL103"]
+    assert comp.config.trainer.nnodes == 3 and comp.config.trainer.n_gpus_per_node == 4
+
+
+def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_trees, composer, tmp_path):
+    import sys
+
+    script = "python3 -m verl.experimental.fully_async_policy.fully_async_main async_training.staleness_threshold=0.5 trainer.nnodes=2\n"
+    p = tmp_path / "s.sh"
+    p.write_text(script)
+    [la] = launches(evaluate(str(p), script).commands, str(p))
+    app = locate_app(la, verl_trees["0.9.1"])
+    assert app.searchpath and app.searchpath[0].startswith("file://")
+    comp = composer.compose(app, la.overrides, la.entry_span)
+    assert not comp.diagnostics
+    assert comp.config.async_training.staleness_threshold == 0.5 and comp.config.trainer.nnodes == 2
+    assert "verl" not in sys.modules

@@ -1,0 +1,150 @@
+"""The bash front end on real tree-sitter-bash: constant propagation, unknowns, spans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verl_lint.launch import launches
+from verl_lint.shell import evaluate
+
+
+def one_launch(text: str, tmp_path: Path, name: str = "s.sh"):
+    p = tmp_path / name
+    p.write_text(text)
+    result = evaluate(str(p), text)
+    found = launches(result.commands, str(p))
+    assert len(found) == 1, found
+    return found[0], result
+
+
+def words(launch):
+    return [w.text for w in launch.overrides]
+
+
+def test_assignments_defaults_arithmetic(tmp_path):
+    text = (
+        "A=${NNODES:-4}\nB=${UNSET-7}\n: ${C:=3}\nD=$(( (A + B) * C / 2 % 5 ))\nE=$((-A ** 2))\n"
+        "python3 -m verl.trainer.main_ppo a=$A b=$B c=$C d=$D e=$E f=${#A}\n"
+    )
+    la, _ = one_launch(text, tmp_path)
+    assert words(la) == ["a=4", "b=7", "c=3", "d=1", "e=-16", "f=1"]
+
+
+def test_export_local_readonly_prefix_env(tmp_path):
+    text = (
+        "export X=1\nreadonly R=2\nY=3\nf() { local L=5; FOO=bar python3 -m m l=$L r=$R; }\nf\n"
+    )
+    la, _ = one_launch(text, tmp_path)
+    assert words(la) == ["l=5", "r=2"]
+    assert la.env["X"].value == "1" and la.env["FOO"].value == "bar"
+    assert "Y" not in la.env  # not exported
+    assert la.env["X"].span.line == 1 and la.env["FOO"].span.line == 4
+
+
+def test_arrays_and_spans(tmp_path):
+    text = 'ARR=(a=1 "b=two words")\nARR+=(c=3)\npython3 -m m "${ARR[@]}" x=${ARR[0]} \\\n  y=2\n'
+    la, _ = one_launch(text, tmp_path)
+    assert words(la) == ["a=1", "b=two words", "c=3", "x=a=1", "y=2"]
+    a, b, c, x, y = la.overrides
+    assert (a.span.line, a.span.col, a.span.end_col) == (1, 6, 9)  # the array element
+    assert (b.span.line, b.span.col) == (1, 10)
+    assert (c.span.line, c.span.col) == (2, 7)
+    assert (y.span.line, y.span.col, y.span.end_col) == (4, 3, 6)  # after the line continuation
+
+
+def test_star_and_unquoted_split(tmp_path):
+    text = 'ARGS="p=1 q=2"\nA=(u v)\npython3 -m m $ARGS "${A[*]}"\n'
+    la, _ = one_launch(text, tmp_path)
+    assert words(la) == ["p=1", "q=2", "u v"]
+
+
+def test_quotes_and_concatenation(tmp_path):
+    text = "V=x\npython3 -m m 'k1=$V' \"k2=$V\"y k3=\"a\"'b'$V 'trainer.logger=[\"console\"]'\n"
+    la, _ = one_launch(text, tmp_path)
+    assert words(la) == ["k1=$V", "k2=xy", "k3=abx", 'trainer.logger=["console"]']
+
+
+def test_unknowns_carry_reasons(tmp_path):
+    text = (
+        "D=$(date +%s)\nread R\nfor i in 1 2; do L=$i; done\n"
+        'python3 -m m a=$D b=$R c=$L d=$NOT_SET e=`hostname` "$@"\n'
+    )
+    la, _ = one_launch(text, tmp_path)
+    a, b, c, d, e = la.overrides
+    assert a.text is None and "date" in a.unknown.reason and a.prefix == "a="
+    assert b.text is None and "read" in b.unknown.reason
+    assert c.text is None and "loop" in c.unknown.reason
+    assert d.text is None and "environment" in d.unknown.reason
+    assert e.text is None and "hostname" in e.unknown.reason
+    assert la.caller_args is not None and la.caller_args.line == 4  # "$@" is reported, not invented
+
+
+def test_used_before_assignment_is_a_finding(tmp_path):
+    text = "x=$(( 4096 / sp_size ))\nsp_size=4\npython3 -m m x=$x\n"
+    la, result = one_launch(text, tmp_path)
+    [d] = result.diagnostics
+    assert d.code == "VL002" and (d.span.line, d.span.col) == (1, 14)
+    assert la.overrides[0].text is None
+
+
+def test_branches_merge_to_unknown_or_agree(tmp_path):
+    text = 'if [ "$X" = 1 ]; then A=1; B=2; else A=3; B=2; fi\npython3 -m m a=$A b=$B\n'
+    la, _ = one_launch(text, tmp_path)
+    assert la.overrides[0].text is None and "branch" in la.overrides[0].unknown.reason
+    assert la.overrides[1].text == "b=2"
+
+
+def test_launch_forms(tmp_path):
+    cases = {
+        "python -u -X importtime -m verl.trainer.main_ppo a=1\n": ("verl.trainer.main_ppo", None),
+        "torchrun --nproc_per_node=8 --nnodes 2 -m verl.trainer.sft_trainer a=1\n": ("verl.trainer.sft_trainer", None),
+        "ray job submit --address=http://x:8265 -- python3 -m verl.trainer.main_ppo a=1\n": ("verl.trainer.main_ppo", None),
+        "PY=python3\n$PY -m verl.trainer.main_ppo a=1 | tee log\n": ("verl.trainer.main_ppo", None),
+        "nohup python3 recipe/x/main.py a=1 &\n": (None, "recipe/x/main.py"),
+        "if true; then env A=1 python3 -m mod a=1; fi\n": ("mod", None),
+    }
+    for i, (text, (module, file)) in enumerate(cases.items()):
+        la, _ = one_launch(text, tmp_path, f"c{i}.sh")
+        assert (la.module, la.file) == (module, file), text
+        assert words(la) == ["a=1"], text
+
+
+def test_hydra_flags_are_not_overrides(tmp_path):
+    text = "python3 -m m --config-path=cfg -cn ppo_megatron_trainer --config-dir /x a=1 --multirun\n"
+    la, _ = one_launch(text, tmp_path)
+    assert la.config_path.text == "cfg" and la.config_name.text == "ppo_megatron_trainer"
+    assert la.config_dir.text == "/x" and words(la) == ["a=1"]
+
+
+def test_source_inside_tree_only(tmp_path):
+    (tmp_path / "common.sh").write_text("TP=4\n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.sh"
+    outside.write_text("DP=9\n")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    text = f"source ../common.sh\n. {outside}\npython3 -m m tp=$TP dp=$DP\n"
+    p = sub / "s.sh"
+    p.write_text(text)
+    result = evaluate(str(p), text, [tmp_path])
+    [la] = launches(result.commands, str(p))
+    assert la.overrides[0].text == "tp=4"
+    assert la.overrides[1].text is None  # outside the allowed root: never read
+
+
+def test_nothing_is_executed(tmp_path):
+    marker = tmp_path / "MARKER"
+    text = (
+        f"X=$(touch {marker})\nY=`touch {marker}`\neval 'touch {marker}'\ntouch {marker}\n"
+        f"cat <(touch {marker})\ntrap 'touch {marker}' EXIT\n"
+        f"python3 -m verl.trainer.main_ppo a=$(touch {marker}) <<< \"$(touch {marker})\"\n"
+    )
+    evaluate(str(tmp_path / "s.sh"), text)
+    assert not marker.exists()
+
+
+def test_parse_error_is_located_and_rest_analysed(tmp_path):
+    text = "A=1\nif then fi )\npython3 -m m a=$A\n"
+    p = tmp_path / "s.sh"
+    result = evaluate(str(p), text)
+    assert any(d.code == "VL001" and d.span.line == 2 for d in result.diagnostics)
+    assert any(c.words and c.words[0].text == "python3" for c in result.commands)
