@@ -148,6 +148,7 @@ def _check(args, command_argv) -> int:
 def _rules(args) -> int:
     import json
 
+    from . import rules  # noqa: F401 - registers the rule pack
     from .engine import REGISTRY
 
     if args.format == "json":
@@ -172,6 +173,7 @@ def _rules(args) -> int:
 def _rule(args) -> int:
     import textwrap
 
+    from . import rules  # noqa: F401 - registers the rule pack
     from .engine import REGISTRY
 
     r = REGISTRY.get(args.code)

@@ -1,0 +1,99 @@
+"""The command line end to end, as a user runs it (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import NEWEST
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, cwd=None, cache=None):
+    env = dict(os.environ, NO_COLOR="1")
+    if cache:
+        env["VERL_LINT_CACHE_DIR"] = str(cache)
+    return subprocess.run([sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+@pytest.fixture(scope="module")
+def tree(verl_trees):
+    return str(verl_trees[NEWEST].root)
+
+
+def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
+    s = tmp_path / "run.sh"
+    s.write_text("#!/bin/bash\nTP=2\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    actor_rollout_ref.rollout.tensor_parallel_size=$TP\n")
+    r = cli("check", "--verl-root", tree, str(s))
+    assert r.returncode == 1, r.stderr
+    assert f"{s}:5:5: VL101" in r.stdout
+    assert "did you mean `actor_rollout_ref.rollout.tensor_model_parallel_size`?" in r.stdout
+    assert "^^^^" in r.stdout and "Found 1 finding (1 error, 0 warnings) in 1 of 1 scripts, 1 launches" in r.stdout
+
+
+def test_json_contract(tmp_path, tree):
+    s = tmp_path / "run.sh"
+    s.write_text("python3 -m verl.trainer.main_ppo +trainer.nnodes=2\n")
+    r = cli("check", "--verl-root", tree, "--format", "json", str(s))
+    assert r.returncode == 1
+    [item] = json.loads(r.stdout)
+    for field in ("code", "name", "severity", "message", "help", "path", "line", "column", "end_line", "end_column", "key"):
+        assert field in item
+    assert (item["code"], item["line"], item["column"], item["end_column"], item["key"]) == ("VL103", 1, 34, 51, "trainer.nnodes")
+
+
+def test_command_after_double_dash(tree):
+    r = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodez=1")
+    assert r.returncode == 1
+    assert "<command>:1:" in r.stdout and "VL101" in r.stdout and "`trainer.nnodes`" in r.stdout
+    clean = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodes=1")
+    assert clean.returncode == 0, clean.stdout
+
+
+def test_bad_input_exit_2_and_others_still_linted(tmp_path, tree):
+    good = tmp_path / "a.sh"
+    good.write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
+    binary = tmp_path / "b.sh"
+    binary.write_bytes(b"\x7fELF\x00\x00\x01")
+    unknown = tmp_path / "c.sh"
+    unknown.write_text("python3 -m verl.trainer.no_such_app a=1\n")
+    r = cli("check", "--verl-root", tree, str(good), str(binary), str(unknown), str(tmp_path / "missing.sh"))
+    assert r.returncode == 2
+    assert "VL101" in r.stdout  # the good file was still linted
+    lines = [l for l in r.stdout.splitlines() if ": error: " in l]
+    assert any("binary file" in l for l in lines)
+    assert any("verl.trainer.no_such_app not found" in l and ":1:12:" in l for l in lines)
+    assert any("no such file" in l for l in lines)
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_no_execution_of_command_substitution(tmp_path, tree):
+    marker = tmp_path / "SOMEFILE"
+    s = tmp_path / "run.sh"
+    s.write_text(f"N=$(touch {marker})\nM=`touch {marker}`\npython3 -m verl.trainer.main_ppo trainer.nnodes=$N trainer.n_gpus_per_node=$M\n")
+    r = cli("check", "--verl-root", tree, str(s))
+    assert r.returncode == 0, r.stdout
+    assert not marker.exists()
+
+
+def test_rules_listing_and_doc():
+    r = cli("rules", "--format", "json")
+    rules = json.loads(r.stdout)
+    assert len(rules) >= 40 and all(x["code"].startswith("VL") for x in rules)
+    d = cli("rule", "VL301")
+    assert d.returncode == 0 and "## Why is this bad?" in d.stdout and "Bad example" in d.stdout
+
+
+def test_select_ignore_fail_on(tmp_path, tree):
+    s = tmp_path / "run.sh"
+    s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2\n")
+    assert cli("check", "--verl-root", tree, str(s)).returncode == 0  # a warning is below the default fail level
+    assert cli("check", "--verl-root", tree, "--fail-on", "warning", str(s)).returncode == 1
+    assert cli("check", "--verl-root", tree, "--fail-on", "warning", "--ignore", "VL107", str(s)).returncode == 0
+    assert cli("check", "--verl-root", tree, "--select", "VL9", str(s)).returncode == 2  # unknown code: usage error
