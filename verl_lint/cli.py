@@ -25,6 +25,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None)
     c.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache of composed configs")
     c.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    c.add_argument("--baseline", help="report only findings not recorded in this baseline file")
+    c.add_argument("--write-baseline", metavar="FILE", help="record the current findings as the baseline and exit 0")
+    c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores for many files)")
 
     r = sub.add_parser("rules", help="list the rules")
     r.add_argument("--format", choices=["text", "json"], default="text")
@@ -121,9 +124,23 @@ def _check(args, command_argv) -> int:
         debug=args.debug,
     )
     targets, errors = collect(args.paths, settings)
-    reports = lint_paths(targets, options, command_argv, use_cache=not args.no_cache, per_file_ignores=settings.per_file_ignores)
-    for e in errors:
-        reports.insert(0, e)
+    reports = lint_paths(
+        targets, options, command_argv, use_cache=not args.no_cache, per_file_ignores=settings.per_file_ignores, jobs=args.jobs
+    )
+    reports = errors + reports
+    if args.write_baseline:
+        from .suppress import write_baseline
+
+        n = write_baseline(Path(args.write_baseline), reports)
+        print(f"Wrote {n} finding{'s' * (n != 1)} to {args.write_baseline}")
+        return EXIT_USAGE if any(r.errors for r in reports) else EXIT_CLEAN
+    if args.baseline:
+        from .suppress import filter_baseline
+
+        try:
+            filter_baseline(Path(args.baseline), reports)
+        except (OSError, ValueError) as ex:
+            return _error(f"cannot read baseline {args.baseline}: {ex}")
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
     rendered = RENDERERS[fmt](reports) if fmt != "text" else RENDERERS["text"](reports, color=color)
     if args.output:

@@ -15,6 +15,7 @@ from .environment import installed_versions
 from .engine import REGISTRY, Context, Rule, parse_version, run_rules
 from .locate import LocateError, VerlTree, locate_app, verl_tree_for
 from .rules.tables import removed_module_diag
+from .suppress import apply_suppressions
 from .model import Diagnostic, EnvVar, Launch, Severity
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -83,7 +84,7 @@ def lint_text(path: str, text: str, options: Options, composer: Composer) -> Fil
             continue  # not a Hydra app (a data-prep script, pip, ...)
         report.launches += 1
         report.diagnostics.extend(diags)
-    report.diagnostics = finalize(report.diagnostics, options)
+    report.diagnostics = finalize(apply_suppressions(report.diagnostics, text, path), options)
     return report
 
 

@@ -50,3 +50,26 @@ REGISTRY.register(
         good=["#!/bin/bash\nsp_size=4\nmax_len=$(( 4096 / sp_size ))\n"],
     )
 )
+
+REGISTRY.register(
+    Rule(
+        "VL003",
+        "unused-suppression",
+        Severity.INFO,
+        """A `# verl-lint: disable=...` comment that suppresses nothing.
+
+        ## What it does
+        Reports each code in a suppression comment that matched no finding on its line
+        (or the next line, for a comment on its own line, or the file, for `disable-file`).
+
+        ## Why is this bad?
+        Stale suppressions rot: they hide the next real finding on that line.
+
+        ## Use instead
+        Remove the code from the comment.
+        """,
+        None,
+        bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1  # verl-lint: disable=VL101\n"],
+        good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1  # verl-lint: disable=VL101\n"],
+    )
+)

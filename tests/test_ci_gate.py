@@ -1,0 +1,108 @@
+"""The CI gate: tree scan, SARIF/GitHub output, suppressions, baseline, parallel determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import NEWEST
+from test_cli import cli
+from verl_lint.pipeline import Options
+from verl_lint.report import render_json
+from verl_lint.runner import collect, lint_paths
+from verl_lint.settings import Settings
+
+SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
+BAD = "python3 -m verl.trainer.main_ppo \\\n    trainer.nnodez=1 \\\n    data.max_prompt_length=64\n"
+
+
+@pytest.fixture
+def tree_dir(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "bad.sh").write_text("#!/bin/bash\n" + BAD)
+    (tmp_path / "a" / "noext").write_text("#!/bin/sh\necho no launch here\n")
+    (tmp_path / "notes.txt").write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
+    (tmp_path / "ignored").mkdir()
+    (tmp_path / "ignored" / "x.sh").write_text(BAD)
+    (tmp_path / ".gitignore").write_text("ignored/\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    return tmp_path
+
+
+def test_scan_honours_gitignore_and_shebangs(tree_dir):
+    files, errors = collect([str(tree_dir)], Settings())
+    assert not errors
+    assert sorted(p.relative_to(tree_dir).as_posix() for p in files) == ["a/bad.sh", "a/noext"]
+    files, _ = collect([str(tree_dir)], Settings(exclude=("a/bad.sh",), root=tree_dir))
+    assert [p.name for p in files] == ["noext"]
+
+
+def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
+    r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "sarif", str(tree_dir))
+    assert r.returncode == 1
+    doc = json.loads(r.stdout.split("\n\n")[0] if r.stdout.startswith("{") else r.stdout)
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    results = doc["runs"][0]["results"]
+    assert [x["ruleId"] for x in results] == ["VL101"]
+    region = results[0]["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (3, 5)
+    rules = {x["id"] for x in doc["runs"][0]["tool"]["driver"]["rules"]}
+    assert "VL101" in rules and "VL301" in rules
+
+
+def test_github_annotations(tree_dir, verl_trees):
+    r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "github", str(tree_dir))
+    [line] = [l for l in r.stdout.splitlines() if l.startswith("::")]
+    assert line.startswith("::error file=") and ",line=3,col=5,endLine=3,endColumn=21,title=VL101 unknown-config-key::" in line
+
+
+def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
+    out = tmp_path / "report.json"
+    r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "json", "--output", str(out), str(tree_dir))
+    assert json.loads(out.read_text())[0]["code"] == "VL101"
+    assert "Found 1 finding (1 error, 0 warnings) in 1 of 2 scripts, 1 launches" in r.stdout
+
+
+def test_suppressions(lint):
+    inline = "ARGS=(\n  trainer.nnodez=1  # verl-lint: disable=VL101\n)\npython3 -m verl.trainer.main_ppo \"${ARGS[@]}\"\n"
+    assert [d.code for d in lint(inline).diagnostics] == []
+    above = "ARGS=(\n  # verl-lint: disable=unknown-config-key\n  trainer.nnodez=1\n)\npython3 -m verl.trainer.main_ppo \"${ARGS[@]}\"\n"
+    assert [d.code for d in lint(above).diagnostics] == []
+    whole = "# verl-lint: disable-file=VL1\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 +trainer.nnodes=2\n"
+    assert [d.code for d in lint(whole).diagnostics] == []
+    unused = "python3 -m verl.trainer.main_ppo trainer.nnodes=1  # verl-lint: disable=VL101,VL301\n"
+    got = lint(unused).diagnostics
+    assert [(d.code, d.key, d.span.line) for d in got] == [("VL003", "VL101", 1), ("VL003", "VL301", 1)]
+
+
+def test_per_file_ignores(tree_dir, verl_trees):
+    files, _ = collect([str(tree_dir)], Settings())
+    reports = lint_paths(files, Options(verl_tree=verl_trees[NEWEST]), per_file_ignores={"a/*.sh": ("VL101",)}, jobs=1)
+    assert all(not r.diagnostics for r in reports)
+
+
+def test_baseline_survives_edits_above_and_reports_new(tree_dir, verl_trees, tmp_path):
+    root = str(verl_trees[NEWEST].root)
+    baseline = tmp_path / "baseline.json"
+    assert cli("check", "--verl-root", root, "--write-baseline", str(baseline), str(tree_dir), cwd=tree_dir).returncode == 0
+    script = tree_dir / "a" / "bad.sh"
+    script.write_text("#!/bin/bash\n# a new comment\nset -x\n\n" + BAD)
+    r = cli("check", "--verl-root", root, "--baseline", str(baseline), str(tree_dir), cwd=tree_dir)
+    assert r.returncode == 0, r.stdout
+    script.write_text(script.read_text().replace("data.max_prompt_length=64", "data.max_prompt_lengthh=64"))
+    r = cli("check", "--verl-root", root, "--baseline", str(baseline), str(tree_dir), cwd=tree_dir)
+    assert r.returncode == 1 and "max_prompt_lengthh" in r.stdout and "nnodez" not in r.stdout
+
+
+def test_serial_and_parallel_are_byte_identical(tmp_path, verl_trees):
+    for i in range(30):
+        (tmp_path / f"s{i:02d}.sh").write_text(f"python3 -m verl.trainer.main_ppo trainer.nnodes={i % 4} data.train_batch_size={100 + i} trainer.nnodez=1\n")
+    files, _ = collect([str(tmp_path)], Settings())
+    opts = Options(verl_tree=verl_trees[NEWEST])
+    serial = render_json(lint_paths(files, opts, jobs=1))
+    parallel = render_json(lint_paths(files, opts, jobs=2))
+    assert serial == parallel and json.loads(serial)

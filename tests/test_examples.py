@@ -1,0 +1,34 @@
+"""The bundled examples: good ones lint clean, bad ones give exactly their recorded findings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import EXAMPLES, NEWEST
+from verl_lint.compose import Composer
+from verl_lint.pipeline import Options
+from verl_lint.runner import collect, lint_paths
+from verl_lint.settings import Settings
+
+
+def findings(verl_trees) -> dict[str, list[list]]:
+    files, errors = collect([str(EXAMPLES)], Settings())
+    assert not errors
+    reports = lint_paths(files, Options(verl_tree=verl_trees[NEWEST]), jobs=1)
+    out = {}
+    for r in reports:
+        assert not r.errors, r.errors
+        out[Path(r.path).relative_to(EXAMPLES).as_posix()] = [[d.code, d.span.line] for d in r.diagnostics]
+    return out
+
+
+def test_examples_match_expectations(verl_trees):
+    expected = json.loads((EXAMPLES / "expected.json").read_text())
+    got = findings(verl_trees)
+    assert set(got) == set(expected), "every example must have a recorded expectation"
+    for path, items in got.items():
+        if path.startswith("good/"):
+            assert items == [], f"{path} must lint clean, got {items}"
+        assert items == expected[path], f"{path}: expected {expected[path]}, got {items}"
+    assert any(expected[p] for p in expected if p.startswith("bad/"))

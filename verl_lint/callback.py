@@ -1,0 +1,447 @@
+"""verl-lint inside the launch: a Hydra callback that lints the job before it starts.
+
+Enable it without editing verl, on the command line of any verl Hydra app:
+
+    python3 -m verl.trainer.main_ppo ... \\
+        +hydra.callbacks.verl_lint._target_=verl_lint.callback.VerlLintCallback
+
+or in a primary config:
+
+    hydra:
+      callbacks:
+        verl_lint:
+          _target_: verl_lint.callback.VerlLintCallback
+          fail_on: error
+
+Parameters (each also as `+hydra.callbacks.verl_lint.NAME=VALUE`):
+  fail_on      error | warning | info | never (default error): findings at or above it
+               stop the job before the task function runs.
+  select       codes/prefixes/names to run (list or comma-separated string).
+  ignore       codes/prefixes/names to skip.
+  report_path  also write the JSON report (the `--format json` list) to this file.
+  strict       false (default): if verl-lint itself fails, warn in one line and let the
+               job run. true: stop the job instead.
+  plugins      modules to import first (e.g. ones that register extra rules).
+
+`on_job_start` sees the real composed config (with Hydra's `hydra` node, every value
+resolvable) and the real environment. It runs every config rule, the environment rules on
+`os.environ` plus the config's Ray `runtime_env.env_vars`, and the live allocator check.
+
+Aborting must bypass Hydra: hydra 1.3 catches any `Exception` a callback raises and turns
+it into a warning (`hydra/_internal/callbacks.py`, `Callbacks._notify`), and the job runs
+anyway. So a blocking finding prints its report and raises `SystemExit(1)`, which Hydra
+does not catch; verl-lint's own failures are caught here (`except Exception`) and logged.
+
+Only the standard library and Hydra (already imported by the app) are imported when this
+module loads; the rule engine is imported on first use. Nothing here imports torch,
+torch-npu, vllm or verl's Python modules.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+log = logging.getLogger("verl_lint")
+
+COMMAND_LINE = "<command line>"
+ENVIRONMENT = "<environment>"
+RAY_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
+EXIT_FINDINGS, EXIT_INTERNAL = 1, 2
+FAIL_ON = ("error", "warning", "info", "never")
+ENABLE_LINE = "+hydra.callbacks.verl_lint._target_=verl_lint.callback.VerlLintCallback"
+
+
+# --------------------------------------------------------------- adapter ----
+
+
+def lint_config(
+    cfg,
+    overrides: Iterable[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    live: bool = False,
+    task_file: str | None = None,
+):
+    """Lint a composed job config: every config rule, the env rules, optionally the live checks.
+
+    `cfg` is the config Hydra hands a callback (with the `hydra` node; it is not modified)
+    or a job config without it. `overrides` are the job's task overrides (default:
+    `cfg.hydra.overrides.task`); `env` is the process environment (default: `os.environ`).
+    Returns finalized diagnostics (select/ignore applied, de-duplicated, stable order),
+    located at Span("<command line>", 1, col) for overridden keys (col: the override's
+    offset in the overrides joined by spaces), Span("<command line>", 1, 1) for defaults and
+    Span("<environment>", 1, 1) for environment variables.
+    """
+    from omegaconf import DictConfig, OmegaConf
+
+    from . import rules as _rules  # noqa: F401 - registers the rule pack
+    from .compose import Composition
+    from .engine import REGISTRY, Context, parse_version, run_rules
+    from .environment import installed_versions
+    from .model import EnvVar, Launch, Span
+
+    hydra_node = cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
+    if overrides is None:
+        overrides = list(OmegaConf.select(hydra_node, "overrides.task", default=None) or []) if hydra_node is not None else []
+    overrides = [str(o) for o in overrides]
+    env = os.environ if env is None else env
+    job = _job_config(cfg)
+    choices = _choices(hydra_node)
+    config_name = str(OmegaConf.select(hydra_node, "job.config_name", default="") or "") if hydra_node is not None else ""
+    config_dirs = _config_dirs(hydra_node)
+    tree = _verl_tree(task_file, config_dirs)
+    app = _hydra_app(task_file, config_dirs, config_name or None, tree)
+
+    anchor = Span(COMMAND_LINE, 1, 1, 1, 1)
+    launch = Launch(path="<hydra>", span=anchor, entry_span=anchor, module=None, file=task_file)
+    comp = Composition(app, job)
+    comp.overrides = _applied(overrides, choices)
+    launch.overrides = [o.word for o in comp.overrides]
+
+    env_vars = {name: EnvVar(name, value, Span(ENVIRONMENT, 1, 1, 1, 1), None, True) for name, value in env.items()}
+    env_vars.update(_ray_env(job, comp, anchor))
+
+    versions = {k: parse_version(v) for k, v in installed_versions().items()}
+    versions["verl"] = parse_version(tree.version if tree else None)
+    ctx = Context(launch, comp, versions, env_vars)
+    rules = [r for r in REGISTRY if _selected(r, select, ignore)]
+    diags = run_rules(ctx, rules)
+    if live:
+        diags.extend(_live_checks(job))
+    for d in diags:
+        _add_provenance(d, comp, env_vars, choices, config_name)
+    return _finalize(diags, select, ignore)
+
+
+def _job_config(cfg):
+    """A copy of the job config without the `hydra` node (what the task function receives)."""
+    import copy
+
+    from omegaconf import open_dict, read_write
+
+    job = copy.deepcopy(cfg)
+    if "hydra" in job:
+        with read_write(job), open_dict(job):
+            del job["hydra"]
+    return job
+
+
+def _choices(hydra_node) -> dict[str, str]:
+    from omegaconf import OmegaConf
+
+    if hydra_node is None:
+        return {}
+    raw = OmegaConf.select(hydra_node, "runtime.choices", default=None)
+    if raw is None:
+        return {}
+    return {str(k): str(v) for k, v in OmegaConf.to_container(raw).items() if v is not None and not str(k).startswith("hydra/")}
+
+
+def _config_dirs(hydra_node) -> tuple:
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    out = []
+    for src in (OmegaConf.select(hydra_node, "runtime.config_sources", default=None) or []) if hydra_node is not None else []:
+        path, schema = src.get("path"), src.get("schema")
+        if schema == "file" and path and Path(path).is_dir():
+            out.append(Path(path).resolve())
+    return tuple(out)
+
+
+def _verl_tree(task_file: str | None, config_dirs: tuple):
+    """The verl the job runs: the tree of the app file or of a config dir, else the installed one."""
+    from pathlib import Path
+
+    from .locate import find_checkout, installed_tree
+
+    for start in ([Path(task_file).resolve().parent] if task_file else []) + list(config_dirs):
+        tree = find_checkout(start)
+        if tree is not None:
+            return tree
+    return installed_tree()
+
+
+def _hydra_app(task_file, config_dirs, config_name, tree):
+    from pathlib import Path
+
+    from .locate import HydraApp
+
+    file = Path(task_file) if task_file else Path("<hydra>")
+    return HydraApp(file.name, file, tuple(config_dirs), config_name, None, tree, None)
+
+
+def _applied(overrides: list[str], choices: dict[str, str]):
+    """The task overrides as AppliedOverride, located in the overrides joined by spaces."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from .compose import AppliedOverride
+    from .model import Span, Word
+
+    parser = OverridesParser.create()
+    out = []
+    col = 1
+    for line in overrides:
+        span = Span(COMMAND_LINE, 1, col, 1, col + len(line), col - 1, col - 1 + len(line))
+        col += len(line) + 1
+        try:
+            parsed = parser.parse_overrides([line])[0]
+        except Exception:  # noqa: BLE001 - Hydra parsed it once already; keep a best-effort key
+            key = line.split("=", 1)[0].lstrip("+~")
+            out.append(AppliedOverride(Word(line, span), line, key, "set"))
+            continue
+        key = parsed.key_or_group
+        if parsed.is_hydra_override():
+            kind = "hydra"
+        elif not isinstance(parsed.value(), dict) and (parsed.get_key_element() in choices or key in choices):
+            kind = "group"
+        elif parsed.is_delete():
+            kind = "delete"
+        elif parsed.is_force_add():
+            kind = "force_add"
+        elif parsed.is_add():
+            kind = "add"
+        else:
+            kind = "set"
+        out.append(AppliedOverride(Word(line, span), line, key, kind))
+    return out
+
+
+def _ray_env(job, comp, anchor) -> dict:
+    """The Ray workers' extra env vars from the config (`ray_kwargs...runtime_env.env_vars`)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from .model import EnvVar
+
+    node = OmegaConf.select(job, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
+    if not isinstance(node, DictConfig):
+        return {}
+    out = {}
+    for name in node.keys():
+        try:
+            value = node[name]
+        except Exception:  # noqa: BLE001 - an unresolvable value is simply not known
+            continue
+        setter = comp.last_setter(f"{RAY_ENV_VARS}.{name}")
+        out[str(name)] = EnvVar(str(name), None if value is None else str(value), setter.word.span if setter else anchor, None, True)
+    return out
+
+
+def _live_checks(job) -> list:
+    """What only the live process knows: the allocator settings against torch/torch-npu/verl."""
+    from omegaconf import OmegaConf
+
+    try:
+        from .runtime import check_allocator
+    except ModuleNotFoundError as ex:  # not written yet / not shipped: nothing to check
+        if ex.name in ("verl_lint.runtime", __package__ + ".runtime"):
+            return []
+        raise
+    rollout = OmegaConf.select(job, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
+    return list(check_allocator(rollout_config=rollout) or [])
+
+
+def _group_file(key: str, choices: dict[str, str]) -> str | None:
+    """The config group file that owns `key` (`actor@actor_rollout_ref.actor: dp_actor` → actor/dp_actor.yaml)."""
+    best = None
+    for spec, choice in choices.items():
+        group, _, package = spec.partition("@")
+        package = package or group.replace("/", ".")
+        if package == "_global_":
+            continue
+        if (key == package or key.startswith(package + ".")) and (best is None or len(package) > len(best[0])):
+            best = (package, f"{group}/{choice}.yaml")
+    return best[1] if best else None
+
+
+def _add_provenance(d, comp, env_vars, choices, config_name) -> None:
+    """Name where the finding's key came from: the override, the environment, or a YAML default."""
+    if not d.key or "(from the command line" in d.message or "(default from" in d.message:
+        return
+    setter = comp.last_setter(d.key)
+    if setter is not None:
+        d.message += f" (from the command line: `{setter.line}`)"
+    elif d.span.path == ENVIRONMENT or (d.key in env_vars and "." not in d.key):
+        where = "the environment" if d.span.path == ENVIRONMENT else f"`{RAY_ENV_VARS}`"
+        d.message += f" (from {where})"
+    else:
+        source = _group_file(d.key, choices) or (f"{config_name}.yaml" if config_name else "the config")
+        d.message += f" (default from {source})"
+
+
+def _selected(rule, select, ignore) -> bool:
+    select, ignore = tuple(select or ()), tuple(ignore or ())
+
+    def match(patterns) -> bool:
+        return any(rule.code.startswith(p) or rule.name == p for p in patterns)
+
+    return (not select or match(select)) and not match(ignore)
+
+
+def _finalize(diags, select, ignore):
+    """pipeline.finalize without importing the pipeline (and the bash front end) on the job's path."""
+    from .engine import REGISTRY
+
+    out = {}
+    for d in diags:
+        r = REGISTRY.get(d.code)
+        if r is not None and not _selected(r, select, ignore):
+            continue
+        out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
+    return [out[k] for k in sorted(out)]
+
+
+# -------------------------------------------------------------- callback ----
+
+
+def _codes(value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else list(value)
+    return tuple(x.strip() for item in items for x in str(item).split(",") if x.strip())
+
+
+class VerlLintCallback(Callback):
+    """Lint the job's config and environment in `on_job_start`, before the task function runs."""
+
+    def __init__(
+        self,
+        fail_on: str = "error",
+        select: Any = None,
+        ignore: Any = None,
+        report_path: str | None = None,
+        strict: bool = False,
+        plugins: Any = None,
+    ) -> None:
+        fail_on = str(fail_on).strip().lower()
+        if fail_on not in FAIL_ON:
+            raise ValueError(f"verl-lint: fail_on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
+        self.fail_on = fail_on
+        self.select = _codes(select)
+        self.ignore = _codes(ignore)
+        self.report_path = str(report_path) if report_path else None
+        self.strict = bool(strict)
+        self.plugins = _codes(plugins)
+        self.diagnostics: list = []  # the last job's findings
+        self.elapsed = 0.0  # seconds spent in the last on_job_start
+
+    # Hydra calls this after composing, configuring logging and creating the output dir,
+    # immediately before the task function.
+    def on_job_start(self, config, **kwargs: Any) -> None:
+        start = time.perf_counter()
+        task = kwargs.get("task_function")
+        task_file = getattr(getattr(task, "__code__", None), "co_filename", None)
+        try:
+            diags = self._lint(config, task_file)
+        except Exception as ex:  # noqa: BLE001 - a linter bug must never block training
+            self.elapsed = time.perf_counter() - start
+            self._internal_error(ex)
+            return
+        self.elapsed = time.perf_counter() - start
+        self.diagnostics = diags
+        self._act(diags)
+
+    def _lint(self, config, task_file):
+        import importlib
+
+        for name in self.plugins:
+            importlib.import_module(name)
+        self._check_codes()
+        diags = lint_config(config, None, os.environ, select=self.select, ignore=self.ignore, live=True, task_file=task_file)
+        if self.report_path:
+            self._write_report(diags)
+        return diags
+
+    def _check_codes(self) -> None:
+        from .engine import REGISTRY
+
+        for code in self.select + self.ignore:
+            if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
+                log.warning("verl-lint: unknown rule code or name %r in select/ignore (see `verl-lint rules`)", code)
+
+    def _write_report(self, diags) -> None:
+        import json
+        from pathlib import Path
+
+        path = Path(self.report_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([d.to_json() for d in diags], indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+    def _blocking(self, d) -> bool:
+        from .model import Severity
+
+        return self.fail_on != "never" and d.severity >= Severity.parse(self.fail_on)
+
+    def _act(self, diags) -> None:
+        from .model import Severity
+
+        blocking = [d for d in diags if self._blocking(d)]
+        if blocking:
+            others = [d for d in diags if not self._blocking(d)]
+            _flush_logs()
+            sys.stderr.write(format_block(blocking, others, self.fail_on))
+            sys.stderr.flush()
+            raise SystemExit(EXIT_FINDINGS)  # a BaseException: Hydra does not swallow it
+        for d in diags:
+            level = logging.WARNING if d.severity >= Severity.WARNING else logging.INFO
+            log.log(level, "verl-lint: %s", _one_line(d))
+        if not diags:
+            log.info("verl-lint: config and environment clean (%.0f ms)", self.elapsed * 1000)
+
+    def _internal_error(self, ex: Exception) -> None:
+        what = f"{type(ex).__name__}: {str(ex).strip().splitlines()[0] if str(ex).strip() else ''}".rstrip(": ")
+        if self.strict:
+            import traceback
+
+            _flush_logs()
+            sys.stderr.write(f"verl-lint: internal error, stopping the job (strict=true): {what}\n")
+            traceback.print_exception(type(ex), ex, ex.__traceback__, file=sys.stderr)
+            sys.stderr.flush()
+            raise SystemExit(EXIT_INTERNAL) from ex
+        log.warning("verl-lint: skipped, internal error %s (the job continues; strict=true would stop it)", what)
+
+
+def _one_line(d) -> str:
+    key = f" {d.key}:" if d.key else ""
+    return f"{d.code} [{d.severity}]{key} {d.message}" + (f" (help: {d.help})" if d.help else "")
+
+
+def format_block(blocking: list, others: list, fail_on: str) -> str:
+    """The report printed when the job is stopped: code, key, message and help of each finding."""
+    n = len(blocking)
+    lines = [
+        "",
+        f"verl-lint: stopped the job before it started: {n} finding{'s' * (n != 1)} at or above fail_on={fail_on}",
+        "",
+    ]
+    for d in list(blocking) + list(others):
+        lines.append(f"  {d.code} [{d.severity}] {d.key or '-'}")
+        lines.append(f"      {d.message}")
+        if d.help:
+            lines.append(f"      help: {d.help}")
+        lines.append("")
+    lines.append(
+        "Fix the config, or let the job run anyway with "
+        "+hydra.callbacks.verl_lint.fail_on=never (findings are then logged as warnings)."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _flush_logs() -> None:
+    for h in logging.getLogger().handlers:
+        try:
+            h.flush()
+        except Exception:  # noqa: BLE001
+            pass

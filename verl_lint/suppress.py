@@ -1,0 +1,127 @@
+"""Inline suppressions and the baseline of accepted findings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+from .model import Diagnostic, Severity
+
+_DIRECTIVE = re.compile(r"#\s*verl-lint:\s*(disable-file|disable)\s*=\s*([A-Za-z0-9_,\- ]+)")
+
+
+def _matches(code_or_name: str, d: Diagnostic) -> bool:
+    return d.code.startswith(code_or_name) or d.name == code_or_name
+
+
+def apply_suppressions(diags: list[Diagnostic], text: str, path: str) -> list[Diagnostic]:
+    """Drop suppressed findings; report suppressions that suppressed nothing (VL003)."""
+    lines = text.splitlines()
+    directives = []  # (kind, codes, comment line, applies-to lines, col)
+    for i, line in enumerate(lines, start=1):
+        m = _DIRECTIVE.search(line)
+        if not m or "#" not in line:
+            continue
+        codes = [c.strip() for c in m.group(2).replace(" ", ",").split(",") if c.strip()]
+        own_line = line[: m.start()].strip() == ""
+        targets = None if m.group(1) == "disable-file" else ({i, i + 1} if own_line else {i})
+        directives.append((codes, i, targets, m.start() + 1, m.end() + 1))
+    if not directives:
+        return diags
+    used: set[tuple[int, str]] = set()
+    kept = []
+    for d in diags:
+        hit = None
+        for codes, line, targets, _, _ in directives:
+            if targets is not None and d.span.line not in targets:
+                continue
+            for c in codes:
+                if _matches(c, d):
+                    hit = (line, c)
+                    break
+            if hit:
+                break
+        if hit:
+            used.add(hit)
+        else:
+            kept.append(d)
+    from .engine import REGISTRY
+    from .model import Span
+
+    rule = REGISTRY.get("VL003")
+    for codes, line, _targets, col, end in directives:
+        for c in codes:
+            if (line, c) not in used and rule is not None:
+                kept.append(
+                    Diagnostic(
+                        rule.code,
+                        rule.name,
+                        rule.severity,
+                        f"this suppression of {c} suppressed nothing",
+                        Span(path, line, col, line, end),
+                        help=f"remove `{c}` from the comment",
+                        key=c,
+                    )
+                )
+    return kept
+
+
+# ------------------------------------------------------------- baseline ----
+
+
+def _rel(path: str) -> str:
+    try:
+        return Path(os.path.relpath(path)).as_posix()
+    except ValueError:
+        return path
+
+
+def fingerprint(d: Diagnostic, text: str | None) -> str:
+    """Content, not position: the code, key and the stripped source of the finding's line."""
+    line = ""
+    if text is not None and d.span.line >= 1:
+        lines = text.splitlines()
+        if d.span.line <= len(lines):
+            line = " ".join(lines[d.span.line - 1].split())
+    return hashlib.sha256(f"{d.code}\0{d.key}\0{line}\0{d.message}".encode()).hexdigest()[:20]
+
+
+def baseline_entries(reports) -> list[dict]:
+    out = []
+    for r in reports:
+        for d in r.diagnostics:
+            out.append({"path": _rel(d.span.path), "code": d.code, "key": d.key, "fingerprint": fingerprint(d, r.text)})
+    return out
+
+
+def write_baseline(path: Path, reports) -> int:
+    from .runner import write_atomic
+
+    entries = sorted(baseline_entries(reports), key=lambda e: (e["path"], e["code"], e["key"], e["fingerprint"]))
+    write_atomic(path, json.dumps({"version": 1, "findings": entries}, indent=2) + "\n")
+    return len(entries)
+
+
+def filter_baseline(path: Path, reports) -> int:
+    """Remove findings recorded in the baseline; returns how many were hidden."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    budget = Counter((e["path"], e["code"], e["key"], e["fingerprint"]) for e in data.get("findings", []))
+    hidden = 0
+    for r in reports:
+        kept = []
+        for d in r.diagnostics:
+            k = (_rel(d.span.path), d.code, d.key, fingerprint(d, r.text))
+            if budget[k] > 0:
+                budget[k] -= 1
+                hidden += 1
+            else:
+                kept.append(d)
+        r.diagnostics = kept
+    return hidden
+
+
+__all__ = ["apply_suppressions", "write_baseline", "filter_baseline", "Severity"]
