@@ -9,7 +9,8 @@ import pytest
 
 from verl_lint.compose import Composer
 from verl_lint.locate import release_tree
-from verl_lint.pipeline import Options, lint_text
+from verl_lint.pipeline import Options
+from verl_lint.runner import lint_file
 
 NEWEST = "0.9.1"
 OLDER = "0.7.1"
@@ -35,8 +36,8 @@ def lint(verl_trees, composer, tmp_path):
 
     def run(text: str, version: str = NEWEST, name: str = "run.sh", **kw):
         path = tmp_path / name
-        path.write_text(text)
-        return lint_text(str(path), text, Options(verl_tree=verl_trees[version], **kw), composer)
+        path.write_bytes(text.encode("utf-8", "surrogateescape"))  # examples may carry invalid UTF-8
+        return lint_file(path, Options(verl_tree=verl_trees[version], **kw), composer)
 
     return run
 

@@ -16,8 +16,9 @@ for r in REGISTRY:
     for v in RELEASES:
         if not r.applies_to(parse_version(v)):
             continue
-        CASES += [pytest.param(r, v, i, "bad", id=f"{r.code}-{v}-bad{i}") for i in range(len(r.bad))]
-        CASES += [pytest.param(r, v, i, "good", id=f"{r.code}-{v}-good{i}") for i in range(len(r.good))]
+        for kind in ("bad", "good"):
+            n = len(r.examples(kind, parse_version(v)))
+            CASES += [pytest.param(r, v, i, kind, id=f"{r.code}-{v}-{kind}{i}") for i in range(n)]
 
 
 def test_every_rule_has_examples_and_docs():
@@ -30,8 +31,8 @@ def test_every_rule_has_examples_and_docs():
 
 @pytest.mark.parametrize("rule,version,index,kind", CASES)
 def test_example(lint, rule, version, index, kind):
-    script = (rule.bad if kind == "bad" else rule.good)[index]
-    report = lint(script, version)
+    script = rule.examples(kind, parse_version(version))[index]
+    report = lint(script, version, **(rule.bad_options if kind == "bad" else {}))
     assert not report.errors, report.errors
     got = sorted(set(codes(report)))
     if kind == "bad":

@@ -200,7 +200,10 @@ def _rule(args) -> int:
     print(textwrap.dedent("\n".join(r.doc.splitlines()[1:])).strip() if "\n" in r.doc else r.doc.strip())
     for title, examples in (("Bad", r.bad), ("Good", r.good)):
         for ex in examples:
-            print(f"\n{title} example:\n" + textwrap.indent(ex.rstrip(), "    "))
+            script, spec = ex if isinstance(ex, tuple) else (ex, "")
+            if len(script) > 2000:
+                script = script[:2000] + "\n..."
+            print(f"\n{title} example{f' (verl {spec})' if spec else ''}:\n" + textwrap.indent(script.rstrip(), "    "))
     return EXIT_CLEAN
 
 

@@ -33,13 +33,25 @@ class Rule:
     doc: str
     check: Callable[["Context"], Iterable[Diagnostic]] | None  # None: emitted by the pipeline itself
     verl: SpecifierSet = ALL_VERSIONS
-    bad: list[str] = field(default_factory=list)  # example scripts that must produce this rule
-    good: list[str] = field(default_factory=list)  # example scripts that must produce nothing
+    # Example scripts: bad ones must produce this rule, good ones nothing. An example may be
+    # a (script, verl specifier) pair when it only holds for some releases.
+    bad: list[str | tuple[str, str]] = field(default_factory=list)
+    good: list[str | tuple[str, str]] = field(default_factory=list)
     apps: tuple[str, ...] = ()  # config names the rule reads (empty: every app)
+    bad_options: dict = field(default_factory=dict)  # Options fields the bad examples need (e.g. a tiny timeout)
 
     @property
     def summary(self) -> str:
         return self.doc.strip().splitlines()[0].strip() if self.doc.strip() else self.name
+
+    def examples(self, kind: str, version: Version) -> list[str]:
+        """The bad or good example scripts that hold for `version`."""
+        out = []
+        for ex in self.bad if kind == "bad" else self.good:
+            script, spec = ex if isinstance(ex, tuple) else (ex, "")
+            if SpecifierSet(spec).contains(version, prereleases=True):
+                out.append(script)
+        return out
 
     def applies_to(self, version: Version | None) -> bool:
         if not str(self.verl):

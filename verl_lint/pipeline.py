@@ -31,6 +31,8 @@ class Options:
     versions: dict[str, str] = field(default_factory=dict)
     allowed_roots: tuple[Path, ...] = ()  # `source` may read files under these
     debug: bool = False
+    max_bytes: int = 4 * 2**20  # larger files get a VL004 finding instead of an analysis
+    timeout: float = 20.0  # seconds per file before a VL005 finding (0: no limit)
 
     def active_rules(self) -> list[Rule]:
         return [r for r in REGISTRY if selected(r, self.select, self.ignore)]

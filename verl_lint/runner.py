@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import signal
 import tempfile
+import threading
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from .compose import Composer
-from .pipeline import FileReport, InputError, Options, command_script, finalize, is_shell_script, lint_text
+from .pipeline import FileReport, InputError, Options, command_script, is_shell_script, lint_text
+from .model import Diagnostic, Span
 from .settings import Settings
 
 # A pool only pays off past its start-up cost (~0.3 s per worker importing hydra).
 POOL_MIN_FILES = 24
-MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
 def collect(paths: list[str], settings: Settings) -> tuple[list[Path], list[FileReport]]:
@@ -125,18 +129,55 @@ class _GitIgnore:
         return result
 
 
-def read_script(path: Path) -> tuple[str | None, InputError | None]:
+def read_script(path: Path, max_bytes: int) -> tuple[str | None, InputError | None, list[Diagnostic]]:
+    """The script's text (invalid UTF-8 replaced), or why it cannot be linted."""
     try:
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, InputError(str(path), f"file is {size // 1024} KiB, over the {MAX_FILE_BYTES // 1024} KiB limit; skipped")
+        if size > max_bytes:
+            return None, None, [_limit_diag(path, "VL004", f"the file is {size / 2**20:.1f} MiB, over the {max_bytes / 2**20:.1f} MiB limit; not analysed")]
         data = path.read_bytes()
     except OSError as ex:
-        return None, InputError(str(path), f"cannot read: {ex.strerror or ex}")
+        return None, InputError(str(path), f"cannot read: {ex.strerror or ex}"), []
     if b"\0" in data[:8192]:
-        return None, InputError(str(path), "binary file, not a shell script; skipped")
-    text = data.decode("utf-8", errors="replace")
-    return text, None
+        return None, InputError(str(path), "binary file, not a shell script; skipped"), []
+    try:
+        return data.decode("utf-8"), None, []
+    except UnicodeDecodeError as ex:
+        text = data.decode("utf-8", errors="replace")
+        line = data.count(b"\n", 0, ex.start) + 1
+        col = ex.start - (data.rfind(b"\n", 0, ex.start) + 1) + 1
+        d = _limit_diag(path, "VL006", f"invalid UTF-8 (byte {data[ex.start]:#04x}); decoded with replacement characters", line, col)
+        return text, None, [d]
+
+
+def _limit_diag(path: Path, code: str, message: str, line: int = 1, col: int = 1) -> Diagnostic:
+    from .engine import REGISTRY
+
+    r = REGISTRY.get(code)
+    return Diagnostic(r.code, r.name, r.severity, message, Span(str(path), line, col, line, col + 1), help=r.summary)
+
+
+class _Timeout(Exception):
+    pass
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    """Interrupt the analysis of one file after `seconds` (main thread only; elsewhere unbounded)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def alarm(signum, frame):
+        raise _Timeout()
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 _WORKER: tuple[Options, Composer] | None = None
@@ -147,30 +188,35 @@ def _init_worker(options: Options, use_cache: bool) -> None:
     _WORKER = (options, Composer(cache=use_cache))
 
 
-def _lint_one(path: Path, options: Options, composer: Composer, per_file_ignores) -> FileReport:
-    text, err = read_script(path)
+def lint_file(path: Path, options: Options, composer: Composer, per_file_ignores=None) -> FileReport:
+    """Lint one script file: read it within the limits, then the pipeline; never raises on bad input."""
+    text, err, notes = read_script(path, options.max_bytes)
     if err is not None:
         return FileReport(str(path), errors=[err])
-    opts = options
+    if text is None:
+        return FileReport(str(path), diagnostics=notes)
     extra = _per_file_ignores(path, per_file_ignores)
-    if extra:
-        from dataclasses import replace
-
-        opts = replace(options, ignore=options.ignore + extra)
+    opts = replace(options, ignore=options.ignore + extra) if extra else options
     try:
-        return lint_text(str(path), text, opts, composer)
+        with _time_limit(options.timeout):
+            report = lint_text(str(path), text, opts, composer)
+    except _Timeout:
+        msg = f"analysis took longer than {options.timeout:g} s; not analysed (raise the limit with --timeout)"
+        return FileReport(str(path), diagnostics=[_limit_diag(path, "VL005", msg)], text=text)
     except RecursionError:
         return FileReport(str(path), errors=[InputError(str(path), "script is nested too deeply to analyse; skipped")])
     except Exception as ex:  # noqa: BLE001 - one broken file never stops the run
         if options.debug:
             raise
         return FileReport(str(path), errors=[InputError(str(path), f"internal error: {type(ex).__name__}: {ex} (rerun with --debug)")])
+    report.diagnostics = notes + report.diagnostics
+    return report
 
 
 def _pool_task(args) -> FileReport:
     path, per_file_ignores = args
     options, composer = _WORKER
-    return _lint_one(path, options, composer, per_file_ignores)
+    return lint_file(path, options, composer, per_file_ignores)
 
 
 def _per_file_ignores(path: Path, table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -200,7 +246,7 @@ def lint_paths(
             reports.extend(pool.map(_pool_task, [(f, per_file_ignores) for f in files], chunksize=4))
     else:
         composer = Composer(cache=use_cache)
-        reports.extend(_lint_one(f, options, composer, per_file_ignores) for f in files)
+        reports.extend(lint_file(f, options, composer, per_file_ignores) for f in files)
     return reports
 
 
@@ -220,4 +266,3 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-__all__ = ["collect", "lint_paths", "write_atomic", "read_script", "finalize"]

@@ -73,3 +73,69 @@ REGISTRY.register(
         good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1  # verl-lint: disable=VL101\n"],
     )
 )
+
+
+def _limit(code, name, severity, doc, bad, good, **options):
+    REGISTRY.register(Rule(code, name, Severity.parse(severity), doc, None, bad=bad, good=good, bad_options=options))
+
+
+_limit(
+    "VL004",
+    "file-too-large",
+    "error",
+    """The file is over the size limit and was not analysed.
+
+    ## What it does
+    Skips files larger than `--max-file-size` (default 4 MiB) with this finding, so one
+    generated or binary-ish file cannot stall a CI job.
+
+    ## Why is this bad?
+    Launch scripts are small; a multi-megabyte `.sh` is usually generated output, and its
+    launches were not checked.
+
+    ## Use instead
+    Exclude the file (`exclude` in `[tool.verl-lint]`) or raise `--max-file-size`.
+    """,
+    ["#!/bin/bash\n# padding\n" * 8],
+    ["#!/bin/bash\necho small\n"],
+    max_bytes=64,
+)
+_limit(
+    "VL005",
+    "analysis-timeout",
+    "error",
+    """Analysing the file took longer than the per-file time limit.
+
+    ## What it does
+    Stops the analysis of one file after `--timeout` seconds (default 20) with this
+    finding; the other files are still linted.
+
+    ## Why is this bad?
+    The launches in the file were not checked.
+
+    ## Use instead
+    Raise `--timeout`, or split the script.
+    """,
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
+    ["#!/bin/bash\necho quick\n"],
+    timeout=1e-6,
+)
+_limit(
+    "VL006",
+    "invalid-utf8",
+    "warning",
+    """The script is not valid UTF-8.
+
+    ## What it does
+    Decodes the file with replacement characters and reports the first invalid byte once.
+
+    ## Why is this bad?
+    Overrides containing the bad bytes reach Hydra garbled; usually a file saved in a
+    legacy encoding or with stray binary data.
+
+    ## Use instead
+    Save the script as UTF-8.
+    """,
+    ["#!/bin/bash\n# caf\udce9\n"],
+    ["#!/bin/bash\n# café\n"],
+)

@@ -402,10 +402,16 @@ def rollout_pp(ctx):
     "error",
     apps=VALIDATED_APPS,
     verl=">=0.6.0",
-    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
-         "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3\n"],
-    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
-          "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4\n"],
+    bad=[
+        (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=3"), ">=0.8"),
+        ("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
+         f"{A}.megatron.tensor_model_parallel_size=3\n", "<0.8"),
+    ],
+    good=[
+        (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=4"), ">=0.8"),
+        ("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
+         f"{A}.megatron.tensor_model_parallel_size=4\n", "<0.8"),
+    ],
 )
 def megatron_parallel(ctx):
     """Megatron TP × PP × CP of the actor does not divide the GPU count.
