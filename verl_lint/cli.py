@@ -20,20 +20,47 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="lint scripts, directories, or a command given after --")
     c.add_argument("paths", nargs="*", help="scripts or directories (recursively: *.sh, *.bash, sh shebangs)")
     _common(c)
-    c.add_argument("--format", choices=["text", "json", "sarif", "github"], default=None)
-    c.add_argument("--output", "-o", help="also write the report (in --format) to this file")
-    c.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None)
-    c.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache of composed configs")
-    c.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    _output_flags(c)
     c.add_argument("--baseline", help="report only findings not recorded in this baseline file")
     c.add_argument("--write-baseline", metavar="FILE", help="record the current findings as the baseline and exit 0")
-    c.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores for many files)")
+    _fix_flags(c)
+
+    u = sub.add_parser("upgrade", help="show what upgrading verl breaks in these scripts (and fix renames)")
+    u.add_argument("paths", nargs="+")
+    u.add_argument("--to", required=True, metavar="VERSION", help="the verl release to upgrade to")
+    g = u.add_mutually_exclusive_group()
+    g.add_argument("--from", dest="from_version", metavar="VERSION", help="the current verl release (default: detected)")
+    g.add_argument("--from-root", metavar="DIR", help="the current verl checkout")
+    for flag in ("--select", "--ignore"):
+        u.add_argument(flag, action="append", default=None)
+    u.add_argument("--vllm-version")
+    u.add_argument("--config")
+    u.add_argument("--debug", action="store_true")
+    _output_flags(u)
+    _fix_flags(u)
 
     r = sub.add_parser("rules", help="list the rules")
     r.add_argument("--format", choices=["text", "json"], default="text")
     d = sub.add_parser("rule", help="show one rule's documentation")
     d.add_argument("code", help="code (VL201) or name")
     return p
+
+
+def _output_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=["text", "json", "sarif", "github"], default=None)
+    p.add_argument("--output", "-o", help="write the report (in --format) to this file; text still goes to the terminal")
+    p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None)
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache of composed configs")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores for many files)")
+    p.add_argument("--max-file-size", type=float, default=None, metavar="MiB", help="skip larger files with VL004 (default 4)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="per-file analysis limit, VL005 (default 20)")
+
+
+def _fix_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fix", action="store_true", help="apply safe fixes to the scripts")
+    p.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: also fixes that change behaviour")
+    p.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -64,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "check":
             return _check(args, command_argv)
+        if args.command == "upgrade":
+            return _upgrade(args)
         if args.command == "rules":
             return _rules(args)
         if args.command == "rule":
@@ -79,55 +108,77 @@ def _error(msg: str) -> int:
     return EXIT_USAGE
 
 
-def _check(args, command_argv) -> int:
-    from .engine import REGISTRY
-    from .locate import LocateError, release_tree, tree_at
-    from .model import Severity
-    from .pipeline import Options
-    from .report import RENDERERS
-    from .runner import collect, lint_paths
-    from .settings import load_settings
+class _UsageError(Exception):
+    pass
 
-    if not args.paths and not command_argv:
-        return _error("nothing to check: give scripts, directories, or `-- python3 -m ...`")
-    try:
-        settings = load_settings(args.config, Path(args.paths[0] if args.paths else "."))
-    except ValueError as ex:
-        return _error(str(ex))
+
+def _options(args, settings, tree):
+    """Options from flags and settings (flags win); raises _UsageError on a bad value."""
+    from .engine import REGISTRY
+    from .pipeline import Options
+
     select = _split(args.select) or settings.select
     if select:
         select += settings.extend_select
     ignore = _split(args.ignore) + settings.ignore
     for code in select + ignore:
         if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
-            return _error(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
-    try:
-        if args.verl_root or (settings.verl_root and not args.verl):
-            tree = tree_at(Path(args.verl_root or settings.verl_root), "--verl-root")
-        elif args.verl or settings.verl_version:
-            tree = release_tree(args.verl or settings.verl_version)
-        else:
-            tree = None
-    except LocateError as ex:
-        return _error(str(ex))
-    versions = {}
-    if args.vllm_version:
-        versions["vllm"] = args.vllm_version
-    fail_on = args.fail_on or settings.fail_on
-    fmt = args.format or "text"
-    options = Options(
+            raise _UsageError(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
+    versions = {"vllm": args.vllm_version} if args.vllm_version else {}
+    return Options(
         verl_tree=tree,
         select=select,
         ignore=ignore,
         severity=settings.severity,
         versions=versions,
         debug=args.debug,
+        max_bytes=int((args.max_file_size or settings.max_file_size) * 2**20),
+        timeout=args.timeout if args.timeout is not None else settings.timeout,
     )
+
+
+def _tree(root: str | None, version: str | None):
+    from .locate import LocateError, release_tree, tree_at
+
+    try:
+        if root:
+            return tree_at(Path(root), "--verl-root")
+        if version:
+            return release_tree(version)
+    except LocateError as ex:
+        raise _UsageError(str(ex)) from None
+    return None
+
+
+def _settings(args):
+    from .settings import load_settings
+
+    try:
+        return load_settings(args.config, Path(args.paths[0] if args.paths else "."))
+    except ValueError as ex:
+        raise _UsageError(str(ex)) from None
+
+
+def _run_lint(args, command_argv, settings, options):
+    from .runner import collect, lint_paths
+
     targets, errors = collect(args.paths, settings)
     reports = lint_paths(
         targets, options, command_argv, use_cache=not args.no_cache, per_file_ignores=settings.per_file_ignores, jobs=args.jobs
     )
-    reports = errors + reports
+    return errors + reports
+
+
+def _check(args, command_argv) -> int:
+    if not args.paths and not command_argv:
+        return _error("nothing to check: give scripts, directories, or `-- python3 -m ...`")
+    try:
+        settings = _settings(args)
+        tree = _tree(args.verl_root or (settings.verl_root if not args.verl else None), args.verl or settings.verl_version)
+        options = _options(args, settings, tree)
+    except _UsageError as ex:
+        return _error(str(ex))
+    reports = _run_lint(args, command_argv, settings, options)
     if args.write_baseline:
         from .suppress import write_baseline
 
@@ -141,25 +192,88 @@ def _check(args, command_argv) -> int:
             filter_baseline(Path(args.baseline), reports)
         except (OSError, ValueError) as ex:
             return _error(f"cannot read baseline {args.baseline}: {ex}")
+    if args.fix or args.diff:
+        reports = _fix(args, command_argv, settings, options, reports)
+    return _emit(reports, args, args.fail_on or settings.fail_on)
+
+
+def _fix(args, command_argv, settings, options, reports):
+    """Apply (or, with --diff, show) fixes; the files that changed are linted again."""
+    from .fix import apply_fixes
+
+    changed = 0
+    fixed = 0
+    for r in reports:
+        if r.text is None or r.path.startswith("<") or any(d.code == "VL006" for d in r.diagnostics):
+            continue
+        res = apply_fixes(r.path, r.text, r.diagnostics, unsafe=args.unsafe_fixes, write=not args.diff)
+        if res.skipped_reason:
+            print(f"{r.path}: fix skipped: {res.skipped_reason}", file=sys.stderr)
+        if args.diff:
+            sys.stdout.write(res.diff)
+        elif res.applied:
+            changed += 1
+            fixed += res.applied
+    if args.diff:
+        return reports
+    if changed:
+        print(f"Fixed {fixed} finding{'s' * (fixed != 1)} in {changed} file{'s' * (changed != 1)}", file=sys.stderr)
+        return _run_lint(args, command_argv, settings, options)
+    return reports
+
+
+def _emit(reports, args, fail_on) -> int:
+    from .model import Severity
+    from .report import RENDERERS
+
+    fmt = args.format or "text"
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
-    rendered = RENDERERS[fmt](reports) if fmt != "text" else RENDERERS["text"](reports, color=color)
     if args.output:
         from .runner import write_atomic
 
-        write_atomic(Path(args.output), RENDERERS[fmt](reports) if fmt != "text" else RENDERERS["text"](reports))
-        if fmt != "text":
-            rendered = RENDERERS["text"](reports, color=color)
-    sys.stdout.write(rendered)
-    if any(r.errors for r in reports):
+        write_atomic(Path(args.output), RENDERERS[fmt](reports))
+    if getattr(args, "diff", False):
+        pass  # the diff was the output
+    elif fmt == "text" or args.output:
+        sys.stdout.write(RENDERERS["text"](reports, color=color))
+    else:
+        sys.stdout.write(RENDERERS[fmt](reports))
         for r in reports:
             for e in r.errors:
-                if fmt != "text":
-                    print(str(e), file=sys.stderr)
+                print(str(e), file=sys.stderr)
+    if any(r.errors for r in reports):
         return EXIT_USAGE
     if fail_on == "never":
         return EXIT_CLEAN
     threshold = Severity.parse(fail_on)
     return EXIT_FINDINGS if any(d.severity >= threshold for r in reports for d in r.diagnostics) else EXIT_CLEAN
+
+
+def _upgrade(args) -> int:
+    """Lint against the current and the target verl; report only what the upgrade changes."""
+    from .locate import find_checkout, installed_tree
+
+    try:
+        settings = _settings(args)
+        target = _tree(None, args.to)
+        current = _tree(args.from_root, args.from_version)
+        if current is None:
+            current = find_checkout(Path(args.paths[0]).resolve().parent) or installed_tree()
+        if current is None:
+            raise _UsageError("no current verl found: pass --from VERSION or --from-root DIR")
+        before_opts = _options(args, settings, current)
+        after_opts = _options(args, settings, target)
+    except _UsageError as ex:
+        return _error(str(ex))
+    before = _run_lint(args, None, settings, before_opts)
+    after = _run_lint(args, None, settings, after_opts)
+    print(f"Upgrade preview: verl {current.version} -> {target.version}", file=sys.stderr)
+    known = {(d.span.path, d.code, d.key, d.span.line, d.span.col) for r in before for d in r.diagnostics}
+    for r in after:
+        r.diagnostics = [d for d in r.diagnostics if (d.span.path, d.code, d.key, d.span.line, d.span.col) not in known]
+    if args.fix or args.diff:
+        after = _fix(args, None, settings, after_opts, after)
+    return _emit(after, args, args.fail_on or settings.fail_on)
 
 
 def _rules(args) -> int:

@@ -93,14 +93,21 @@ class Launch:
 
 @dataclass
 class Fix:
-    """A text edit on a script: replace bytes [start, end) of `path` with `replacement`."""
+    """A mechanical fix of the script, like ruff's: safe ones keep behaviour, unsafe ones change it.
 
-    path: str
-    start_byte: int
-    end_byte: int
-    replacement: str
-    safe: bool
+    Rules describe the edit (`kind` on the token at `span`); the pipeline resolves it to a
+    byte range once the script's text is at hand (`start_byte`/`end_byte`/`replacement`).
+    """
+
     title: str
+    safe: bool
+    kind: str  # "rename-key" | "remove-token" | "replace-token"
+    span: Span
+    old: str = ""  # rename-key: the key as written
+    new: str = ""  # rename-key: the new key; replace-token: the new token
+    start_byte: int = -1
+    end_byte: int = -1
+    replacement: str = ""
 
 
 @dataclass
@@ -132,5 +139,5 @@ class Diagnostic:
             "key": self.key,
             "fix": None
             if self.fix is None
-            else {"title": self.fix.title, "safe": self.fix.safe, "replacement": self.fix.replacement},
+            else {"title": self.fix.title, "safe": self.fix.safe, "kind": self.fix.kind, "new": self.fix.new},
         }

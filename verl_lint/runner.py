@@ -251,12 +251,17 @@ def lint_paths(
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write a whole file or nothing: a temp file in the same directory, then rename."""
+    """Write a whole file or nothing: a temp file in the same directory, then rename (keeping the mode)."""
     path = Path(path)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -266,3 +271,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current

@@ -13,7 +13,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-KNOWN = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "fail-on", "verl-root", "verl-version", "severity"}
+KNOWN = {
+    "select", "ignore", "extend-select", "per-file-ignores", "exclude", "fail-on",
+    "verl-root", "verl-version", "severity", "max-file-size", "timeout",
+}
 
 
 @dataclass
@@ -27,6 +30,8 @@ class Settings:
     verl_root: str | None = None
     verl_version: str | None = None
     severity: dict[str, Severity] = field(default_factory=dict)
+    max_file_size: float = 4.0  # MiB
+    timeout: float = 20.0  # seconds per file
     root: Path = Path(".")  # paths in the file are relative to it
 
 
@@ -73,5 +78,7 @@ def load_settings(config: str | None, start: Path) -> Settings:
         verl_root=str(root / verl_root) if verl_root else None,
         verl_version=table.get("verl-version"),
         severity={k: Severity.parse(v) for k, v in table.get("severity", {}).items()},
+        max_file_size=float(table.get("max-file-size", 4.0)),
+        timeout=float(table.get("timeout", 20.0)),
         root=root,
     )

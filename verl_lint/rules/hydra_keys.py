@@ -5,7 +5,7 @@ code; they are registered here for their documentation and examples.
 """
 
 from ..engine import REGISTRY, Rule, main_ppo, rule
-from ..model import Severity
+from ..model import Fix, Severity
 
 
 def _builtin(code, name, severity, doc, bad, good):
@@ -156,10 +156,15 @@ def duplicate_override(ctx):
     for o in ctx.comp.overrides:
         if o.ok and o.kind in ("set", "force_add", "add") and last.get(o.key) is not o:
             winner = last[o.key]
-            yield ctx.diag(
+            d = ctx.diag(
                 "VL107",
                 f"`{o.key}` is overridden again at line {winner.word.span.line} (`{winner.line}`); this value is ignored",
                 key=o.key,
                 help="remove one of the two overrides",
                 span=o.word.span,
             )
+            # Only a token written on this command is safe to delete (an array may feed other launches).
+            cmd = ctx.launch.span
+            if o.word.span.path == cmd.path and cmd.start_byte <= o.word.span.start_byte < cmd.end_byte:
+                d.fix = Fix("remove the shadowed override", True, "remove-token", o.word.span)
+            yield d

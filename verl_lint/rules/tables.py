@@ -107,23 +107,12 @@ class _Removed:
 
 def removed_diag(ctx: Context, rec: dict, o, rest: str) -> Diagnostic:
     replacement = (rec.get("replacement") or "").replace("{rest}", rest)
-    fix = None
-    if replacement and rec.get("rename"):
-        # Rewrite the key where the token is written (the whole token is one word there).
-        src = o.word.span
-        prefix = o.line[: len(o.line) - len(o.line.lstrip("+~"))]
-        new = prefix + replacement + o.line[len(prefix) + len(o.key) :]
-        if o.value_unknown is None:
-            fix = Fix(src.path, src.start_byte, src.end_byte, shlex.quote(new) if _needs_quote(new) else new, True, f"rename to `{replacement}`")
-    msg = rec["message"].format(key=o.key, replacement=replacement, version=rec["removed"])
-    help = rec["help"].format(key=o.key, replacement=replacement, version=rec["removed"])
+    fields = dict(key=o.key, replacement=replacement, version=rec["removed"], value="<value>" if o.value_unknown else _value_text(o.line))
+    msg, help = rec["message"].format(**fields), rec["help"].format(**fields)
     d = ctx.diag(rec["code"], msg, key=o.key, help=help, span=o.word.span)
-    d.fix = fix
+    if replacement and rec.get("rename"):
+        d.fix = Fix(f"rename `{o.key}` to `{replacement}`", True, "rename-key", o.word.span, old=o.key, new=replacement)
     return d
-
-
-def _needs_quote(s: str) -> bool:
-    return any(c in s for c in " \t'\"$`\\()[]{}*?;&|<>!")
 
 
 def _as_text(v) -> str:
