@@ -112,6 +112,9 @@ def removed_diag(ctx: Context, rec: dict, o, rest: str) -> Diagnostic:
     d = ctx.diag(rec["code"], msg, key=o.key, help=help, span=o.word.span)
     if replacement and rec.get("rename"):
         d.fix = Fix(f"rename `{o.key}` to `{replacement}`", True, "rename-key", o.word.span, old=o.key, new=replacement)
+    elif not replacement and rec["severity"] == "error":
+        # The key is gone: dropping the override lets the launch compose, but what it meant is lost.
+        d.fix = Fix(f"remove `{o.line}`", False, "remove-token", o.word.span)
     return d
 
 
