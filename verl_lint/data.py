@@ -10,11 +10,14 @@ import yaml
 _SOURCE_TREE = Path(__file__).resolve().parent.parent / "rules"
 
 
-@lru_cache(maxsize=None)
 def load_table(name: str):
-    """The parsed YAML table `name` (e.g. "removed_keys.yaml"; the suffix may be omitted), or None when it does not exist."""
-    if not name.endswith((".yaml", ".yml")):
-        name = f"{name}.yaml"
+    """The parsed YAML table `name` (e.g. "removed_keys.yaml"; the suffix may be omitted), or None
+    when it does not exist. Parsed once per process: do not mutate the result."""
+    return _load(name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
+
+
+@lru_cache(maxsize=None)
+def _load(name: str):
     if _SOURCE_TREE.is_dir():  # a source checkout (or editable install)
         path = _SOURCE_TREE / name
         return yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None

@@ -39,6 +39,7 @@ class Rule:
     good: list[str | tuple[str, str]] = field(default_factory=list)
     apps: tuple[str, ...] = ()  # config names the rule reads (empty: every app)
     bad_options: dict = field(default_factory=dict)  # Options fields the bad examples need (e.g. a tiny timeout)
+    live: bool = False  # found only in a running process (callback, doctor): no example scripts
 
     @property
     def summary(self) -> str:
@@ -146,6 +147,11 @@ class Context:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return None
         return v
+
+    def int(self, key: str) -> int | None:
+        """An integer value (sizes, counts), or None when unknown or not an integer."""
+        v = self.get(key, None)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
 
     def flag(self, key: str) -> bool | None:
         v = self.get(key, None)

@@ -1,0 +1,154 @@
+"""`verl-lint doctor`: a readable report of the environment a verl job would run in.
+
+Versions, accelerator, the allocator env, what the verl tree does with the allocator (read from
+its source), and the live allocator findings (`runtime.check_allocator`). Nothing is imported:
+not torch, torch-npu, vllm, sglang nor verl.
+
+    verl-lint doctor [--verl-root DIR | --verl VERSION] [--accelerator cuda|npu|none]
+                     [--rollout vllm|sglang] [--format text|json]
+
+Exit code: 0 clean, 1 findings, 2 usage or input errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .locate import LocateError, VerlTree, find_checkout, installed_tree, release_tree, tree_at
+from .model import Diagnostic
+from .runtime import Accelerator, RuntimeReport, inspect_runtime, runtime_findings
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+_LABELS = {
+    "torch": "torch",
+    "torch_npu": "torch-npu",
+    "vllm": "vllm",
+    "vllm_ascend": "vllm-ascend",
+    "sglang": "sglang",
+    "torch_memory_saver": "torch_memory_saver",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_mutually_exclusive_group()
+    g.add_argument("--verl-root", help="read this verl checkout's allocator code (default: a checkout above the cwd, else the installed verl)")
+    g.add_argument("--verl", metavar="VERSION", help="read this verl release's allocator code (downloaded once, no dependencies)")
+    parser.add_argument(
+        "--accelerator",
+        choices=["cuda", "npu", "none"],
+        help="check as if on this accelerator (default: detected without initialising a device)",
+    )
+    parser.add_argument("--rollout", choices=["vllm", "sglang"], help="the rollout engine the job uses (sleep mode on, as verl's default)")
+    parser.add_argument("--format", choices=["text", "json"], default="text")
+
+
+def _tree(args) -> tuple[VerlTree | None, str | None]:
+    """(tree, error)."""
+    try:
+        if getattr(args, "verl_root", None):
+            return tree_at(args.verl_root, "--verl-root"), None
+        if getattr(args, "verl", None):
+            return release_tree(args.verl), None
+    except LocateError as ex:
+        return None, str(ex)
+    from pathlib import Path
+
+    return find_checkout(Path.cwd()) or installed_tree(), None
+
+
+def build(args) -> RuntimeReport:
+    tree, err = _tree(args)
+    if err:
+        raise LocateError(err)
+    acc = getattr(args, "accelerator", None)
+    report = inspect_runtime(accelerator=Accelerator(acc, "--accelerator") if acc else None, verl_tree=tree)
+    rollout = {"name": args.rollout} if getattr(args, "rollout", None) else None
+    report.diagnostics = runtime_findings(report, rollout)
+    return report
+
+
+def run(args) -> int:
+    try:
+        report = build(args)
+    except LocateError as ex:
+        print(f"verl-lint doctor: error: {ex}", file=sys.stderr)
+        return EXIT_USAGE
+    if getattr(args, "format", "text") == "json":
+        print(json.dumps(report.to_json(), indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(render_text(report))
+    return EXIT_FINDINGS if report.diagnostics else EXIT_CLEAN
+
+
+def render_text(r: RuntimeReport) -> str:
+    out: list[str] = []
+    w = out.append
+    w("verl-lint doctor")
+    w("")
+    w(f"accelerator      {r.accelerator.describe()}")
+    w("")
+    w("versions (installed, read without importing)")
+    for key, label in _LABELS.items():
+        w(f"  {label:<20} {r.versions.get(key) or 'not installed'}")
+    w("")
+    w("allocator env")
+    for var, value in r.env.items():
+        w(f"  {var:<24} {value if value is not None else '(unset)'}")
+    w(f"  {'in effect (live)':<24} {r.live_settings if r.live_settings is not None else '(unknown: ' + r.live_settings_source + ')'}")
+    w("")
+    w("allocator API")
+    for api in (r.torch_api, r.npu_api):
+        if not api.installed:
+            w(f"  {api.setter:<48} ({api.package} not installed)")
+        else:
+            where = f"{api.dir}/{'npu' if api.package == 'torch_npu' else 'cuda'}/memory.py:{api.setter_line}"
+            w(f"  {api.setter:<48} {'defined at ' + where if api.has_setter else 'MISSING in ' + api.dir}")
+    if r.torch_api.getter:
+        w(f"  {r.torch_api.getter:<48} available")
+    w("")
+    w(f"verl             {r.verl_origin}")
+    v = r.verl
+    if v is not None:
+        w(f"  set_expandable_segments   {v.helper or 'not found (verl never toggles the allocator)'}")
+        for s in v.setters:
+            note = ", errors swallowed (only a warning is logged)" if s.swallows_errors else ""
+            w(f"  on {s.platform:<4} -> {s.api} at {s.where} (via {s.via}{note})")
+        for p in ("cuda", "npu"):
+            if v.setter_for(p) is None and v.helper:
+                w(f"  on {p:<4} -> no path: verl does not touch the allocator there")
+        if v.calls:
+            w("  calls")
+            for c in v.calls:
+                cond = f"  when {' and '.join(c.conditions)}" if c.conditions else ""
+                w(f"    {c.side:<8} {str(c.enable):<5} {c.owner} ({c.where}){cond}")
+        trainer_classes = sorted({c.cls for c in v.trainer_enables if c.cls})
+        w(f"  training enables expandable segments via: {', '.join(trainer_classes) or 'nothing'}")
+        for w_ in v.env_writes:
+            w(f"  env default      {w_.var}={w_.value!r} at {w_.where}")
+    w("")
+    if r.diagnostics:
+        w(f"findings ({len(r.diagnostics)})")
+        for d in r.diagnostics:
+            w(_line(d))
+    else:
+        w("no findings")
+    return "\n".join(out) + "\n"
+
+
+def _line(d: Diagnostic) -> str:
+    s = f"  {d.code} [{d.severity}] {d.message}"
+    if d.help:
+        s += f"\n    help: {d.help}"
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="verl-lint doctor", description="Report the environment a verl job would run in.")
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
