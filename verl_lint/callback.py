@@ -30,7 +30,15 @@ resolvable) and the real environment. It runs every config rule, the environment
 Aborting must bypass Hydra: hydra 1.3 catches any `Exception` a callback raises and turns
 it into a warning (`hydra/_internal/callbacks.py`, `Callbacks._notify`), and the job runs
 anyway. So a blocking finding prints its report and raises `SystemExit(1)`, which Hydra
-does not catch; verl-lint's own failures are caught here (`except Exception`) and logged.
+does not catch. verl-lint's own failures are caught here with `except Exception`, per
+stage (plugins, config rules, live check, report) and per rule: each is one warning line
+and the rest still runs (a linter bug never blocks training); `strict=true` turns them into
+`SystemExit(2)` with the traceback.
+
+The adapter gives the rules a Launch at "<hydra>" (no script: `launch.env` stays empty, the
+process environment is `ctx.env`), a Composition whose config is the job config without the
+`hydra` node and whose overrides are `hydra.overrides.task`, and the verl tree the task
+function's file (or a file config dir) lives in, else the installed one.
 
 Only the standard library and Hydra (already imported by the app) are imported when this
 module loads; the rule engine is imported on first use. Nothing here imports torch,
@@ -44,6 +52,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -68,35 +77,47 @@ def lint_config(
     *,
     select: Iterable[str] = (),
     ignore: Iterable[str] = (),
-    live: bool = False,
     task_file: str | None = None,
+    config_name: str | None = None,
+    on_error=None,
 ):
-    """Lint a composed job config: every config rule, the env rules, optionally the live checks.
+    """Lint a composed job config: every config rule and the env rules.
 
     `cfg` is the config Hydra hands a callback (with the `hydra` node; it is not modified)
     or a job config without it. `overrides` are the job's task overrides (default:
-    `cfg.hydra.overrides.task`); `env` is the process environment (default: `os.environ`).
+    `cfg.hydra.overrides.task`); `env` is the process environment (default: `os.environ`);
+    `config_name` defaults to `cfg.hydra.job.config_name` (rules limited to some apps need it).
     Returns finalized diagnostics (select/ignore applied, de-duplicated, stable order),
     located at Span("<command line>", 1, col) for overridden keys (col: the override's
     offset in the overrides joined by spaces), Span("<command line>", 1, 1) for defaults and
-    Span("<environment>", 1, 1) for environment variables.
+    Span("<environment>", 1, 1) for environment variables. A rule that raises propagates,
+    unless `on_error(rule, exception)` is given: then it is called and the other rules run.
     """
     from omegaconf import DictConfig, OmegaConf
 
     from . import rules as _rules  # noqa: F401 - registers the rule pack
-    from .compose import Composition
-    from .engine import REGISTRY, Context, parse_version, run_rules
-    from .environment import installed_versions
-    from .model import EnvVar, Launch, Span
 
     hydra_node = cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
     if overrides is None:
         overrides = list(OmegaConf.select(hydra_node, "overrides.task", default=None) or []) if hydra_node is not None else []
     overrides = [str(o) for o in overrides]
     env = os.environ if env is None else env
-    job = _job_config(cfg)
+    with _job_view(cfg) as job:
+        return _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config_name, on_error)
+
+
+def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config_name, on_error):
+    from omegaconf import OmegaConf
+
+    from .compose import Composition
+    from .engine import REGISTRY, Context, parse_version, run_rules
+    from .environment import installed_versions
+    from .model import EnvVar, Launch, Span
+
     choices = _choices(hydra_node)
-    config_name = str(OmegaConf.select(hydra_node, "job.config_name", default="") or "") if hydra_node is not None else ""
+    if config_name is None and hydra_node is not None:
+        config_name = str(OmegaConf.select(hydra_node, "job.config_name", default="") or "")
+    config_name = (config_name or "").removesuffix(".yaml")
     config_dirs = _config_dirs(hydra_node)
     tree = _verl_tree(task_file, config_dirs)
     app = _hydra_app(task_file, config_dirs, config_name or None, tree)
@@ -113,26 +134,48 @@ def lint_config(
     versions = {k: parse_version(v) for k, v in installed_versions().items()}
     versions["verl"] = parse_version(tree.version if tree else None)
     ctx = Context(launch, comp, versions, env_vars)
-    rules = [r for r in REGISTRY if _selected(r, select, ignore)]
-    diags = run_rules(ctx, rules)
-    if live:
-        diags.extend(_live_checks(job))
+    rules = [r for r in REGISTRY if _selected(r.code, r.name, select, ignore)]
+    if on_error is None:
+        diags = run_rules(ctx, rules)
+    else:
+        diags = []
+        for r in rules:
+            try:
+                diags.extend(run_rules(ctx, [r]))
+            except Exception as ex:  # noqa: BLE001 - reported through on_error; the other rules still run
+                on_error(r, ex)
     for d in diags:
         _add_provenance(d, comp, env_vars, choices, config_name)
     return _finalize(diags, select, ignore)
 
 
-def _job_config(cfg):
-    """A copy of the job config without the `hydra` node (what the task function receives)."""
-    import copy
+@contextmanager
+def _job_view(cfg):
+    """The job config without the `hydra` node, as a view that shares the nodes of `cfg`.
 
-    from omegaconf import open_dict, read_write
+    A deep copy of verl's config costs as much as the whole lint (Hydra already makes one for
+    the task function), so the view re-parents the top-level nodes of `cfg` under a new root
+    for the duration of the lint — the trick `HydraConfig.set_config` plays with the `hydra`
+    node — and puts them back afterwards. `cfg` is never modified otherwise.
+    """
+    from omegaconf import DictConfig, OmegaConf
 
-    job = copy.deepcopy(cfg)
-    if "hydra" in job:
-        with read_write(job), open_dict(job):
-            del job["hydra"]
-    return job
+    if not isinstance(cfg, DictConfig) or "hydra" not in cfg:
+        yield cfg
+        return
+    keys = [k for k in cfg.keys() if k != "hydra"]
+    view = DictConfig({}, flags={"no_deepcopy_set_nodes": True})
+    try:
+        for k in keys:
+            view[k] = cfg._get_node(k)
+        view._set_flag("no_deepcopy_set_nodes", None)
+        OmegaConf.set_struct(view, bool(OmegaConf.is_struct(cfg)))
+        yield view
+    finally:
+        for k in keys:
+            node = cfg._get_node(k)
+            if node is not None:
+                node._set_parent(cfg)
 
 
 def _choices(hydra_node) -> dict[str, str]:
@@ -227,28 +270,54 @@ def _ray_env(job, comp, anchor) -> dict:
     if not isinstance(node, DictConfig):
         return {}
     out = {}
-    for name in node.keys():
-        try:
-            value = node[name]
-        except Exception:  # noqa: BLE001 - an unresolvable value is simply not known
-            continue
+    for name, value in _resolved_items(node):
         setter = comp.last_setter(f"{RAY_ENV_VARS}.{name}")
-        out[str(name)] = EnvVar(str(name), None if value is None else str(value), setter.word.span if setter else anchor, None, True)
+        out[str(name)] = EnvVar(str(name), str(value), setter.word.span if setter else anchor, None, True)
     return out
 
 
-def _live_checks(job) -> list:
-    """What only the live process knows: the allocator settings against torch/torch-npu/verl."""
-    from omegaconf import OmegaConf
+def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | None = None) -> list:
+    """The live allocator check (`verl_lint.runtime.check_allocator`) for a job, if it is available.
+
+    Called with the job's rollout config, the verl tree the job runs and the environment
+    (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`), as far as
+    `check_allocator` accepts them. Not finalized: the caller merges it with `lint_config`.
+    """
+    import inspect
+
+    from omegaconf import DictConfig, OmegaConf
 
     try:
         from .runtime import check_allocator
-    except ModuleNotFoundError as ex:  # not written yet / not shipped: nothing to check
-        if ex.name in ("verl_lint.runtime", __package__ + ".runtime"):
+    except ModuleNotFoundError as ex:  # not shipped in this build: nothing to check
+        if ex.name == __package__ + ".runtime":
             return []
         raise
-    rollout = OmegaConf.select(job, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
-    return list(check_allocator(rollout_config=rollout) or [])
+    hydra_node = cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
+    with _job_view(cfg) as job:
+        rollout = OmegaConf.select(job, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
+        params = inspect.signature(check_allocator).parameters
+        takes_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        kwargs = {}
+        if "verl_tree" in params or takes_kw:
+            kwargs["verl_tree"] = _verl_tree(task_file, _config_dirs(hydra_node))
+        if "environ" in params or takes_kw:
+            environ = dict(os.environ if env is None else env)
+            ray_env = OmegaConf.select(job, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
+            if isinstance(ray_env, DictConfig):
+                environ.update({str(k): str(v) for k, v in _resolved_items(ray_env)})
+            kwargs["environ"] = environ
+        return list(check_allocator(rollout_config=rollout, **kwargs) or [])
+
+
+def _resolved_items(node):
+    for k in node.keys():
+        try:
+            v = node[k]
+        except Exception:  # noqa: BLE001 - an unresolvable value is not known
+            continue
+        if v is not None:
+            yield k, v
 
 
 def _group_file(key: str, choices: dict[str, str]) -> str | None:
@@ -279,23 +348,21 @@ def _add_provenance(d, comp, env_vars, choices, config_name) -> None:
         d.message += f" (default from {source})"
 
 
-def _selected(rule, select, ignore) -> bool:
+def _selected(code: str, name: str, select, ignore) -> bool:
+    """pipeline.selected, by code and name (live findings may come from rules outside REGISTRY)."""
     select, ignore = tuple(select or ()), tuple(ignore or ())
 
     def match(patterns) -> bool:
-        return any(rule.code.startswith(p) or rule.name == p for p in patterns)
+        return any(code.startswith(p) or name == p for p in patterns)
 
     return (not select or match(select)) and not match(ignore)
 
 
 def _finalize(diags, select, ignore):
     """pipeline.finalize without importing the pipeline (and the bash front end) on the job's path."""
-    from .engine import REGISTRY
-
     out = {}
     for d in diags:
-        r = REGISTRY.get(d.code)
-        if r is not None and not _selected(r, select, ignore):
+        if not _selected(d.code, d.name, select, ignore):
             continue
         out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
     return [out[k] for k in sorted(out)]
@@ -334,35 +401,44 @@ class VerlLintCallback(Callback):
         self.plugins = _codes(plugins)
         self.diagnostics: list = []  # the last job's findings
         self.elapsed = 0.0  # seconds spent in the last on_job_start
+        self.skipped: list[str] = []  # stages or rules of the last job that failed open
 
     # Hydra calls this after composing, configuring logging and creating the output dir,
-    # immediately before the task function.
+    # immediately before the task function (hydra/core/utils.py, run_job).
     def on_job_start(self, config, **kwargs: Any) -> None:
         start = time.perf_counter()
         task = kwargs.get("task_function")
         task_file = getattr(getattr(task, "__code__", None), "co_filename", None)
-        try:
-            diags = self._lint(config, task_file)
-        except Exception as ex:  # noqa: BLE001 - a linter bug must never block training
-            self.elapsed = time.perf_counter() - start
-            self._internal_error(ex)
-            return
+        diags: list = []
+        self.skipped = []
+        # Each stage fails open on its own: a broken plugin, rule or live check is one warning
+        # line and the other stages still run (and may still stop a bad job).
+        for name in self.plugins:
+            self._guard(f"plugin {name}", _import, name)
+        self._guard("select/ignore", self._check_codes)
+        found = self._guard("config rules", lint_config, config, None, os.environ, select=self.select, ignore=self.ignore,
+                            task_file=task_file, on_error=self._rule_error)
+        diags.extend(found or [])
+        live = self._guard("live allocator check", live_findings, config, task_file, os.environ)
+        diags = _merge(diags, live or [], self.select, self.ignore)
+        if self.report_path:
+            self._guard(f"report {self.report_path}", self._write_report, diags)
         self.elapsed = time.perf_counter() - start
         self.diagnostics = diags
         self._act(diags)
 
-    def _lint(self, config, task_file):
-        import importlib
+    def _guard(self, what: str, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as ex:  # noqa: BLE001 - a linter bug must never block training
+            self._internal_error(what, ex)
+            return None
 
-        for name in self.plugins:
-            importlib.import_module(name)
-        self._check_codes()
-        diags = lint_config(config, None, os.environ, select=self.select, ignore=self.ignore, live=True, task_file=task_file)
-        if self.report_path:
-            self._write_report(diags)
-        return diags
+    def _rule_error(self, rule, ex: Exception) -> None:
+        self._internal_error(f"rule {rule.code} ({rule.name})", ex)
 
     def _check_codes(self) -> None:
+        from . import rules as _rules  # noqa: F401 - the full rule pack
         from .engine import REGISTRY
 
         for code in self.select + self.ignore:
@@ -393,24 +469,40 @@ class VerlLintCallback(Callback):
             _flush_logs()
             sys.stderr.write(format_block(blocking, others, self.fail_on))
             sys.stderr.flush()
-            raise SystemExit(EXIT_FINDINGS)  # a BaseException: Hydra does not swallow it
+            raise SystemExit(EXIT_FINDINGS)  # a BaseException: Hydra's callback runner does not swallow it
         for d in diags:
             level = logging.WARNING if d.severity >= Severity.WARNING else logging.INFO
             log.log(level, "verl-lint: %s", _one_line(d))
-        if not diags:
+        if not diags and not self.skipped:
             log.info("verl-lint: config and environment clean (%.0f ms)", self.elapsed * 1000)
+        elif not diags:
+            log.info("verl-lint: no findings, but %d check(s) skipped (see above) (%.0f ms)", len(self.skipped), self.elapsed * 1000)
 
-    def _internal_error(self, ex: Exception) -> None:
-        what = f"{type(ex).__name__}: {str(ex).strip().splitlines()[0] if str(ex).strip() else ''}".rstrip(": ")
+    def _internal_error(self, what: str, ex: Exception) -> None:
+        self.skipped.append(what)
+        text = str(ex).strip().splitlines()[0] if str(ex).strip() else ""
+        name = f"{type(ex).__name__}: {text}" if text else type(ex).__name__
         if self.strict:
             import traceback
 
             _flush_logs()
-            sys.stderr.write(f"verl-lint: internal error, stopping the job (strict=true): {what}\n")
+            sys.stderr.write(f"verl-lint: internal error in {what}, stopping the job (strict=true): {name}\n")
             traceback.print_exception(type(ex), ex, ex.__traceback__, file=sys.stderr)
             sys.stderr.flush()
             raise SystemExit(EXIT_INTERNAL) from ex
-        log.warning("verl-lint: skipped, internal error %s (the job continues; strict=true would stop it)", what)
+        log.warning("verl-lint: internal error in %s: %s; skipped it, the job continues (strict=true would stop it)", what, name)
+
+
+def _import(name: str) -> None:
+    import importlib
+
+    importlib.import_module(name)
+
+
+def _merge(static: list, live: list, select, ignore) -> list:
+    """Config/env findings plus live ones; a live finding replaces a static one with its code and key."""
+    seen = {(d.code, d.key) for d in live}
+    return _finalize([d for d in static if (d.code, d.key) not in seen] + list(live), select, ignore)
 
 
 def _one_line(d) -> str:

@@ -1,0 +1,251 @@
+"""How much time the verl-lint Hydra callback adds to a Hydra app's startup.
+
+A tiny `@hydra.main` app runs on a real verl release's trainer config (`ppo_trainer`), once
+without and once with `+hydra.callbacks.verl_lint._target_=verl_lint.callback.VerlLintCallback`,
+interleaved, in fresh processes. The app records the wall and CPU time from its first line
+to the start of the task function; the callback's cost is the paired difference (so
+interpreter start-up, Hydra's import and the compose cancel out). The callback's own timer
+(`on_job_start`, logged as "clean (N ms)") is reported as well, and the task checks that no
+heavy module (torch, torch_npu, vllm, verl, ray) was imported.
+
+    /work/venv/bin/python bench/callback_overhead.py [--verl 0.9.1] [--runs 15] [--json]
+
+Target: under 50 ms added. On a shared/loaded machine wall times are noisy; the CPU-time
+difference is the steadier number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TARGET_MS = 50.0
+ENABLE = "+hydra.callbacks.verl_lint._target_=verl_lint.callback.VerlLintCallback"
+
+APP = '''\
+import time
+_W0 = time.perf_counter()
+_C0 = time.process_time()
+import json
+import sys
+
+import hydra
+
+HEAVY = ("torch", "torch_npu", "vllm", "verl", "ray", "sglang")
+
+
+@hydra.main(config_path=None, config_name=None, version_base=None)
+def main(cfg):
+    w, c = time.perf_counter(), time.process_time()
+    heavy = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
+    print("BENCH " + json.dumps({"wall": w - _W0, "cpu": c - _C0, "heavy": heavy}), flush=True)
+
+
+main()
+'''
+
+
+PHASES = '''\
+import json, os, sys, time
+import hydra
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+
+with initialize_config_dir(config_dir=sys.argv[1], version_base=None, job_name="bench_app"):
+    cfg = compose("ppo_trainer", overrides=[], return_hydra_config=True)
+HydraConfig.instance().set_config(cfg)
+out = {}
+def phase(name, fn):
+    w, c = time.perf_counter(), time.process_time()
+    r = fn()
+    out[name] = [(time.perf_counter() - w) * 1000, (time.process_time() - c) * 1000]
+    return r
+cb = phase("import verl_lint.callback", lambda: __import__("verl_lint.callback", fromlist=["x"]))
+phase("import verl_lint.engine (+compose, locate, model)", lambda: __import__("verl_lint.engine"))
+phase("import verl_lint.rules (rule pack, YAML tables)", lambda: __import__("verl_lint.rules"))
+phase("first lint_config (config + env rules)", lambda: cb.lint_config(cfg, env=os.environ))
+def live():
+    try:
+        return cb.live_findings(cfg, None, os.environ)
+    except Exception as ex:
+        out["live error"] = repr(ex)
+phase("first live_findings (allocator check)", live)
+phase("lint_config again (warm caches)", lambda: cb.lint_config(cfg, env=os.environ))
+print("PHASES " + json.dumps(out))
+'''
+
+
+def _child_env(pycache: Path | None) -> dict:
+    """The children's environment. With `pycache`, bytecode is written and reused there, as in an
+    installed package (PYTHONDONTWRITEBYTECODE would make every process recompile verl-lint)."""
+    env = dict(os.environ, HYDRA_FULL_ERROR="1")
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+def _phases(config_dir: Path, runs: int, env: dict) -> dict:
+    """Median wall/CPU ms of each step of the callback's work, in fresh processes."""
+    samples: dict[str, list] = {}
+    errors = set()
+    for i in range(runs + 1):
+        proc = subprocess.run([sys.executable, "-c", PHASES, str(config_dir)], capture_output=True, text=True, env=env)
+        if i == 0:
+            continue  # warm-up (bytecode, file cache)
+        m = re.search(r"^PHASES (.*)$", proc.stdout, re.M)
+        if m is None:
+            raise SystemExit(f"phase run failed:\n{proc.stdout}{proc.stderr}")
+        for k, v in json.loads(m.group(1)).items():
+            if k == "live error":
+                errors.add(v)
+            else:
+                samples.setdefault(k, []).append(v)
+    res = {k: [statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)] for k, v in samples.items()}
+    if errors:
+        res["live error"] = sorted(errors)
+    return res
+
+
+def _reference(runs: int, env: dict) -> list[float]:
+    """Median wall/CPU ms of `import hydra` in a fresh process: a yardstick for this machine's speed."""
+    code = "import time\nw, c = time.perf_counter(), time.process_time()\nimport hydra\nprint((time.perf_counter() - w) * 1000, (time.process_time() - c) * 1000)"
+    xs = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env).stdout.split()
+        xs.append((float(out[0]), float(out[1])))
+    return [statistics.median(x[0] for x in xs), statistics.median(x[1] for x in xs)]
+
+
+def _run(app: Path, config_dir: Path, out_dir: Path, with_callback: bool, overrides: list[str], env: dict) -> dict:
+    cmd = [sys.executable, str(app), "--config-dir", str(config_dir), "--config-name", "ppo_trainer", f"hydra.run.dir={out_dir}"]
+    cmd += overrides
+    if with_callback:
+        cmd.append(ENABLE)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=out_dir.parent)
+    text = proc.stdout + proc.stderr
+    m = re.search(r"^BENCH (.*)$", text, re.M)
+    if proc.returncode != 0 or m is None:
+        raise SystemExit(f"benchmark app failed (rc={proc.returncode}):\n{text}")
+    res = json.loads(m.group(1))
+    cb = re.search(r"verl-lint: config and environment clean \((\d+) ms\)", text)
+    res["on_job_start_ms"] = float(cb.group(1)) if cb else None
+    if with_callback and "verl-lint" not in text:
+        raise SystemExit(f"the callback did not run:\n{text}")
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--verl", default="0.9.1", help="verl release whose trainer config the app composes")
+    ap.add_argument("--config-dir", help="use this config dir instead of a cached release's verl/trainer/config")
+    ap.add_argument("--runs", type=int, default=15, help="paired runs (fresh processes each)")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--no-phases", action="store_true", help="skip the per-step breakdown")
+    ap.add_argument(
+        "--cold-bytecode",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE as set (every process then recompiles verl-lint's sources)",
+    )
+    args = ap.parse_args(argv)
+
+    if args.config_dir:
+        config_dir = Path(args.config_dir).resolve()
+        label = str(config_dir)
+    else:
+        from verl_lint.locate import release_tree
+
+        tree = release_tree(args.verl)
+        config_dir = tree.root / "verl" / "trainer" / "config"
+        label = f"verl {tree.version}"
+    # A clean job (the callback must not stop it): the default ppo_trainer config.
+    overrides: list[str] = []
+
+    with tempfile.TemporaryDirectory(prefix="verl-lint-bench-") as tmp:
+        app = Path(tmp, "bench_app.py")
+        app.write_text(APP)
+        out_dir = Path(tmp, "out")
+        env = _child_env(None if args.cold_bytecode else Path(tmp, "pycache"))
+        _run(app, config_dir, out_dir, True, overrides, env)  # warm the OS file cache and pyc files
+        _run(app, config_dir, out_dir, False, overrides, env)
+        base, withcb = [], []
+        for i in range(args.runs):
+            order = (False, True) if i % 2 == 0 else (True, False)
+            got = {flag: _run(app, config_dir, out_dir, flag, overrides, env) for flag in order}
+            base.append(got[False])
+            withcb.append(got[True])
+        phases = None if args.no_phases else _phases(config_dir, max(3, args.runs // 3), env)
+        reference = _reference(max(3, args.runs // 2), env)
+
+    def ms(xs):
+        return [x * 1000 for x in xs]
+
+    d_wall = ms([b["wall"] - a["wall"] for a, b in zip(base, withcb)])
+    d_cpu = ms([b["cpu"] - a["cpu"] for a, b in zip(base, withcb)])
+    own = [r["on_job_start_ms"] for r in withcb if r["on_job_start_ms"] is not None]
+    heavy = sorted({m for r in withcb for m in r["heavy"]})
+    q = lambda xs: statistics.quantiles(xs, n=4) if len(xs) >= 2 else [xs[0]] * 3  # noqa: E731
+    result = {
+        "config": f"{label} ppo_trainer",
+        "runs": args.runs,
+        "startup_without_ms": {"wall": statistics.median(ms([r["wall"] for r in base])), "cpu": statistics.median(ms([r["cpu"] for r in base]))},
+        "startup_with_ms": {"wall": statistics.median(ms([r["wall"] for r in withcb])), "cpu": statistics.median(ms([r["cpu"] for r in withcb]))},
+        "added_ms": {
+            "wall_median": statistics.median(d_wall),
+            "wall_iqr": [q(d_wall)[0], q(d_wall)[2]],
+            "cpu_median": statistics.median(d_cpu),
+            "cpu_iqr": [q(d_cpu)[0], q(d_cpu)[2]],
+        },
+        "on_job_start_ms_median": statistics.median(own) if own else None,
+        "heavy_modules_imported": heavy,
+        "target_ms": TARGET_MS,
+    }
+    result["within_target"] = result["added_ms"]["cpu_median"] < TARGET_MS and result["added_ms"]["wall_median"] < TARGET_MS
+    result["import_hydra_ms"] = {"wall": reference[0], "cpu": reference[1]}
+    result["bytecode"] = "recompiled in every process" if args.cold_bytecode else "cached (as installed)"
+    if phases is not None:
+        result["phases_ms"] = phases
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    a = result["added_ms"]
+    print(f"verl-lint callback overhead: {result['config']}, {args.runs} paired runs (fresh processes, bytecode {result['bytecode']})")
+    print(
+        f"  app start -> task start, without callback: {result['startup_without_ms']['wall']:.0f} ms wall, "
+        f"{result['startup_without_ms']['cpu']:.0f} ms CPU (median)"
+    )
+    print(
+        f"  app start -> task start, with callback:    {result['startup_with_ms']['wall']:.0f} ms wall, "
+        f"{result['startup_with_ms']['cpu']:.0f} ms CPU (median)"
+    )
+    print(
+        f"  added by the callback: {a['wall_median']:.1f} ms wall (IQR {a['wall_iqr'][0]:.0f}..{a['wall_iqr'][1]:.0f}), "
+        f"{a['cpu_median']:.1f} ms CPU (IQR {a['cpu_iqr'][0]:.0f}..{a['cpu_iqr'][1]:.0f})"
+    )
+    print(
+        f"  yardstick: `import hydra` takes {reference[0]:.0f} ms wall / {reference[1]:.0f} ms CPU here "
+        f"(the callback adds {a['cpu_median'] / reference[1]:.2f}x that in CPU)"
+    )
+    if result["on_job_start_ms_median"] is not None:
+        print(f"  of which on_job_start (callback's own timer, lint + lazy imports): {result['on_job_start_ms_median']:.0f} ms")
+    print(f"  heavy modules imported by the task start: {', '.join(heavy) if heavy else 'none'}")
+    if "phases_ms" in result:
+        print("  where the time goes (in-process, median wall / CPU ms):")
+        for k, v in result["phases_ms"].items():
+            if k == "live error":
+                print(f"    (the live check raised: {'; '.join(v)} -- the callback fails open on it)")
+            else:
+                print(f"    {k:<52} {v[0]:7.1f} / {v[1]:7.1f}")
+    print(f"  target < {TARGET_MS:.0f} ms: {'met' if result['within_target'] else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""The Hydra callback: a real @hydra.main app (tests/apps/lint_app.py) on real verl configs.
+
+The app runs in a subprocess with the callback enabled from the command line; its task
+function writes a marker file, so "the job was stopped before the task ran" is checked
+by the marker's absence. In-process tests cover `lint_config`, the adapter both use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import hydra
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import NEWEST, RELEASES
+from verl_lint.callback import ENABLE_LINE, VerlLintCallback, lint_config
+from verl_lint.engine import REGISTRY, Rule
+from verl_lint.model import Diagnostic, Severity
+
+APPS = Path(__file__).resolve().parent / "apps"
+BAD = ["data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6"]  # VL301 on 0.9.1 and 0.7.1
+GOOD = ["data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192"]
+CB = "+hydra.callbacks.verl_lint"
+
+
+def config_dir(tree) -> Path:
+    return tree.root / "verl" / "trainer" / "config"
+
+
+def run_app(tmp_path: Path, tree, *args: str, app: str = "lint_app.py", config_name: str = "ppo_trainer", cdir: Path | None = None):
+    """Run the test app; returns (CompletedProcess, marker dict or None)."""
+    marker = tmp_path / "marker.json"
+    if marker.exists():
+        marker.unlink()
+    env = dict(os.environ)
+    # The verl release is importable (as in a real launch) but must not be imported.
+    env["PYTHONPATH"] = os.pathsep.join([str(APPS), str(tree.root)])
+    env["LINT_APP_MARKER"] = str(marker)
+    env.pop("HYDRA_FULL_ERROR", None)
+    cmd = [
+        sys.executable,
+        str(APPS / app),
+        "--config-dir",
+        str(cdir or config_dir(tree)),
+        "--config-name",
+        config_name,
+        f"hydra.run.dir={tmp_path / 'out'}",
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    data = json.loads(marker.read_text()) if marker.exists() else None
+    return proc, data
+
+
+def output(proc) -> str:
+    return proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------- subprocess ----
+
+
+def test_enable_line_is_the_documented_one():
+    assert ENABLE_LINE == "+hydra.callbacks.verl_lint._target_=verl_lint.callback.VerlLintCallback"
+    from hydra.experimental.callback import Callback
+
+    assert issubclass(VerlLintCallback, Callback)
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version):
+    proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *BAD)
+    out = output(proc)
+    assert proc.returncode == 1, out
+    assert marker is None, "the task function ran"
+    assert "TASK RAN" not in proc.stdout
+    assert "verl-lint: stopped the job before it started" in proc.stderr
+    assert "VL301 [error]" in proc.stderr
+    assert "from the command line: `" in proc.stderr
+    assert "help: " in proc.stderr
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version):
+    proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *GOOD)
+    out = output(proc)
+    assert proc.returncode == 0, out
+    assert marker is not None and marker["ran"] and marker["train_batch_size"] == 960
+    # torch is installed here and verl is on PYTHONPATH: neither may be imported by the callback.
+    assert marker["heavy_modules"] == [], marker["heavy_modules"]
+    assert "verl-lint" in out and "stopped the job" not in out
+
+
+def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=never", *BAD)
+    out = output(proc)
+    assert proc.returncode == 0, out
+    assert marker is not None
+    warning = next(line for line in out.splitlines() if "VL301" in line)
+    assert "[WARNING]" in warning and "help:" in warning, warning
+
+
+def test_fail_on_warning_is_stricter(tmp_path, verl_trees):
+    # A duplicate override is a warning (VL107): it blocks only at fail_on=warning.
+    dup = ["trainer.nnodes=1", "trainer.nnodes=1"]
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, *dup)
+    assert proc.returncode == 0 and marker is not None, output(proc)
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", *dup)
+    assert proc.returncode == 1 and marker is None, output(proc)
+    assert "VL107 [warning]" in proc.stderr
+
+
+def test_report_path_and_select_ignore(tmp_path, verl_trees):
+    report = tmp_path / "reports" / "lint.json"
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=never", f"{CB}.report_path={report}", *BAD)
+    assert proc.returncode == 0, output(proc)
+    items = json.loads(report.read_text())
+    vl301 = next(i for i in items if i["code"] == "VL301")
+    assert vl301["path"] == "<command line>" and vl301["line"] == 1 and vl301["severity"] == "error"
+    # select=[VL1] leaves the size rules out: the bad job runs; ignore="VL301,VL304" likewise.
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.select=[VL1]", *BAD)
+    assert proc.returncode == 0 and marker is not None, output(proc)
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.ignore='VL301,VL304'", *BAD)
+    assert proc.returncode == 0 and marker is not None, output(proc)
+
+
+def test_callback_from_the_primary_config(tmp_path, verl_trees):
+    tree = verl_trees[NEWEST]
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "my_job.yaml").write_text(
+        "defaults:\n  - ppo_trainer\n  - _self_\n\n"
+        "hydra:\n  searchpath:\n    - file://" + str(config_dir(tree)) + "\n"
+        "  callbacks:\n    verl_lint:\n      _target_: verl_lint.callback.VerlLintCallback\n      fail_on: error\n"
+    )
+    proc, marker = run_app(tmp_path, tree, *BAD, cdir=conf, config_name="my_job")
+    assert proc.returncode == 1 and marker is None, output(proc)
+    # VL301 is limited to the ppo_trainer app names; VL304 reads the same sizes for any app.
+    assert "VL304 [error]" in proc.stderr
+    proc, marker = run_app(tmp_path, tree, *GOOD, cdir=conf, config_name="my_job")
+    assert proc.returncode == 0 and marker is not None, output(proc)
+
+
+# ------------------------------------------------------------ fail-open ----
+
+
+def test_a_rule_that_raises_does_not_stop_the_job(tmp_path, verl_trees):
+    # tests/apps/boom_rule.py registers VL999 through the public REGISTRY; its check raises.
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", *GOOD)
+    out = output(proc)
+    assert proc.returncode == 0, out
+    assert marker is not None
+    lines = [line for line in out.splitlines() if "boom rule exploded" in line]
+    assert len(lines) == 1 and "RuntimeError" in lines[0] and "VL999" in lines[0], out
+    assert "Traceback" not in out
+
+
+def test_a_raising_rule_does_not_disable_the_others(tmp_path, verl_trees):
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", *BAD)
+    assert proc.returncode == 1 and marker is None, output(proc)
+    assert "VL301" in proc.stderr and "boom rule exploded" in output(proc)
+
+
+def test_strict_stops_on_an_internal_error(tmp_path, verl_trees):
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", f"{CB}.strict=true", *GOOD)
+    assert proc.returncode == 2, output(proc)
+    assert marker is None
+    assert "strict=true" in proc.stderr and "RuntimeError: boom rule exploded" in proc.stderr
+
+
+def test_a_broken_plugin_fails_open(tmp_path, verl_trees):
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[no_such_plugin_module]", *GOOD)
+    assert proc.returncode == 0 and marker is not None, output(proc)
+    assert "ModuleNotFoundError" in output(proc)
+
+
+def test_hydra_swallows_exceptions_from_callbacks(tmp_path, verl_trees):
+    """Why the callback aborts with SystemExit: Hydra 1.3 turns a callback's Exception into a warning."""
+    assert hydra.__version__.startswith("1.3"), hydra.__version__
+    proc, marker = run_app(
+        tmp_path, verl_trees[NEWEST], "+hydra.callbacks.raising._target_=raising_callback.RaisingCallback", *GOOD
+    )
+    assert proc.returncode == 0, output(proc)
+    assert marker is not None, "the job ran despite the exception"
+    assert "Callback RaisingCallback.on_job_start raised RuntimeError: callback said stop" in proc.stderr
+
+
+# ----------------------------------------------------------- in process ----
+
+
+@pytest.fixture
+def composed(verl_trees):
+    """compose(overrides) -> the config Hydra hands on_job_start (with the `hydra` node)."""
+    from hydra import compose, initialize_config_dir
+
+    def make(*overrides: str, version: str = NEWEST):
+        with initialize_config_dir(config_dir=str(config_dir(verl_trees[version])), version_base=None, job_name="lint_app"):
+            return compose("ppo_trainer", overrides=list(overrides), return_hydra_config=True)
+
+    return make
+
+
+def test_lint_config_locates_overrides_on_the_command_line(composed):
+    cfg = composed(*BAD)
+    before = OmegaConf.to_yaml(cfg)
+    diags = lint_config(cfg, env={})
+    d = next(d for d in diags if d.code == "VL301")
+    line = " ".join(BAD)
+    setter = d.message.split("(from the command line: `")[1].split("`")[0]
+    assert setter in BAD
+    assert d.span.path == "<command line>" and d.span.line == 1
+    assert line[d.span.col - 1 : d.span.end_col - 1] == setter
+    # The config handed in is untouched: same content, the `hydra` node and every parent link intact.
+    assert OmegaConf.to_yaml(cfg) == before
+    assert "hydra" in cfg
+    for k in cfg.keys():
+        assert cfg._get_node(k)._get_parent() is cfg
+
+
+def test_lint_config_clean_and_without_hydra_node(composed):
+    assert [d.code for d in lint_config(composed(*GOOD), env={})] == []
+    job = composed(*BAD)
+    from omegaconf import open_dict
+
+    with open_dict(job):
+        del job["hydra"]
+    # Without the hydra node: overrides and config name passed explicitly.
+    assert "VL301" in [d.code for d in lint_config(job, BAD, {}, config_name="ppo_trainer")]
+    assert "VL301" not in [d.code for d in lint_config(job, BAD, {})], "app-specific rules need the config name"
+
+
+def test_lint_config_env_and_provenance(composed):
+    seen = {}
+
+    def check(ctx):
+        seen["env"] = dict(ctx.env)
+        seen["has_hydra"] = "hydra" in ctx.cfg
+        yield ctx.diag("VL998", "env finding", key="MY_VAR", span=ctx.env["MY_VAR"].span)
+        yield ctx.diag("VL998", "default finding", key="actor_rollout_ref.actor.ppo_epochs")
+        yield ctx.diag("VL998", "primary finding", key="trainer.total_epochs")
+
+    REGISTRY.register(Rule("VL998", "test-env-probe", Severity.WARNING, "A probe (test).", check))
+    try:
+        cfg = composed("+ray_kwargs.ray_init.runtime_env.env_vars.RAY_ONLY=7", "trainer.nnodes=1")
+        diags = lint_config(cfg, env={"MY_VAR": "1"}, select=["VL998"])
+    finally:
+        REGISTRY.unregister("VL998")
+    assert seen["has_hydra"] is False
+    assert seen["env"]["MY_VAR"].value == "1" and seen["env"]["MY_VAR"].span.path == "<environment>"
+    ray = seen["env"]["RAY_ONLY"]
+    assert ray.value == "7" and ray.span.path == "<command line>" and ray.span.col == 1
+    by_msg = {d.message.split(" (")[0]: d for d in diags}
+    assert set(by_msg) == {"env finding", "default finding", "primary finding"}
+    assert by_msg["env finding"].message.endswith("(from the environment)")
+    assert by_msg["default finding"].message.endswith("(default from actor/dp_actor.yaml)")
+    assert by_msg["primary finding"].message.endswith("(default from ppo_trainer.yaml)")
+
+
+def test_callback_in_process_blocks_with_systemexit(composed, capsys, tmp_path):
+    cfg = composed(*BAD)
+    cb = VerlLintCallback(report_path=str(tmp_path / "r.json"))
+    with pytest.raises(SystemExit) as ex:
+        cb.on_job_start(cfg, task_function=lambda c: None)
+    assert ex.value.code == 1
+    err = capsys.readouterr().err
+    assert "VL301 [error] " in err and "Traceback" not in err
+    assert any(i["code"] == "VL301" for i in json.loads((tmp_path / "r.json").read_text()))
+    VerlLintCallback(fail_on="never").on_job_start(cfg, task_function=lambda c: None)  # no exception
+    with pytest.raises(ValueError):
+        VerlLintCallback(fail_on="sometimes")
+
+
+def test_live_findings_are_merged_and_filtered(composed, monkeypatch):
+    import verl_lint.callback as cbmod
+
+    live = Diagnostic("VL651", "allocator-api-missing", Severity.ERROR, "live finding", cbmod_span(), key="PYTORCH_CUDA_ALLOC_CONF")
+    monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: [live])
+    cfg = composed(*GOOD)
+    with pytest.raises(SystemExit):
+        VerlLintCallback().on_job_start(cfg, task_function=None)
+    VerlLintCallback(ignore="VL651").on_job_start(cfg, task_function=None)  # filtered: runs
+    monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: (_ for _ in ()).throw(ImportError("half-written runtime")))
+    cb = VerlLintCallback()
+    cb.on_job_start(cfg, task_function=None)  # fails open
+    assert cb.skipped == ["live allocator check"]
+
+
+def cbmod_span():
+    from verl_lint.model import Span
+
+    return Span("<runtime>", 1, 1, 1, 1)

@@ -1,0 +1,301 @@
+"""`verl-lint run [check options] -- <command...>`: lint a launch, then become it.
+
+The command is linted the way `verl-lint check -- <command...>` lints it; when it runs a
+shell script (`bash [opts] script.sh ARGS...`, `sh ...`, `./script.sh ARGS...`,
+`bash -c 'STRING' NAME ARGS...`), the script is linted with ARGS as its `"$@"`, so overrides
+passed on the command line are checked together with the script's own. The report goes to
+stderr (the command's stdout stays its own; `--output FILE` also writes it to a file).
+
+Only if the lint passes (no finding at or above `--fail-on`, no input error) does the
+process replace itself with the command (`os.execvp`): the command's exit code and signals
+are its own, and no verl-lint process stays around. `--dry-run` lints and shows what would
+run. If verl-lint itself fails, the command runs anyway after a one-line warning
+(`--strict` stops instead): a linter bug must not block a launch.
+
+Exit codes without exec: 1 findings at or above --fail-on, 2 usage or input errors,
+126/127 the command cannot be executed / is not found (as a shell reports them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+COMMAND = "<command>"
+SHELLS = {"bash", "sh", "dash"}
+# Shell options that take a separate value.
+_SHELL_VALUE_OPTS = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
+_LAUNCHERS = re.compile(r"^(python[0-9.]*|torchrun|ray|env|uv|conda|mpirun|srun)$")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `run` subcommand's options: the `check` options plus --dry-run and --strict."""
+    from .cli import _common
+
+    _common(parser)
+    parser.add_argument("--format", choices=["text", "json", "sarif", "github"], default=None, help="report format (printed to stderr)")
+    parser.add_argument("--output", "-o", help="also write the report (in --format) to this file")
+    parser.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None, help="do not run the command on findings at or above this severity (default: error)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache of composed configs")
+    parser.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    parser.add_argument("--dry-run", action="store_true", help="lint and show what would run; run nothing")
+    parser.add_argument("--strict", action="store_true", help="if verl-lint itself fails, do not run the command (default: run it)")
+
+
+# ----------------------------------------------------------- the command ----
+
+
+@dataclass
+class ScriptCall:
+    """A command that runs a shell script: the script (a file or a `-c` string) and its "$@"."""
+
+    path: str  # the file, or "<bash -c>"
+    text: str | None  # the `-c` string; None: read `path`
+    args: list[str] = field(default_factory=list)  # "$@"
+    arg_index: int = 0  # index in argv of the first of `args`
+
+
+def script_call(argv: list[str]) -> ScriptCall | None:
+    """`bash [opts] script ARGS`, `bash -c STRING NAME ARGS`, or `path/to/script.sh ARGS`; else None."""
+    if not argv:
+        return None
+    head = os.path.basename(argv[0])
+    if head in SHELLS:
+        i, c_mode = 1, False
+        while i < len(argv):
+            a = argv[i]
+            if a == "--" or a == "-":
+                i += 1
+                break
+            if a in _SHELL_VALUE_OPTS:
+                i += 2
+                continue
+            if a.startswith("--"):
+                i += 1
+                continue
+            if a[:1] in "-+" and len(a) > 1:
+                if "s" in a[1:] and a[0] == "-":
+                    return None  # commands read from stdin
+                c_mode = c_mode or "c" in a[1:]
+                i += 1
+                continue
+            break
+        if i >= len(argv):
+            return None
+        if c_mode:
+            # bash -c STRING [NAME [ARGS...]]: NAME becomes $0, ARGS "$@".
+            return ScriptCall("<bash -c>", argv[i], argv[i + 2 :], i + 2)
+        return ScriptCall(argv[i], None, argv[i + 1 :], i + 1)
+    # `./train.sh ARGS`: only a path, never a bare name looked up on PATH, and never an
+    # interpreter: pyenv's `python3` shim, for one, is a bash script.
+    from .pipeline import is_shell_script
+
+    if os.sep not in argv[0] or _LAUNCHERS.match(head):
+        return None
+    if Path(argv[0]).is_file() and is_shell_script(Path(argv[0])):
+        return ScriptCall(argv[0], None, argv[1:], 1)
+    return None
+
+
+def _arg_words(argv: list[str], first: int):
+    """argv[first:] as Words located in the command line as `shlex.join(argv)` writes it."""
+    from .model import Span, Word
+
+    words, col, byte = [], 1, 0
+    for i, a in enumerate(argv):
+        tok = shlex.quote(a)
+        n, nb = len(tok), len(tok.encode("utf-8"))
+        if i >= first:
+            words.append(Word(a, Span(COMMAND, 1, col, 1, col + n, byte, byte + nb)))
+        col += n + 1
+        byte += nb + 1
+    return words
+
+
+# ------------------------------------------------------------------ lint ----
+
+
+def lint_command(argv: list[str], options, composer, cwd: str | None = None) -> list:
+    """FileReports for a command line: its launch, or the script it runs with its "$@"."""
+    from .pipeline import FileReport, InputError, command_script, lint_text
+
+    cwd = cwd or os.getcwd()
+    call = script_call(argv)
+    if call is None:
+        return [lint_text(COMMAND, command_script(argv), options, composer)]
+    if call.text is None:
+        path = Path(cwd, call.path)
+        try:
+            data = path.read_bytes()
+        except OSError as ex:
+            return [FileReport(call.path, errors=[InputError(call.path, f"cannot read the script: {ex.strerror or ex}")])]
+        text, where = data.decode("utf-8", errors="replace"), str(path)
+    else:
+        text, where = call.text, call.path
+    # The caller's arguments are the script's "$@"; it runs from the real cwd.
+    report = lint_text(where, text, options, composer, positional=_arg_words(argv, call.arg_index), cwd=cwd)
+    # Findings on the arguments point into the command line: give them its text for the code frame.
+    on_args = [d for d in report.diagnostics if d.span.path == COMMAND]
+    if not on_args:
+        return [report]
+    report.diagnostics = [d for d in report.diagnostics if d.span.path != COMMAND]
+    return [report, FileReport(COMMAND, diagnostics=on_args, text=shlex.join(argv))]
+
+
+# ------------------------------------------------------------------- run ----
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _split(values) -> tuple[str, ...]:
+    out = []
+    for v in values or ():
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return tuple(out)
+
+
+def _options(args, start: Path):
+    """Options, fail-on and format from the arguments and [tool.verl-lint], as `check` builds them."""
+    from .engine import REGISTRY
+    from .locate import LocateError, release_tree, tree_at
+    from .pipeline import Options
+    from .settings import load_settings
+
+    try:
+        settings = load_settings(args.config, start)
+    except ValueError as ex:
+        raise _UsageError(str(ex)) from None
+    select = _split(args.select) or settings.select
+    if select:
+        select += settings.extend_select
+    ignore = _split(args.ignore) + settings.ignore
+    for code in select + ignore:
+        if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
+            raise _UsageError(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
+    try:
+        if args.verl_root or (settings.verl_root and not args.verl):
+            tree = tree_at(Path(args.verl_root or settings.verl_root), "--verl-root")
+        elif args.verl or settings.verl_version:
+            tree = release_tree(args.verl or settings.verl_version)
+        else:
+            tree = None
+    except LocateError as ex:
+        raise _UsageError(str(ex)) from None
+    versions = {"vllm": args.vllm_version} if args.vllm_version else {}
+    options = Options(verl_tree=tree, select=select, ignore=ignore, severity=settings.severity, versions=versions, debug=args.debug)
+    return options, settings, args.fail_on or settings.fail_on, args.format or "text"
+
+
+def _say(msg: str) -> None:
+    print(f"verl-lint: {msg}", file=sys.stderr, flush=True)
+
+
+def run(args, command_argv: list[str] | None) -> int:
+    """Lint `command_argv`; print the report; if it passes, exec the command (never returns then)."""
+    from . import rules as _rules  # noqa: F401 - the rule pack, for select/ignore validation
+    from .compose import Composer
+    from .model import Severity
+
+    if not command_argv:
+        _say("error: nothing to run: give the command after `--`, e.g. `verl-lint run -- bash train.sh`")
+        return EXIT_USAGE
+    call = script_call(command_argv)
+    try:
+        options, settings, fail_on, fmt = _options(args, Path(call.path if call and call.text is None else "."))
+    except _UsageError as ex:
+        _say(f"error: {ex}")
+        return EXIT_USAGE
+
+    reports = None
+    try:
+        if call is not None and call.text is None and settings.per_file_ignores:
+            from .runner import _per_file_ignores
+
+            extra = _per_file_ignores(Path(call.path), settings.per_file_ignores)
+            if extra:
+                options = replace(options, ignore=options.ignore + extra)
+        reports = lint_command(command_argv, options, Composer(cache=not args.no_cache))
+    except Exception as ex:  # noqa: BLE001 - a linter bug must not block the launch
+        if args.debug:
+            raise
+        what = f"{type(ex).__name__}: {str(ex).strip().splitlines()[0] if str(ex).strip() else ''}".rstrip(": ")
+        if args.strict:
+            _say(f"internal error: {what}; not running the command (--strict)")
+            return EXIT_USAGE
+        _say(f"internal error: {what}; running the command unchecked (--strict would stop it)")
+
+    if reports is not None:
+        _print_report(reports, fmt, args)
+        input_errors = sum(len(r.errors) for r in reports)
+        threshold = None if fail_on == "never" else Severity.parse(fail_on)
+        blocking = [d for r in reports for d in r.diagnostics if threshold is not None and d.severity >= threshold]
+        if input_errors or blocking:
+            code = EXIT_USAGE if input_errors else EXIT_FINDINGS
+            why = (
+                f"{input_errors} input error{'s' * (input_errors != 1)}"
+                if input_errors
+                else f"{len(blocking)} finding{'s' * (len(blocking) != 1)} at or above --fail-on={fail_on}"
+            )
+            _say(f"{'would not run' if args.dry_run else 'not running'}: {shlex.join(command_argv)} ({why})")
+            return code
+    if args.dry_run:
+        _say(f"would run: {shlex.join(command_argv)}")
+        return EXIT_CLEAN
+    return _exec(command_argv)
+
+
+def _print_report(reports, fmt: str, args) -> None:
+    from .report import RENDERERS
+
+    if fmt == "text":
+        color = args.color == "always" or (args.color == "auto" and sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
+        sys.stderr.write(RENDERERS["text"](reports, color=color))
+    else:
+        sys.stderr.write(RENDERERS[fmt](reports))
+    if args.output:
+        from .runner import write_atomic
+
+        write_atomic(Path(args.output), RENDERERS[fmt](reports))
+    sys.stderr.flush()
+
+
+def _exec(argv: list[str]) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(argv[0], argv)
+    except FileNotFoundError:
+        _say(f"{argv[0]}: command not found")
+        return 127
+    except OSError as ex:
+        _say(f"cannot run {argv[0]}: {ex.strerror or ex}")
+        return 126
+    return 0  # pragma: no cover - execvp does not return
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry (`python -m verl_lint.wrapper [options] -- command...`), as `verl-lint run`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command_argv = None
+    if "--" in argv:
+        i = argv.index("--")
+        argv, command_argv = argv[:i], argv[i + 1 :]
+    parser = argparse.ArgumentParser(prog="verl-lint run", description="Lint a launch command, then run it only if it passes.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args, command_argv)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
