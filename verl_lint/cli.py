@@ -39,6 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     _output_flags(u)
     _fix_flags(u)
 
+    from . import cache, doctor, wrapper
+
+    doctor.add_arguments(sub.add_parser("doctor", help="report the environment (versions, accelerator, allocator) and live findings"))
+    wrapper.add_arguments(sub.add_parser("run", help="lint a command (or `bash script.sh ...`), then run it only if it passes"))
+    cache.add_arguments(sub.add_parser("cache", help="inspect or clean the on-disk cache"))
+
     r = sub.add_parser("rules", help="list the rules")
     r.add_argument("--format", choices=["text", "json"], default="text")
     d = sub.add_parser("rule", help="show one rule's documentation")
@@ -93,6 +99,18 @@ def main(argv: list[str] | None = None) -> int:
             return _check(args, command_argv)
         if args.command == "upgrade":
             return _upgrade(args)
+        if args.command == "run":
+            from .wrapper import run
+
+            return run(args, command_argv)
+        if args.command == "doctor":
+            from .doctor import run
+
+            return run(args)
+        if args.command == "cache":
+            from .cache import run
+
+            return run(args)
         if args.command == "rules":
             return _rules(args)
         if args.command == "rule":

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 _SOURCE_TREE = Path(__file__).resolve().parent.parent / "rules"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 
 
 def load_table(name: str):
@@ -20,8 +21,8 @@ def load_table(name: str):
 def _load(name: str):
     if _SOURCE_TREE.is_dir():  # a source checkout (or editable install)
         path = _SOURCE_TREE / name
-        return yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER) if path.is_file() else None
     from importlib import resources
 
     res = resources.files("verl_lint.knowledge").joinpath(name)
-    return yaml.safe_load(res.read_text(encoding="utf-8")) if res.is_file() else None
+    return yaml.load(res.read_text(encoding="utf-8"), Loader=_LOADER) if res.is_file() else None

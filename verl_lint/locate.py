@@ -286,15 +286,25 @@ def _primary_searchpath(dirs: list[Path], config_name: str | None, launch: Launc
         return None
     for d in dirs:
         f = _config_file(d, config_name)
-        if f is None:
-            continue
-        try:
-            data = yaml.safe_load(f.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
-            return None  # Hydra reports the YAML error itself
-        hydra_node = data.get("hydra") if isinstance(data, dict) else None
-        entries = hydra_node.get("searchpath") if isinstance(hydra_node, dict) else None
-        if not entries:
-            return None
-        return map_searchpath(entries, launch, roots)
+        if f is not None:
+            entries = _declared_searchpath(f)
+            return map_searchpath(entries, launch, roots) if entries else None
     return None
+
+
+@lru_cache(maxsize=256)
+def _declared_searchpath(f: Path) -> tuple[str, ...] | None:
+    """`hydra.searchpath` of a primary config file (read once per process)."""
+    try:
+        text = f.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if "searchpath" not in text:
+        return None  # the common case: no need to parse ~1000 lines of YAML
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return None  # Hydra reports the YAML error itself
+    hydra_node = data.get("hydra") if isinstance(data, dict) else None
+    entries = hydra_node.get("searchpath") if isinstance(hydra_node, dict) else None
+    return tuple(str(e) for e in entries) if isinstance(entries, list) else None

@@ -16,7 +16,7 @@ from .engine import REGISTRY, Context, Rule, parse_version, run_rules
 from .locate import LocateError, VerlTree, locate_app, verl_tree_for
 from .rules.tables import removed_module_diag
 from .suppress import apply_suppressions
-from .model import Diagnostic, EnvVar, Launch, Severity
+from .model import Diagnostic, EnvVar, Launch, Severity, Word
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
 
@@ -70,12 +70,15 @@ class FileReport:
     text: str | None = None  # kept for the code frames of the text renderer
 
 
-def lint_text(path: str, text: str, options: Options, composer: Composer) -> FileReport:
+def lint_text(
+    path: str, text: str, options: Options, composer: Composer, positional: list[Word] | None = None, cwd: str | None = None
+) -> FileReport:
+    """Lint one script's text. `positional`: its arguments ("$@", unknown when None); `cwd`: where it runs."""
     report = FileReport(path, text=text)
-    roots = list(options.allowed_roots) or [Path(path).resolve().parent]
-    result = shell.evaluate(path, text, roots)
+    script_dir = Path(path).resolve().parent if not path.startswith("<") else Path(cwd or Path.cwd())
+    roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
+    result = shell.evaluate(path, text, roots, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
-    script_dir = Path(path).resolve().parent if path != "<command>" else Path.cwd()
     for la in launch_mod.launches(result.commands, path):
         try:
             diags = lint_launch(la, options, composer, script_dir)
@@ -86,7 +89,10 @@ def lint_text(path: str, text: str, options: Options, composer: Composer) -> Fil
             continue  # not a Hydra app (a data-prep script, pip, ...)
         report.launches += 1
         report.diagnostics.extend(diags)
-    report.diagnostics = finalize(apply_suppressions(report.diagnostics, text, path), options)
+    # Suppression comments live in this file; findings in sourced files or on a command line keep theirs.
+    own = [d for d in report.diagnostics if d.span.path == path]
+    others = [d for d in report.diagnostics if d.span.path != path]
+    report.diagnostics = finalize(apply_suppressions(own, text, path) + others, options)
     return report
 
 

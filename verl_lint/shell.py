@@ -690,13 +690,16 @@ class Evaluator:
         if name in ("@", "*"):
             if quoted and name == "@":
                 return [[self._seg_of(w, w.span)] for w in state.positional]
-            return [[self._seg_of(self._join_all(state.positional, span), span)]]
+            if quoted:  # "$*": one word
+                return [[self._seg_of(self._join_all(state.positional, span), span)]]
+            # Unquoted $@ / $*: every argument, each split on whitespace.
+            return [f for w in state.positional for f in self._split(w)]
         i = int(name)
         if i == 0:
             return [[Seg(self.src.path, span)]]
         if i <= len(state.positional):
             w = state.positional[i - 1]
-            return [[self._seg_of(w, w.span)]]
+            return [[self._seg_of(w, w.span)]] if quoted else self._split(w)
         return [[Seg("", span)]]
 
     def _unset(self, name: str, node: ts.Node, span: Span) -> Seg:
@@ -845,8 +848,12 @@ def _short(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def evaluate(path: str, text: str, allowed_roots: list[Path] | None = None) -> ScriptResult:
+def evaluate(
+    path: str, text: str, allowed_roots: list[Path] | None = None, positional: list[Word] | None = None, cwd: str | None = None
+) -> ScriptResult:
+    """Evaluate a script. `positional` are its arguments ("$@"; None: unknown), `cwd` where it runs."""
     src = Source(path, text)
     roots = allowed_roots if allowed_roots is not None else [Path(path).resolve().parent]
-    result, _ = Evaluator(src, [r.resolve() for r in roots]).run()
+    state = State(positional=positional, cwd=cwd or str(Path(path).parent))
+    result, _ = Evaluator(src, [r.resolve() for r in roots]).run(state)
     return result

@@ -1,6 +1,6 @@
 """3xx: sizes and parallelism that verl asserts on only after Ray and the workers are up.
 
-Every check reads numbers through `ctx.num`, which is None for anything unknown
+Every check reads numbers through `ctx.int`, which is None for anything unknown
 (`$(cmd)`, unset env, `"$@"`), so a check that lacks a number stays silent.
 """
 
@@ -17,18 +17,20 @@ VALIDATED_APPS = ("ppo_trainer", "ppo_megatron_trainer")
 
 
 def _gpus(ctx):
-    per_node, nodes = ctx.num(GPUS[0]), ctx.num(GPUS[1])
+    per_node, nodes = ctx.int(GPUS[0]), ctx.int(GPUS[1])
     if per_node is None or nodes is None:
         return None, ""
     return per_node * nodes, f"trainer.n_gpus_per_node={per_node} × trainer.nnodes={nodes}"
 
 
 def _anchor(ctx, *keys):
-    """The key among `keys` that the launch set last, else the first (for the finding's location)."""
+    """The key among `keys` whose override comes last on the command line, else the first
+    (where the finding is reported)."""
+    order = {id(o): i for i, o in enumerate(ctx.comp.overrides)}
     set_keys = [k for k in keys if ctx.set_by_override(k)]
     if not set_keys:
         return keys[0]
-    return max(set_keys, key=lambda k: (ctx.span(k).line, ctx.span(k).col))
+    return max(set_keys, key=lambda k: order[id(ctx.comp.last_setter(k))])
 
 
 @rule(
@@ -60,13 +62,13 @@ def train_batch_divisible(ctx):
     if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
         return
     n_gpus, gpus_text = _gpus(ctx)
-    bsz, n = ctx.num("data.train_batch_size"), ctx.num(f"{R}.n")
+    bsz, n = ctx.int("data.train_batch_size"), ctx.int(f"{R}.n")
     if n_gpus is None or bsz is None or n is None or n_gpus <= 0:
         return
     minimal, why = n_gpus, gpus_text
     if ctx.text(f"{A}.strategy") == "megatron":
-        tp, pp, cp = (ctx.num(f"{A}.megatron.{k}") for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"))
-        micro = ctx.num(f"{A}.ppo_micro_batch_size_per_gpu")
+        tp, pp, cp = (ctx.int(f"{A}.megatron.{k}") for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"))
+        micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
         if None in (tp, pp, cp, micro) or tp * pp * cp == 0 or n_gpus % (tp * pp * cp):
             return  # VL309 reports the indivisible model-parallel size
         minimal = n_gpus // (tp * pp * cp) * micro
@@ -114,7 +116,7 @@ def train_batch_vs_mini(ctx):
     """
     if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
         return
-    bsz, mini = ctx.num("data.train_batch_size"), ctx.num(f"{A}.ppo_mini_batch_size")
+    bsz, mini = ctx.int("data.train_batch_size"), ctx.int(f"{A}.ppo_mini_batch_size")
     if bsz is not None and mini is not None and bsz < mini:
         key = _anchor(ctx, "data.train_batch_size", f"{A}.ppo_mini_batch_size")
         yield ctx.diag(
@@ -199,8 +201,8 @@ def mini_batch_dp(ctx):
     if ctx.text(f"{A}.strategy") not in ("fsdp", "fsdp2"):
         return
     n_gpus, _ = _gpus(ctx)
-    mini, n = ctx.num(f"{A}.ppo_mini_batch_size"), ctx.num(f"{R}.n")
-    sp = ctx.num(f"{A}.ulysses_sequence_parallel_size") or 1
+    mini, n = ctx.int(f"{A}.ppo_mini_batch_size"), ctx.int(f"{R}.n")
+    sp = ctx.int(f"{A}.ulysses_sequence_parallel_size") or 1
     if None in (n_gpus, mini, n) or n_gpus % sp:
         return
     dp = n_gpus // sp
@@ -215,7 +217,7 @@ def mini_batch_dp(ctx):
             help=f"make ppo_mini_batch_size × rollout.n a multiple of {dp}",
         )
         return
-    micro = ctx.num(f"{A}.ppo_micro_batch_size_per_gpu")
+    micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
     if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro:
         yield ctx.diag(
             "VL304",
@@ -250,7 +252,7 @@ def max_token_len(ctx):
     ## Where in verl
     verl 0.9.1 `verl/utils/seqlen_balancing.py:384-386`; verl 0.7.1 `verl/utils/seqlen_balancing.py:382-383`.
     """
-    prompt, response = ctx.num("data.max_prompt_length"), ctx.num("data.max_response_length")
+    prompt, response = ctx.int("data.max_prompt_length"), ctx.int("data.max_response_length")
     if prompt is None or response is None:
         return
     seq = prompt + response
@@ -259,8 +261,8 @@ def max_token_len(ctx):
     for section, flag, budget_key in checks:
         if ctx.flag(f"{section}.{flag}") is not True:
             continue
-        budget = ctx.num(f"{section}.{budget_key}")
-        sp = ctx.num(f"{A}.ulysses_sequence_parallel_size") or 1
+        budget = ctx.int(f"{section}.{budget_key}")
+        sp = ctx.int(f"{A}.ulysses_sequence_parallel_size") or 1
         if budget is not None and budget * sp < seq:
             key = f"{section}.{budget_key}"
             if not ctx.set_by_override(key):
@@ -302,8 +304,8 @@ def rollout_world(ctx):
     verl 0.7.1 `verl/workers/fsdp_workers.py:697-700`, `verl/workers/engine_workers.py:552-555`.
     """
     n_gpus, gpus_text = _gpus(ctx)
-    per_node = ctx.num(GPUS[0])
-    tp, dp, pp = (ctx.num(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    per_node = ctx.int(GPUS[0])
+    tp, dp, pp = (ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
     if None in (n_gpus, tp, dp, pp) or tp * dp * pp <= 0:
         return
     size = tp * dp * pp
@@ -350,7 +352,7 @@ def rollout_ep(ctx):
     """
     if ctx.text(f"{R}.name") == "trtllm":
         return
-    ep, tp, dp = (ctx.num(f"{R}.{k}") for k in ("expert_parallel_size", "tensor_model_parallel_size", "data_parallel_size"))
+    ep, tp, dp = (ctx.int(f"{R}.{k}") for k in ("expert_parallel_size", "tensor_model_parallel_size", "data_parallel_size"))
     if None in (ep, tp, dp) or ep <= 1 or ep == tp * dp:
         return
     yield ctx.diag(
@@ -385,7 +387,7 @@ def rollout_pp(ctx):
     ## Where in verl
     verl 0.9.1 `verl/workers/config/rollout.py:319-323`; verl 0.7.1 `verl/workers/config/rollout.py` (`__post_init__`).
     """
-    pp = ctx.num(f"{R}.pipeline_model_parallel_size")
+    pp = ctx.int(f"{R}.pipeline_model_parallel_size")
     name = ctx.text(f"{R}.name")
     if pp is not None and pp > 1 and name in ("vllm", "sglang", "trtllm"):
         yield ctx.diag(
@@ -432,7 +434,7 @@ def megatron_parallel(ctx):
     if ctx.text(f"{A}.strategy") != "megatron":
         return
     n_gpus, gpus_text = _gpus(ctx)
-    tp, pp, cp = (ctx.num(f"{A}.megatron.{k}") for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"))
+    tp, pp, cp = (ctx.int(f"{A}.megatron.{k}") for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"))
     if None in (n_gpus, tp, pp, cp) or tp * pp * cp <= 0:
         return
     if n_gpus % (tp * pp * cp):
@@ -468,7 +470,7 @@ def ulysses_padding(ctx):
     ## Where in verl
     verl 0.9.1 `verl/workers/config/actor.py:331-341`; verl 0.7.1 `verl/workers/config/actor.py` (`FSDPActorConfig.validate`).
     """
-    sp = ctx.num(f"{A}.ulysses_sequence_parallel_size")
+    sp = ctx.int(f"{A}.ulysses_sequence_parallel_size")
     if sp is not None and sp > 1 and ctx.flag("actor_rollout_ref.model.use_remove_padding") is False:
         yield ctx.diag(
             "VL310",
@@ -506,7 +508,7 @@ def batched_tokens(ctx):
     """
     if ctx.flag(f"{R}.enable_chunked_prefill") is not False:
         return
-    tokens, max_len = ctx.num(f"{R}.max_num_batched_tokens"), ctx.num(f"{R}.max_model_len")
+    tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
     if tokens is not None and max_len is not None and tokens < max_len:
         yield ctx.diag(
             "VL311",
@@ -540,8 +542,8 @@ def max_model_len_budget(ctx):
     ## Where in verl
     verl 0.9.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:593-621`.
     """
-    max_len = ctx.num(f"{R}.max_model_len")
-    prompt, response = ctx.num("data.max_prompt_length"), ctx.num("data.max_response_length")
+    max_len = ctx.int(f"{R}.max_model_len")
+    prompt, response = ctx.int("data.max_prompt_length"), ctx.int("data.max_response_length")
     if None in (max_len, prompt, response) or max_len >= prompt + response:
         return
     yield ctx.diag(
@@ -613,8 +615,8 @@ def vllm_dp_tp(ctx):
     """
     if ctx.text(f"{R}.name") != "vllm":
         return
-    per_node = ctx.num(GPUS[0])
-    tp, dp, pp = (ctx.num(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    per_node = ctx.int(GPUS[0])
+    tp, dp, pp = (ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
     if None in (per_node, tp, dp, pp) or dp <= 1 or tp <= 0:
         return
     local = min(per_node, tp * dp * pp)
