@@ -1,0 +1,529 @@
+"""5xx: environment variables of the rollout engines, and exports that never reach Ray workers.
+
+The facts live in `rules/env_vars.yaml` (crashing values, deprecations and removals per engine
+release) and in the envs.py snapshots of `rules/engine_args/` (which names a release declares).
+The release checked against is the installed one, else `--vllm-version` (and friends), else
+the newest bundled snapshot, and the finding says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from ..engine import Context, main_ppo, rule
+from ..engine_args import ENGINES, load_data, schema_for, snapshot, verl_env_names
+from ..model import EnvVar, RayAttach, Severity
+
+# ------------------------------------------------------------------ facts ----
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    value: str | None
+    since: str | None
+    until: str | None
+    verl: str
+    code: str
+    severity: str | None
+    message: str
+    help: str
+
+    def name_matches(self, name: str) -> bool:
+        return fnmatch.fnmatchcase(name, self.name)
+
+    def value_matches(self, value: str | None) -> bool:
+        if self.value is None:
+            return True
+        return value is not None and re.fullmatch(self.value, value.strip(), re.IGNORECASE) is not None
+
+    def holds_at(self, v: Version) -> bool:
+        if self.since and v < _ver(self.since):
+            return False
+        if self.until and v >= _ver(self.until):
+            return False
+        return True
+
+    def verl_ok(self, verl: Version | None) -> bool:
+        if not self.verl:
+            return True
+        return verl is not None and SpecifierSet(self.verl).contains(verl, prereleases=True)
+
+    def span_text(self, title: str) -> str:
+        if self.since and self.until:
+            return f"{title} {self.since} up to (not including) {self.until}"
+        if self.since:
+            return f"{title} >= {self.since}"
+        if self.until:
+            return f"{title} < {self.until}"
+        return f"every {title} release"
+
+
+def _ver(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return Version("0")
+
+
+@lru_cache(maxsize=None)
+def facts(engine: str) -> tuple[Fact, ...]:
+    table = load_data("env_vars.yaml") or {}
+    out = []
+    for r in table.get(engine) or []:
+        out.append(
+            Fact(
+                str(r["name"]),
+                r.get("value"),
+                str(r["since"]) if r.get("since") else None,
+                str(r["until"]) if r.get("until") else None,
+                str(r.get("verl") or ""),
+                str(r["code"]),
+                r.get("severity"),
+                str(r["message"]),
+                str(r.get("help") or ""),
+            )
+        )
+    return tuple(out)
+
+
+def _skip_table() -> tuple[frozenset[str], tuple[str, ...]]:
+    t = (load_data("env_vars.yaml") or {}).get("worker_env_skip") or {}
+    return frozenset(t.get("names") or ()), tuple(t.get("prefixes") or ())
+
+
+# ---------------------------------------------------------------- engines ----
+
+
+def _engine_of(name: str) -> str | None:
+    if name.startswith("VLLM_ASCEND_"):
+        return "vllm_ascend"
+    if name.startswith("VLLM_"):
+        return "vllm"
+    return None
+
+
+def _rollout_runs_vllm(ctx: Context) -> bool:
+    """vLLM variables matter unless the rollout is known to run another engine."""
+    name = ctx.text("actor_rollout_ref.rollout.name")
+    return name is None or name == "vllm"
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+    help: str
+    severity: str | None = None
+
+
+def _fill(text: str, var: EnvVar) -> str:
+    return text.replace("{value}", var.value if var.value not in (None, "") else "<value>")
+
+
+def classify(ctx: Context, var: EnvVar) -> Finding | None:
+    """The one finding (if any) for a VLLM_* / VLLM_ASCEND_* variable."""
+    engine = _engine_of(var.name)
+    if engine is None:
+        return None
+    info = ENGINES[engine]
+    version = ctx.versions.get(info.key)
+    matching = [f for f in facts(engine) if f.name_matches(var.name) and f.value_matches(var.value) and f.verl_ok(ctx.verl_version)]
+    if matching:
+        if version is not None:
+            for f in matching:
+                if f.holds_at(version):
+                    return Finding(
+                        f.code, f"{_fill(f.message, var)} (checked against {info.title} {version})", _fill(f.help, var), f.severity
+                    )
+        else:
+            # No release known: a value that crashes some release is reported as such; else the newest release's fact.
+            fatal = [f for f in matching if f.code == "VL501"]
+            snap = snapshot(engine)
+            newest = _ver(snap.versions[-1]) if snap and snap.versions else None
+            chosen = fatal[0] if fatal else next((f for f in matching if newest is None or f.holds_at(newest)), None)
+            if chosen is not None:
+                note = f"on {chosen.span_text(info.title)}; no {info.title} version is known{_flag_hint(engine)}: " + _history(
+                    engine, var.name
+                )
+                return Finding(chosen.code, f"{_fill(chosen.message, var)} ({note})", _fill(chosen.help, var), chosen.severity)
+    schema = schema_for(engine, version)
+    if schema is None or var.name in schema.names.env:
+        return None
+    root = str(ctx.app.verl.root) if ctx.app.verl else ""
+    if root and var.name in verl_env_names(root):
+        return None  # verl itself reads or sets it
+    if engine == "vllm" and _declared_by("vllm_ascend", var.name):
+        return None  # a vllm-ascend variable with a VLLM_ prefix (VLLM_VERSION, VLLM_DP_SIZE_LOCAL...)
+    where = f"{info.title} {schema.version}" + (f"; {schema.note}" if schema.note else "")
+    history = schema.describe("env", var.name)
+    if history.startswith("removed"):
+        code = "VL503" if engine == "vllm_ascend" else "VL502"
+        return Finding(
+            code,
+            f"`{var.name}` is not read by {info.title} {schema.version}: {history}, so this export does nothing ({where})",
+            "delete the export" + _replacement_hint(var.name, schema),
+        )
+    guess = schema.suggest("env", var.name)
+    msg = f"`{var.name}` is not a {info.title} environment variable ({where})"
+    if history:
+        msg += f"; it {history}"
+    if engine == "vllm" and _ver(schema.version) >= _ver("0.17.0"):
+        msg += "; vLLM >= 0.17 logs `Unknown vLLM environment variable detected` for it and otherwise ignores it"
+    return Finding(
+        "VL504", msg, f"did you mean `{guess[0]}`?" if guess else "check the spelling against the engine's envs.py, or delete the export"
+    )
+
+
+def _flag_hint(engine: str) -> str:
+    return " (not installed, no --vllm-version)" if engine == "vllm" else " (not installed)"
+
+
+def _declared_by(engine: str, name: str) -> bool:
+    snap = snapshot(engine)
+    return bool(snap and snap.history("env", name))
+
+
+def _replacement_hint(name: str, schema) -> str:
+    guess = schema.suggest("env", name)
+    return f"; the closest current variable is `{guess[0]}`" if guess else ""
+
+
+def _history(engine: str, name: str) -> str:
+    snap = snapshot(engine)
+    if not snap:
+        return "no bundled snapshot"
+    toggles = snap.history("env", name)
+    title = ENGINES[engine].title
+    tail = "; pass --vllm-version for a precise finding" if engine == "vllm" else ""
+    if not toggles:
+        return f"no bundled snapshot declares it{tail}"
+    parts = []
+    for i in range(0, len(toggles), 2):
+        end = toggles[i + 1] if i + 1 < len(toggles) else None
+        parts.append(f"declared from {title} {toggles[i]}" + (f" until {end}" if end else ""))
+    return "; ".join(parts) + f" (bundled snapshots){tail}"
+
+
+def _findings(ctx: Context, code: str):
+    if not _rollout_runs_vllm(ctx):
+        return
+    for name in sorted(ctx.env):
+        var = ctx.env[name]
+        f = classify(ctx, var)
+        if f is None or f.code != code:
+            continue
+        yield ctx.diag(code, f.message, key=name, help=f.help, span=var.span, severity=Severity.parse(f.severity) if f.severity else None)
+
+
+# ------------------------------------------------------------------ rules ----
+
+_NPU = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
+
+
+@rule(
+    "VL501",
+    "vllm-env-var-crashes-engine",
+    "error",
+    bad=[
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_USE_V1": "0"}),
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env=_NPU),
+    ],
+    good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})],
+)
+def vllm_env_crash(ctx: Context):
+    """An exported vLLM variable makes the rollout server refuse to start.
+
+    ## What it does
+    Checks every `VLLM_*` variable the script exports (or passes through
+    `+ray_kwargs.ray_init.runtime_env.env_vars.*`) against `rules/env_vars.yaml` for the
+    vLLM release being checked: `VLLM_USE_V1=0` on vLLM <= 0.11.0 and
+    `VLLM_ATTENTION_BACKEND=XFORMERS` on vLLM 0.12-0.14. When no vLLM version is known
+    (not installed, no `--vllm-version`) a value that crashes any release is reported, with
+    the releases it crashes and the history of the variable.
+
+    ## Why is this bad?
+    The job gets through Ray start-up, model download and worker creation, then the vLLM
+    server raises (`Using V1 AsyncLLMEngine, but envs.VLLM_USE_V1=False`, `Attention backend
+    'XFORMERS' has been removed`) minutes into the run. On every other release the same
+    export is a no-op at best.
+
+    ## Use instead
+    Delete the export. To pin an attention backend on vLLM >= 0.13 use
+    `+actor_rollout_ref.rollout.engine_kwargs.vllm.attention_backend=FLASH_ATTN`.
+
+    ## Where in verl
+    verl >= 0.6 runs vLLM's V1 `AsyncLLM` (0.9.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:494`);
+    vLLM 0.11.0 `vllm/v1/engine/async_llm.py:89`; vLLM 0.12.0 `vllm/attention/selector.py:40`.
+    verl's own `examples/gspo_trainer/run_qwen3_32b_gspo_npu.sh:15` exports `VLLM_ATTENTION_BACKEND=XFORMERS`.
+    """
+    yield from _findings(ctx, "VL501")
+
+
+@rule(
+    "VL502",
+    "obsolete-vllm-env-var",
+    "warning",
+    bad=[
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}),
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_TORCH_PROFILER_DIR": "/tmp/prof"}),
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_SLEEP_WHEN_IDLE": "1"}),
+    ],
+    good=[
+        main_ppo(
+            "actor_rollout_ref.rollout.name=vllm",
+            "+actor_rollout_ref.rollout.engine_kwargs.vllm.all2all_backend=deepep_low_latency",
+            env={"VLLM_WORKER_MULTIPROC_METHOD": "spawn"},
+        ),
+        main_ppo("actor_rollout_ref.rollout.name=sglang", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}),
+    ],
+)
+def obsolete_vllm_env(ctx: Context):
+    """A vLLM environment variable is deprecated, removed or redundant in the vLLM release checked.
+
+    ## What it does
+    Looks every exported `VLLM_*` variable up in `rules/env_vars.yaml` (deprecations with
+    their replacement engine argument) and in the bundled `vllm/envs.py` snapshots (a name
+    that an earlier release declared but the checked one does not). Silent when the rollout
+    is known to run SGLang.
+
+    ## Why is this bad?
+    A removed variable is silently ignored: the behaviour you exported (an all-to-all
+    backend, an attention backend, a profiler directory) does not happen, and vLLM >= 0.17
+    logs `Unknown vLLM environment variable detected`. Deprecated ones stop working at the
+    next vLLM upgrade.
+
+    ## Use instead
+    The engine argument the help names, passed as
+    `+actor_rollout_ref.rollout.engine_kwargs.vllm.<arg>=...` (e.g. `all2all_backend`,
+    `attention_backend`, `attention_config.flash_attn_version`), or delete the export.
+
+    ## Where in verl
+    verl 0.9.1 forwards `engine_kwargs.vllm` to `vllm serve` (`vllm_async_server.py:349`);
+    vLLM 0.14.1 `vllm/config/parallel.py:529` (VLLM_ALL2ALL_BACKEND deprecation),
+    vLLM 0.13.0 `vllm/config/attention.py:83` and `vllm/config/profiler.py:92`.
+    """
+    yield from _findings(ctx, "VL502")
+
+
+@rule(
+    "VL503",
+    "obsolete-vllm-ascend-env-var",
+    "warning",
+    bad=[
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_FLASHCOMM": "1"}),
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE": "1"}),
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_PREFETCH_MLP": "1"}),
+    ],
+    good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZ": "0"})],
+)
+def obsolete_vllm_ascend_env(ctx: Context):
+    """A vllm-ascend environment variable was renamed or removed in the vllm-ascend release checked.
+
+    ## What it does
+    Checks exported `VLLM_ASCEND_*` variables against `rules/env_vars.yaml` and the bundled
+    `vllm_ascend/envs.py` snapshots: `VLLM_ASCEND_ENABLE_FLASHCOMM` (renamed
+    `..._FLASHCOMM1` in 0.11.0, fallback gone in 0.20.2), `VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE`
+    (removed in 0.13), `VLLM_ASCEND_ENABLE_PREFETCH_MLP` (deprecated, removed in 0.18).
+
+    ## Why is this bad?
+    The NPU optimisation you asked for is silently off: vllm-ascend does not read the old
+    name, and nothing in the logs says so.
+
+    ## Use instead
+    The new variable, or the `additional_config` key through
+    `+actor_rollout_ref.rollout.engine_kwargs.vllm.additional_config.<key>=...`.
+
+    ## Where in verl
+    verl passes `engine_kwargs.vllm.additional_config` to vllm-ascend through `vllm serve`
+    (0.9.1 `vllm_async_server.py:349`); vllm-ascend 0.20.2rc1 `vllm_ascend/ascend_config.py:283`.
+    """
+    yield from _findings(ctx, "VL503")
+
+
+@rule(
+    "VL504",
+    "unknown-vllm-env-var",
+    "warning",
+    bad=[
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LENGTH": "1"}),
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZZ": "0"}),
+    ],
+    good=[
+        main_ppo(
+            "actor_rollout_ref.rollout.name=vllm",
+            env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1", "VLLM_ASCEND_ENABLE_NZ": "0", "VLLM_LOGGING_LEVEL": "INFO"},
+        )
+    ],
+)
+def unknown_vllm_env(ctx: Context):
+    """A `VLLM_*` / `VLLM_ASCEND_*` variable that no vLLM / vllm-ascend release declares.
+
+    ## What it does
+    Compares exported names with the keys of `vllm/envs.py:environment_variables` (read with
+    `ast` from the installed vLLM, else from the bundled snapshot) and of
+    `vllm_ascend/envs.py:env_variables`, and suggests the closest real name. Names that
+    verl itself reads (`VLLM_ASCEND_TASK_QUEUE_ENABLE`) are not reported.
+
+    ## Why is this bad?
+    A misspelt variable does nothing. vLLM >= 0.17 only logs `Unknown vLLM environment
+    variable detected` (a `ValueError` with `fail_on_environ_validation`), older releases say
+    nothing at all.
+
+    ## Use instead
+    The name the did-you-mean suggests.
+
+    ## Where in verl
+    verl forwards the driver environment to the workers it starts (0.9.1
+    `verl/trainer/main_ppo.py:57-74`); vLLM 0.17.1 `vllm/envs.py:1704` (`validate_environ`).
+    """
+    yield from _findings(ctx, "VL504")
+
+
+# ------------------------------------------------- env not reaching Ray ----
+
+
+def attach_mode(ctx: Context) -> RayAttach | None:
+    """How this launch reaches Ray, when that means the script's exports may not reach the workers."""
+    la = ctx.launch
+    if la.ray is not None:
+        return la.ray
+    if "RAY_ADDRESS" in la.env:
+        return RayAttach("address", la.env["RAY_ADDRESS"].span.line)
+    addr = ctx.get("ray_kwargs.ray_init.address", None)
+    if isinstance(addr, str) and addr and addr != "local":
+        return RayAttach("address", ctx.span("ray_kwargs.ray_init.address").line)
+    return None
+
+
+@lru_cache(maxsize=16)
+def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(names verl forwards from the driver env to every worker, names of verl's default worker env)
+    read from `verl/trainer/constants_ppo.py` with ast."""
+    p = Path(root) / "verl/trainer/constants_ppo.py"
+    try:
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return frozenset(), frozenset()
+    forwarded: set[str] = set()
+    defaults: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, (ast.Tuple, ast.List)):
+            names = [e.value for e in n.iter.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            body = ast.Module(body=n.body, type_ignores=[])
+            src = ast.unparse(body)
+            loop = n.target.id
+            if re.search(rf"os\.environ(\.get\(|\[){loop}\b", src) and re.search(rf"\]\[{loop}\]\s*=", src):
+                forwarded.update(names)
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PPO_RAY_RUNTIME_ENV" for t in n.targets):
+            if isinstance(n.value, ast.Dict):
+                for k, v in zip(n.value.keys, n.value.values):
+                    if isinstance(k, ast.Constant) and k.value == "env_vars" and isinstance(v, ast.Dict):
+                        defaults |= {kk.value for kk in v.keys if isinstance(kk, ast.Constant) and isinstance(kk.value, str)}
+    return frozenset(forwarded), frozenset(defaults)
+
+
+@rule(
+    "VL505",
+    "env-not-propagated-to-ray",
+    "warning",
+    bad=[
+        "#!/bin/bash\nray start --head --num-gpus 8\nexport NCCL_IB_DISABLE=1\n" + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
+        "#!/bin/bash\nexport RAY_ADDRESS=10.0.0.1:6379\nexport VLLM_LOGGING_LEVEL=DEBUG\n" + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
+    ],
+    good=[
+        "#!/bin/bash\nexport NCCL_IB_DISABLE=1\nray start --head --num-gpus 8\n" + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
+        "#!/bin/bash\nray start --head --num-gpus 8\n"
+        + main_ppo("trainer.nnodes=1", "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_IB_DISABLE=1").split("\n", 1)[1],
+        main_ppo("trainer.nnodes=1", env={"NCCL_IB_DISABLE": "1"}),
+    ],
+)
+def env_not_propagated(ctx: Context):
+    """A variable exported in the script never reaches the Ray workers that need it.
+
+    ## What it does
+    Finds launches that attach to a Ray cluster started elsewhere — a `ray start` earlier in
+    the script, `ray job submit ... -- python3 -m ...`, `RAY_ADDRESS`, or
+    `ray_kwargs.ray_init.address` — and reports the variables exported for the launch that
+    the cluster did not have when it started (exported after `ray start`, or exported at
+    all for a submitted job or a remote address). Variables passed through
+    `+ray_kwargs.ray_init.runtime_env.env_vars.*` and the ones verl forwards from the driver
+    itself (read from `verl/trainer/constants_ppo.py`) are fine. When `ray.init()` starts
+    its own local cluster the driver's environment is inherited and nothing is reported.
+
+    ## Why is this bad?
+    Ray workers inherit the environment of the raylet, not of the driver shell: verl's
+    trainer, FSDP/Megatron workers and the vLLM/SGLang servers all run in Ray actors. An
+    `NCCL_*`, `VLLM_*`, `HCCL_*` or allocator setting exported after `ray start` silently does
+    nothing. For names verl has defaults for (`NCCL_DEBUG`, `VLLM_LOGGING_LEVEL`, ...) it is
+    worse: verl drops its own default because the driver has the variable, so the workers
+    get neither.
+
+    ## Use instead
+    Export before `ray start` on every node, or pass the variable as
+    `+ray_kwargs.ray_init.runtime_env.env_vars.NAME=value` (for `ray job submit`:
+    `--runtime-env-json='{"env_vars": {...}}'`).
+
+    ## Where in verl
+    0.9.1 `verl/trainer/main_ppo.py:57-74` (`ray.init(runtime_env=...)` only when Ray is not
+    initialised; runtime_env = verl defaults merged with `ray_kwargs.ray_init.runtime_env`);
+    0.9.1 `verl/trainer/constants_ppo.py:105-154` (`get_ppo_ray_runtime_env`: defaults dropped
+    when set in the driver env; a few determinism variables forwarded); 0.7.1 same file
+    `:38-54`. verl 0.4.0 `docs/faq/faq.rst:104`: "The env var must be set before the
+    `ray start` command if any".
+    """
+    mode = attach_mode(ctx)
+    if mode is None:
+        return
+    root = str(ctx.app.verl.root) if ctx.app.verl else ""
+    forwarded, defaults = verl_runtime_env(root) if root else (frozenset(), frozenset())
+    skip_names, skip_prefixes = _skip_table()
+    if mode.kind == "job-submit" and mode.passed_unknown:
+        return
+    for name in sorted(ctx.launch.env):
+        var = ctx.launch.env[name]
+        if name in skip_names or name.startswith(skip_prefixes) or name in forwarded:
+            continue
+        eff = ctx.env.get(name)
+        if eff is not None and eff.span != var.span:
+            continue  # also passed through ray_kwargs.ray_init.runtime_env.env_vars
+        if mode.kind == "ray-start":
+            before = mode.env_at_start or {}
+            if name in before and before[name] == var.value:
+                continue
+            how = f"is exported after `ray start` (line {mode.line})"
+            why = "Ray workers inherit the environment of the raylet started there, not of this launch"
+        elif mode.kind == "job-submit":
+            if name in mode.passed:
+                continue
+            how = "is exported in the submitting shell"
+            why = f"`ray job submit` (line {mode.line}) runs the job on the cluster, where this shell's environment does not exist"
+        else:
+            how = "is exported for a launch that attaches to an existing Ray cluster (RAY_ADDRESS / ray_init.address)"
+            why = "the cluster's workers inherit the environment the cluster was started with"
+        extra = (
+            f"; verl also drops its own default for `{name}` because the driver has it, so the workers get neither"
+            if name in defaults
+            else ""
+        )
+        value = var.value if var.value is not None else "<value>"
+        fix = (
+            f"add `{name}` to `--runtime-env-json='{{\"env_vars\": {{...}}}}'`"
+            if mode.kind == "job-submit"
+            else f"export it before `ray start` on every node, or pass `+ray_kwargs.ray_init.runtime_env.env_vars.{name}={value}`"
+        )
+        yield ctx.diag(
+            "VL505",
+            f"`{name}` {how}: {why}, so verl's workers and the rollout servers never see it{extra}",
+            key=name,
+            help=fix,
+            span=var.span,
+        )
