@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--from-root", metavar="DIR", help="the current verl checkout")
     for flag in ("--select", "--ignore"):
         u.add_argument(flag, action="append", default=None)
-    u.add_argument("--vllm-version")
+    for flag in ("--vllm-version", "--sglang-version", "--vllm-ascend-version"):
+        u.add_argument(flag)
     u.add_argument("--config")
     u.add_argument("--debug", action="store_true")
     _output_flags(u)
@@ -75,7 +76,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--verl", metavar="VERSION", help="lint against this verl release (downloaded once, no dependencies)")
     p.add_argument("--select", action="append", default=None, help="only these codes/prefixes/names (comma-separated)")
     p.add_argument("--ignore", action="append", default=None, help="skip these codes/prefixes/names")
-    p.add_argument("--vllm-version", help="the vLLM version to check engine args and env vars against")
+    p.add_argument("--vllm-version", help="the vLLM version to check engine args and env vars against (default: installed)")
+    p.add_argument("--sglang-version", help="the SGLang version to check engine args against (default: installed)")
+    p.add_argument("--vllm-ascend-version", help="the vllm-ascend version to check env vars against (default: installed)")
     p.add_argument("--config", help="settings file (default: [tool.verl-lint] in the nearest pyproject.toml)")
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
 
@@ -142,7 +145,8 @@ def _options(args, settings, tree):
     for code in select + ignore:
         if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
             raise _UsageError(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
-    versions = {"vllm": args.vllm_version} if args.vllm_version else {}
+    given = {"vllm": args.vllm_version, "sglang": args.sglang_version, "vllm_ascend": args.vllm_ascend_version}
+    versions = {k: v for k, v in given.items() if v}
     return Options(
         verl_tree=tree,
         select=select,

@@ -178,10 +178,17 @@ class Context:
             return f"set by `{s.line}`" if s.value_unknown is None else "set from a value unknown before run time"
         return "the config default"
 
-    def diag(self, rule_code: str, message: str, key: str = "", help: str = "", span: Span | None = None) -> Diagnostic:
+    def diag(
+        self, rule_code: str, message: str, key: str = "", help: str = "", span: Span | None = None, severity: Severity | None = None
+    ) -> Diagnostic:
+        """A finding of rule `rule_code`, at `span` or else at the override that set `key`.
+
+        `severity` lowers (or raises) the rule's default for this finding, e.g. when a
+        version the verdict depends on is unknown."""
         r = REGISTRY.get(rule_code)
         assert r is not None, rule_code
-        return Diagnostic(r.code, r.name, r.severity, message, span or (self.span(key) if key else self.launch.entry_span), help, key)
+        where = span or (self.span(key) if key else self.launch.entry_span)
+        return Diagnostic(r.code, r.name, severity or r.severity, message, where, help, key)
 
 
 _ABSENT = object()

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import replace
 
-from .model import EnvVar, Launch, Word
+from .model import EnvVar, Launch, RayAttach, Word
 from .shell import Command, env_of
 
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
@@ -35,13 +35,53 @@ _HYDRA_VALUE_OTHER = {"--cfg", "-c", "--package", "-p", "--info", "--experimenta
 
 def launches(commands: list[Command], path: str) -> list[Launch]:
     out = []
+    ray_started: RayAttach | None = None
     for cmd in commands:
         env = env_of(cmd.state)
         env.update(cmd.prefix_env)
+        heads = _head(cmd.words)
+        if heads[:2] == ["ray", "start"] and cmd.span.path == path:
+            ray_started = RayAttach("ray-start", cmd.span.line, {k: v.value for k, v in env.items()})
+            continue
         launch = _recognise(cmd.words, env, cmd, path)
         if launch is not None:
+            if heads[:3] == ["ray", "job", "submit"]:
+                launch.ray = _job_submit(cmd)
+            elif ray_started is not None:
+                launch.ray = ray_started
             out.append(launch)
     return out
+
+
+def _head(words: list[Word]) -> list[str | None]:
+    """The command's words after wrappers and `VAR=value` prefixes (basename of the program)."""
+    i = 0
+    while i < len(words) and words[i].text is not None and (
+        os.path.basename(words[i].text) in _WRAPPERS | {"env", "sudo"} or re.match(r"^[A-Za-z_]\w*=", words[i].text)
+    ):
+        i += 1
+    out = [w.text for w in words[i:]]
+    if out and out[0] is not None:
+        out[0] = os.path.basename(out[0])
+    return out
+
+
+def _job_submit(cmd: Command) -> RayAttach:
+    """`ray job submit [--runtime-env-json JSON] -- ...`: the job gets only what the runtime env passes."""
+    passed: set[str] = set()
+    unknown = False
+    words = cmd.words
+    for j, w in enumerate(words):
+        if w.text == "--":
+            break
+        t = w.text or ""
+        if t.startswith("--runtime-env"):
+            val = t.split("=", 1)[1] if "=" in t else (words[j + 1].text if j + 1 < len(words) else None)
+            if val is None or not t.startswith("--runtime-env-json"):
+                unknown = True
+            else:
+                passed |= set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:', val))
+    return RayAttach("job-submit", cmd.span.line, None, frozenset(passed), unknown)
 
 
 def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: str) -> Launch | None:

@@ -73,6 +73,17 @@ class EnvVar:
     exported: bool = True  # False for a plain assignment that only a prefix or export makes visible
 
 
+@dataclass(frozen=True)
+class RayAttach:
+    """How a launch reaches a Ray cluster that was started elsewhere (so the script's env may not)."""
+
+    kind: str  # "ray-start": a `ray start` ran earlier in the script; "job-submit": `ray job submit -- ...`
+    line: int
+    env_at_start: dict | None = None  # {name: value} exported when `ray start` ran
+    passed: frozenset = frozenset()  # names given to `ray job submit --runtime-env-json`
+    passed_unknown: bool = False  # a runtime env was passed that cannot be read statically
+
+
 @dataclass
 class Launch:
     """One Hydra application launch found in a script."""
@@ -89,6 +100,7 @@ class Launch:
     env: dict[str, EnvVar] = field(default_factory=dict)
     cwd: str = "."
     caller_args: Span | None = None  # where "$@" adds unknown overrides
+    ray: RayAttach | None = None
 
 
 @dataclass

@@ -31,9 +31,7 @@ from functools import lru_cache
 from glob import glob
 from pathlib import Path
 
-from packaging.version import Version
-
-from .engine import REGISTRY, Rule, parse_version
+from .engine import REGISTRY, Rule
 from .environment import TRACKED, installed_version, package_dir
 from .model import Diagnostic, Severity, Span
 

@@ -22,9 +22,9 @@ from functools import lru_cache
 from packaging.version import Version
 
 from ..data import load_table
-from ..engine import MISSING, REGISTRY, main_ppo, rule
+from ..engine import MISSING, REGISTRY, main_ppo, parse_version, rule
 from ..model import Diagnostic, EnvVar, Span
-from ..runtime import RUNTIME_SPAN, VerlAllocatorCode, analyze_verl, parse_version, rollout_config_default
+from ..runtime import RUNTIME_SPAN, VerlAllocatorCode, analyze_verl, rollout_config_default
 
 CUDA_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF")
 NPU_VAR = "PYTORCH_NPU_ALLOC_CONF"

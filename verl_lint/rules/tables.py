@@ -137,6 +137,11 @@ def removed_module_diag(module: str, version: Version | None, span) -> Diagnosti
     return None
 
 
+# The ineffective-key records were verified on the main_ppo path (its trainer and workers);
+# other apps (fully-async, one-step-off) read some of these keys themselves.
+MAIN_PPO_APPS = ("ppo_trainer", "ppo_megatron_trainer")
+
+
 def _register() -> None:
     for rec in load_table("ineffective_keys.yaml") or []:
         REGISTRY.register(
@@ -149,6 +154,7 @@ def _register() -> None:
                 SpecifierSet(rec.get("verl", "")),
                 _examples(rec, "bad"),
                 _examples(rec, "good"),
+                tuple(rec.get("apps", MAIN_PPO_APPS)),
             )
         )
     for rec in load_table("removed_keys.yaml") or []:
