@@ -197,11 +197,12 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
         j += 1
         if w.from_caller:
             launch.caller_args = w.span
-        elif a is not None and a.startswith("-"):
-            flag, eq, inline = a.partition("=")
+        elif (a if a is not None else w.prefix).startswith("-"):
+            # An unknown value keeps its known prefix: `--config-path=$DIR` is still the flag.
+            flag, eq, inline = (a if a is not None else w.prefix).partition("=")
             target = _prefix_flag(flag)
             if target and eq:
-                setattr(launch, target, replace(w, text=inline))
+                setattr(launch, target, replace(w, text=inline if a is not None else None))
             elif target and j < len(args):
                 setattr(launch, target, args[j])
                 j += 1

@@ -32,6 +32,14 @@ class LocateError(Exception):
     """The launch's app or config cannot be found; a clear one-line message."""
 
 
+class NotAnalysable(Exception):
+    """The launch depends on something only known at run time (a `--config-path` from `$(pwd)`)."""
+
+    def __init__(self, word, reason: str):
+        super().__init__(reason)
+        self.word = word
+
+
 @dataclass(frozen=True)
 class VerlTree:
     root: Path  # the directory that contains the `verl` package
@@ -217,10 +225,11 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     main = read_hydra_main(file)
     if main is None:
         return None
+    for flag, word in (("--config-path", launch.config_path), ("--config-name", launch.config_name), ("--config-dir", launch.config_dir)):
+        if word is not None and word.text is None:
+            raise NotAnalysable(word, f"{flag} is only known at run time ({word.unknown.reason if word.unknown else 'unknown'})")
     config_path = launch.config_path.text if launch.config_path is not None else main["config_path"]
     config_name = launch.config_name.text if launch.config_name is not None else main["config_name"]
-    if (launch.config_path is not None and config_path is None) or (launch.config_name is not None and config_name is None):
-        raise LocateError("--config-path/--config-name is not known statically")
     dirs: list[Path] = []
     if launch.config_dir is not None and launch.config_dir.text:
         d = Path(launch.cwd, launch.config_dir.text)

@@ -139,3 +139,26 @@ _limit(
     ["#!/bin/bash\n# caf\udce9\n"],
     ["#!/bin/bash\n# café\n"],
 )
+
+_limit(
+    "VL007",
+    "launch-not-analysable",
+    "info",
+    """A launch was skipped because its config location is only known at run time.
+
+    ## What it does
+    Reports a launch whose `--config-path`, `--config-name` or `--config-dir` comes from
+    something the linter cannot know statically (`$(pwd)`, an unset variable), instead of
+    guessing a directory.
+
+    ## Why is this bad?
+    Nothing in that launch was checked: its overrides may still be wrong.
+
+    ## Use instead
+    Build the path from something static (the script's own location, a variable with a
+    default such as `${CONFIG_DIR:-examples/config}`), or lint the command with the real
+    value: `verl-lint check -- python3 -m ... --config-path /abs/dir ...`.
+    """,
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$(pwd)/config\" trainer.nnodes=1\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
+)

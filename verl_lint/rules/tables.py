@@ -69,6 +69,8 @@ class _Ineffective:
 
     def __call__(self, ctx: Context):
         rec = self.rec
+        if any(ctx.set_by_override(k) for k in rec.get("unless_set") or ()):
+            return
         for cond_key, expected in (rec.get("when") or {}).items():
             got = ctx.get(cond_key, None)
             if got is None or _as_text(got) != str(expected):
