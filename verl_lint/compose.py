@@ -106,6 +106,7 @@ class Composer:
         self._repos: dict[tuple, object] = {}
         self._bases: dict[tuple, bytes | Exception] = {}
         self._tree_hash: dict[tuple, str] = {}
+        self._groups: dict[int, dict[str, bool]] = {}  # id(repository) -> {key: is a config group}
         self.stats = {"base_hits": 0, "base_disk_hits": 0, "base_misses": 0}
 
     # -- parsing and classification ------------------------------------
@@ -140,6 +141,14 @@ class Composer:
             self._repos[key] = repo
         return repo
 
+    def _is_group(self, repo, key: str) -> bool:
+        """Hydra's `group_exists`, memoized: it scans every search-path source on each call."""
+        cache = self._groups.setdefault(id(repo), {})
+        hit = cache.get(key)
+        if hit is None:
+            hit = cache[key] = repo.group_exists(key)
+        return hit
+
     # -- composition ----------------------------------------------------
     def compose(self, app: HydraApp, words: list[Word], anchor: Span) -> Composition:
         """Compose `words` (a launch's overrides) for `app`; `anchor` locates config-level errors."""
@@ -165,7 +174,7 @@ class Composer:
         for ao, parsed in applied:
             if ao.kind == "hydra":
                 base_lines.append(ao.line)
-            elif not isinstance(parsed.value(), dict) and repo.group_exists(parsed.key_or_group):
+            elif not isinstance(parsed.value(), dict) and self._is_group(repo, parsed.key_or_group):
                 ao.kind = "group"
                 base_lines.append(ao.line)
             else:

@@ -10,6 +10,7 @@ process substitutions and here-docs are only ever read as syntax.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ class Source:
         self.data = text.encode("utf-8", "surrogatepass")
         self.tree = parser().parse(self.data)
         self._line_starts = [0] + [m.end() for m in re.finditer(b"\n", self.data)]
+        self._ascii = self.data.isascii()  # columns are byte offsets then (no decoding per span)
+        self._points: dict[int, tuple[int, int]] = {}
 
     def span(self, start_byte: int, end_byte: int) -> Span:
         line, col = self._point(start_byte)
@@ -54,12 +57,13 @@ class Source:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     def _point(self, byte: int) -> tuple[int, int]:
-        import bisect
-
-        row = bisect.bisect_right(self._line_starts, byte) - 1
-        start = self._line_starts[row]
-        col = len(self.data[start:byte].decode("utf-8", "replace")) + 1
-        return row + 1, col
+        hit = self._points.get(byte)
+        if hit is None:
+            row = bisect.bisect_right(self._line_starts, byte) - 1
+            start = self._line_starts[row]
+            col = byte - start + 1 if self._ascii else len(self.data[start:byte].decode("utf-8", "replace")) + 1
+            hit = self._points[byte] = (row + 1, col)
+        return hit
 
     def line_text(self, line: int) -> str:
         lines = self.text.splitlines()

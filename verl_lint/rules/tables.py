@@ -10,6 +10,7 @@ Each record becomes a registered rule with its own code, documentation and examp
 from __future__ import annotations
 
 import fnmatch
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -28,9 +29,12 @@ def _matches(patterns: list[str], key: str) -> str | None:
             base = p[:-2]
             if key.startswith(base + "."):
                 return key[len(base) + 1 :]
-        elif fnmatch.fnmatchcase(key, p):
+        elif p == key or (_GLOB.search(p) and fnmatch.fnmatchcase(key, p)):
             return ""
     return None
+
+
+_GLOB = re.compile(r"[*?\[]")
 
 
 def _value_text(line: str) -> str:
