@@ -148,3 +148,18 @@ def test_parse_error_is_located_and_rest_analysed(tmp_path):
     result = evaluate(str(p), text)
     assert any(d.code == "VL001" and d.span.line == 2 for d in result.diagnostics)
     assert any(c.words and c.words[0].text == "python3" for c in result.commands)
+
+
+def test_word_split_by_the_grammar_is_joined(tmp_path):
+    # tree-sitter-bash ends `a=$H/x-$` and starts a new node at `D/y`; bash sees one word.
+    la, _ = one_launch("D=d\nH=/h\npython3 -m m a=$H/x-$D/y.parquet b=1\n", tmp_path)
+    assert words(la) == ["a=/h/x-d/y.parquet", "b=1"]
+    assert (la.overrides[0].span.col, la.overrides[0].span.end_col) == (14, 33)
+
+
+def test_broken_continuation_is_a_finding(tmp_path):
+    text = "python3 -m m \\\n  a=1 \\\n# note\n  trainer.nnodes=2 \\\n  b=3\n"
+    p = tmp_path / "s.sh"
+    result = evaluate(str(p), text)
+    [d] = result.diagnostics
+    assert d.code == "VL008" and (d.span.line, d.span.col) == (4, 3) and d.key == "trainer.nnodes"

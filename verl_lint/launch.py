@@ -74,9 +74,9 @@ def _job_submit(cmd: Command) -> RayAttach:
     for j, w in enumerate(words):
         if w.text == "--":
             break
-        t = w.text or ""
+        t = w.text if w.text is not None else w.prefix  # `--runtime-env=$ENV`: still the flag
         if t.startswith("--runtime-env"):
-            val = t.split("=", 1)[1] if "=" in t else (words[j + 1].text if j + 1 < len(words) else None)
+            val = (t.split("=", 1)[1] if w.text is not None else None) if "=" in t else (words[j + 1].text if j + 1 < len(words) else None)
             if val is None or not t.startswith("--runtime-env-json"):
                 unknown = True
             else:

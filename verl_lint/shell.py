@@ -167,6 +167,10 @@ _ARITH_OPS = {
     ">>": lambda a, b: a >> b if 0 <= b < 64 else None,
 }
 
+# A Hydra override (`a.b=1`, `+a.b=1`, `~a.b`) cannot be a command name: seen as one, the
+# command it belonged to was cut off above it.
+_OVERRIDE_LIKE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@\-]+)+(=|$)")
+
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "e": "\x1b", "0": "\0"}
 
 
@@ -445,6 +449,7 @@ class Evaluator:
         prefix: dict[str, EnvVar] = {}
         words: list[Word] = []
         name_node = None
+        glue_end = -1
         for c in n.named_children:
             if c.type == "variable_assignment" and name_node is None:
                 tmp = state.copy()
@@ -458,16 +463,60 @@ class Evaluator:
             elif c.type in ("file_redirect", "heredoc_redirect", "herestring_redirect", "comment"):
                 continue
             elif name_node is not None:
-                words.extend(self._field_words(c, state))
+                fields = self._expand(c, state)
+                span = self.src.node_span(c)
+                if words and c.start_byte == glue_end and fields:
+                    # tree-sitter-bash splits `x-$V/y` after an expansion into two nodes
+                    # (the first ending in a bare `$`); bash sees one word.
+                    prev = words.pop()
+                    span = self.src.span(prev.span.start_byte, c.end_byte)
+                    fields = self._glue(prev, fields, c, state, span)
+                words.extend(self._field_word(f, span) for f in fields)
+                glue_end = c.end_byte
         if name_node is None:
             # Only assignments: in bash they persist in the shell.
             for c in n.named_children:
                 if c.type == "variable_assignment":
                     self._assign(c, state)
             return
+        if words and words[0].text and _OVERRIDE_LIKE.match(words[0].text):
+            self.result.diagnostics.append(
+                Diagnostic(
+                    "VL008",
+                    "broken-line-continuation",
+                    Severity.ERROR,
+                    f"`{_short(words[0].text)}` runs as a command of its own (bash: command not found): the launch "
+                    "above ended early, so this line and the ones continuing it never reach it",
+                    words[0].span,
+                    help="remove the comment or blank line inside the command, and end every line of it with `\\` "
+                    "(nothing after the backslash, not even a space)",
+                    key=words[0].text.split("=", 1)[0].lstrip("+~"),
+                )
+            )
         cmd = Command(n, self.src.node_span(n), prefix, words, state.copy())
         self.result.commands.append(cmd)
         self._builtin(cmd, state)
+
+    def _glue(self, prev: Word, fields: list[list[Seg]], node: ts.Node, state: State, span: Span) -> list[list[Seg]]:
+        """Join a word split by the grammar back onto the previous word (`$` + NAME + rest)."""
+        head: list[Seg] = [Seg(prev.text, span)] if prev.text is not None else [Seg(prev.prefix, span), Seg(None, span, prev.unknown)]
+        first = fields[0]
+        if self.src.data[node.start_byte - 1 : node.start_byte] == b"$" and first and first[0].text:
+            m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", first[0].text)
+            if m:
+                var = state.vars.get(m.group(0))
+                value = var.words[0] if var and var.words and not var.is_array else None
+                seg = (
+                    Seg(value.text, span, value.unknown)
+                    if value is not None
+                    else Seg(None, span, Unknown(f"${m.group(0)} is not set in the script (comes from the environment)"))
+                )
+                if prev.text is not None:
+                    head = [Seg(prev.text[:-1] if prev.text.endswith("$") else prev.text, span), seg]
+                else:
+                    head = head + [seg]
+                first = [Seg(first[0].text[m.end() :], first[0].span)] + first[1:]
+        return [head + first] + fields[1:]
 
     def _builtin(self, cmd: Command, state: State) -> None:
         if not cmd.words or cmd.words[0].text is None:

@@ -162,3 +162,27 @@ _limit(
     ["#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$(pwd)/config\" trainer.nnodes=1\n"],
     ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
 )
+
+_limit(
+    "VL008",
+    "broken-line-continuation",
+    "error",
+    """Overrides that bash runs as a separate command because the launch was cut off above them.
+
+    ## What it does
+    Flags a command whose name is a Hydra override (`actor_rollout_ref.rollout.n=5 \\` on a
+    line of its own): the `\\` continuation that should join it to the launch is broken.
+
+    ## Why is this bad?
+    A comment line inside a continued command, a blank line, or `\\ ` (a space after the
+    backslash, or a `# comment` after it) ends the command there. The launch runs without
+    every override below that point — silently — and bash then fails on the rest with
+    "command not found" after the job has already started.
+
+    ## Use instead
+    Keep every line of the command ending in a bare `\\`; put comments in an array
+    (`ARGS=( a=1  # why\n b=2 )`) instead.
+    """,
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n"],
+)

@@ -560,9 +560,8 @@ def max_model_len_budget(ctx):
     "val-do-sample-needs-temperature",
     "error",
     apps=VALIDATED_APPS,
-    # do_sample itself is flagged by VL208 (the agent loop never reads it); these examples are about the assert.
-    bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0").rstrip() + "  # verl-lint: disable=VL208\n"],
-    good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7").rstrip() + "  # verl-lint: disable=VL208\n"],
+    bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
+    good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],
 )
 def val_sampling(ctx):
     """Validation sampling with a non-positive rollout temperature.

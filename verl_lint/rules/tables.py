@@ -85,6 +85,8 @@ class _Ineffective:
             if _matches(rec["keys"], o.key) is None:
                 continue
             value = "<unknown>" if o.value_unknown else _value_text(o.line)
+            if rec.get("value") is not None and value != str(rec["value"]):
+                continue
             yield ctx.diag(rec["code"], rec["message"].format(key=o.key, value=value), key=o.key, help=rec["help"].format(key=o.key, value=value), span=o.word.span)
 
 
@@ -107,6 +109,10 @@ class _Removed:
             if rest is None:
                 continue
             if rec.get("value") is not None and (o.value_unknown or _value_text(o.line) != str(rec["value"])):
+                continue
+            # A removed key is confirmed by the tree itself: Hydra rejected the override. (A dev
+            # checkout between releases may still have it; then there is nothing to explain.)
+            if rec.get("value") is None and rec["severity"] == "error" and o.ok:
                 continue
             yield removed_diag(ctx, rec, o, rest)
 

@@ -1,0 +1,146 @@
+"""`verl-lint cache`: where the on-disk cache lives, and cleaning it.
+
+The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, else
+`~/.cache/verl-lint`) holds:
+
+* `bases/`    — composed base configs (one pickle per config tree, config name and group
+                overrides; see compose.py). Cheap to rebuild: the first run after a clean
+                composes each base again with Hydra (~0.2 s each).
+* `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels). Costly to
+                rebuild (a download), so `clean` keeps them unless `--all` is given.
+
+Only entries verl-lint writes are removed (`*.pickle` and temp files in `bases/`,
+`verl-*` and temp directories in `releases/`), so a cache directory pointed somewhere
+unexpected never loses anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """The cache directory (locate.cache_dir; imported lazily: `verl-lint --help` stays light)."""
+    from .locate import cache_dir as where
+
+    return where()
+
+
+_BASE_FILE = re.compile(r"^[0-9a-f]{16,64}(\.pickle|\.\d+\.tmp)$")
+_RELEASE_DIR = re.compile(r"^(verl-[0-9A-Za-z.+\-_]+|tmp[0-9A-Za-z_\-]+)$")
+
+
+def _size(p: Path) -> tuple[int, int]:
+    """(files, bytes) under `p` without following symlinks."""
+    try:
+        st = p.lstat()
+    except OSError:
+        return 0, 0
+    if not p.is_dir() or p.is_symlink():
+        return 1, st.st_size
+    files = size = 0
+    for root, _dirs, names in os.walk(p):
+        for n in names:
+            try:
+                size += os.lstat(os.path.join(root, n)).st_size
+                files += 1
+            except OSError:
+                pass
+    return files, size
+
+
+def _remove_tree(p: Path) -> tuple[int, int]:
+    files, size = _size(p)
+    try:
+        if p.is_symlink() or not p.is_dir():
+            p.unlink()
+        else:
+            shutil.rmtree(p)
+    except FileNotFoundError:
+        pass  # a concurrent clean got there first
+    except OSError:
+        return 0, 0
+    return files, size
+
+
+def clean(releases: bool = False) -> tuple[int, int]:
+    """Remove the cached bases (and the downloaded releases with `releases=True`).
+
+    Returns (files removed, bytes freed). Safe to run while another verl-lint runs:
+    a removed base is composed again; a half-written one is never read (writes are
+    atomic renames).
+    """
+    root = cache_dir()
+    files = size = 0
+    bases = root / "bases"
+    if bases.is_dir() and not bases.is_symlink():
+        for entry in sorted(bases.iterdir()):
+            if entry.is_file() and _BASE_FILE.match(entry.name):
+                f, s = _size(entry)
+                try:
+                    entry.unlink()
+                except FileNotFoundError:
+                    continue
+                except OSError:
+                    continue
+                files, size = files + f, size + s
+        try:
+            bases.rmdir()  # only if nothing else is left in it
+        except OSError:
+            pass
+    rel = root / "releases"
+    if releases and rel.is_dir() and not rel.is_symlink():
+        for entry in sorted(rel.iterdir()):
+            if _RELEASE_DIR.match(entry.name):
+                f, s = _remove_tree(entry)
+                files, size = files + f, size + s
+        try:
+            rel.rmdir()
+        except OSError:
+            pass
+    return files, size
+
+
+def usage() -> dict[str, tuple[int, int]]:
+    """{"bases": (files, bytes), "releases": (files, bytes)} of the cache directory."""
+    root = cache_dir()
+    return {name: _size(root / name) if (root / name).exists() else (0, 0) for name in ("bases", "releases")}
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def add_arguments(parser) -> None:
+    """Arguments of `verl-lint cache`: `clean [--all]` and `dir`."""
+    sub = parser.add_subparsers(dest="cache_command", metavar="{clean,dir}")
+    c = sub.add_parser("clean", help="remove the cached composed configs (and downloaded releases with --all)")
+    c.add_argument("--all", action="store_true", help="also remove the verl releases downloaded for --verl VERSION")
+    sub.add_parser("dir", help="print the cache directory and what it holds")
+
+
+def run(args) -> int:
+    """`verl-lint cache ...`; returns the exit code."""
+    cmd = getattr(args, "cache_command", None)
+    root = cache_dir()
+    if cmd == "clean":
+        files, size = clean(releases=bool(getattr(args, "all", False)))
+        what = "cached configs and releases" if getattr(args, "all", False) else "cached configs"
+        print(f"removed {files} file{'s' if files != 1 else ''} ({_human(size)}) of {what} from {root}")
+        return 0
+    if cmd == "dir" or cmd is None:
+        print(root)
+        for name, (files, size) in usage().items():
+            print(f"  {name + '/':<10} {files:5d} files  {_human(size)}")
+        return 0
+    return 2
+
+
+__all__ = ["clean", "usage", "add_arguments", "run"]
