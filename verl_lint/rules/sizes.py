@@ -203,7 +203,7 @@ def mini_batch_dp(ctx):
     n_gpus, _ = _gpus(ctx)
     mini, n = ctx.int(f"{A}.ppo_mini_batch_size"), ctx.int(f"{R}.n")
     sp = ctx.int(f"{A}.ulysses_sequence_parallel_size") or 1
-    if None in (n_gpus, mini, n) or n_gpus % sp:
+    if None in (n_gpus, mini, n) or n_gpus <= 0 or sp <= 0 or n_gpus % sp:
         return
     dp = n_gpus // sp
     total = mini * n

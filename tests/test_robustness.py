@@ -1,0 +1,171 @@
+"""Static-only guarantee, bad input, bounded resources, fuzzing."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import EXAMPLES, NEWEST
+from test_cli import cli
+from verl_lint.compose import Composer
+from verl_lint.pipeline import Options
+from verl_lint.runner import lint_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+import fuzz  # noqa: E402
+
+
+def test_nothing_in_a_script_is_executed(tmp_path, verl_trees):
+    marker = tmp_path / "MARKER"
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.sh"
+    outside.write_text(f"touch {marker}\n")
+    scripts = {
+        "subst.sh": f"X=$(touch {marker})\nY=`touch {marker}`\npython3 -m verl.trainer.main_ppo trainer.nnodes=$X\n",
+        "eval.sh": f"eval 'touch {marker}'\neval \"$(echo touch {marker})\"\n",
+        "source.sh": f"source {outside}\n. {outside}\n",
+        "trap.sh": f"trap 'touch {marker}' EXIT\n",
+        "herestring.sh": f"cat <<< \"$(touch {marker})\"\ncat <<EOF\n$(touch {marker})\nEOF\n",
+        "procsubst.sh": f"diff <(touch {marker}) >(touch {marker})\npython3 -m verl.trainer.main_ppo a=<(touch {marker})\n",
+    }
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(text)
+    r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), str(tmp_path))
+    assert "Traceback" not in r.stdout + r.stderr
+    assert not marker.exists()
+
+
+def test_config_module_is_never_imported(tmp_path):
+    """A Hydra app whose module would write a marker when imported: located with ast only."""
+    marker = tmp_path / "IMPORTED"
+    pkg = tmp_path / "myapp"
+    (pkg / "conf").mkdir(parents=True)
+    (pkg / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (pkg / "train.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\nimport hydra\n"
+        "@hydra.main(config_path='conf', config_name='cfg', version_base=None)\ndef main(cfg):\n    pass\n"
+    )
+    (pkg / "conf" / "cfg.yaml").write_text("lr: 0.1\nmodel:\n  _target_: os.system\n  command: touch /tmp/never\nx: ${oc.env:HOME}\n")
+    s = tmp_path / "run.sh"
+    s.write_text("python3 -m myapp.train lr=0.2 model.command=x\npython3 -m myapp.train lrr=1\n")
+    r = cli("check", str(s), cwd=tmp_path)
+    assert r.returncode == 1 and "VL101" in r.stdout and "`lr`" in r.stdout
+    assert not marker.exists()
+
+
+AUDIT = textwrap.dedent(
+    """
+    import sys
+    events = []
+    ALLOWED = set(sys.stdlib_module_names) | {
+        "hydra", "omegaconf", "yaml", "_yaml", "antlr4", "tree_sitter", "tree_sitter_bash", "packaging",
+        "verl_lint", "hydra_plugins", "typing_extensions", "importlib_resources", "tomli", "conftest",
+        "attr",  # omegaconf imports attrs to recognise attrs classes
+        "org",  # the stdlib's `copy` probes for Jython's org.python.core (a failed import)
+    }
+    def hook(event, args):
+        if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"):
+            events.append((event, str(args)[:200]))
+        elif event == "import":
+            top = args[0].split(".")[0]
+            if top and top not in ALLOWED and not top.startswith("_"):
+                events.append((event, args[0]))
+    sys.addaudithook(hook)
+    from verl_lint.cli import main
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+    print("AUDIT", events)
+    """
+)
+
+
+def test_audit_hook_sees_no_process_and_no_foreign_import(verl_trees, tmp_path):
+    script = tmp_path / "audit.py"
+    script.write_text(AUDIT)
+    r = subprocess.run(
+        [sys.executable, str(script), "check", "--no-cache", "--verl-root", str(verl_trees[NEWEST].root), str(EXAMPLES)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, NO_COLOR="1"),
+    )
+    line = next(l for l in r.stdout.splitlines() if l.startswith("AUDIT"))
+    assert line == "AUDIT []", line
+
+
+def test_bad_inputs_each_get_one_line(tmp_path, verl_trees):
+    root = str(verl_trees[NEWEST].root)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "loop").mkdir()
+    os.symlink(tmp_path / "loop", tmp_path / "loop" / "self")
+    (tmp_path / "loop" / "ok.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    big = tmp_path / "big.sh"
+    big.write_text("#!/bin/bash\n" + "# padding line\n" * (20 * 2**20 // 15))
+    cont = tmp_path / "cont.sh"
+    cont.write_text("python3 -m verl.trainer.main_ppo \\\n" + "  trainer.nnodes=1 \\\n" * 10_000 + "  trainer.n_gpus_per_node=8\n")
+    nested = tmp_path / "nested.sh"
+    nested.write_text("X=$((" * 200 + "1" + "))" * 200 + "\n" + "Y=\"$(\"" * 50 + "\npython3 -m verl.trainer.main_ppo trainer.nnodes=$X\n")
+    utf = tmp_path / "latin1.sh"
+    utf.write_bytes("# caf\xe9\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n".encode("latin-1"))
+    syntax = tmp_path / "syntax.sh"
+    syntax.write_text("if then\n(\npython3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
+    cn = tmp_path / "cn.sh"
+    cn.write_text("python3 -m verl.trainer.main_ppo --config-name no_such_config a=1\n")
+    r = cli(
+        "check", "--verl-root", root, str(tmp_path / "empty"), str(tmp_path / "loop"), str(big), str(cont),
+        str(nested), str(utf), str(syntax), str(cn),
+    )
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out
+    assert "no shell scripts found" in out
+    assert "VL004" in out and "over the 4.0 MiB limit" in out
+    assert "VL006" in out and "latin1.sh:1:" in out
+    assert "VL001" in out and "VL101" in out  # the broken script is still analysed after its error
+    assert "config 'no_such_config' not found" in out
+
+
+def test_yaml_syntax_error_in_a_user_config_dir(tmp_path):
+    pkg = tmp_path / "app"
+    (pkg / "conf").mkdir(parents=True)
+    (pkg / "main.py").write_text("import hydra\n@hydra.main(config_path='conf', config_name='cfg', version_base=None)\ndef main(c): pass\n")
+    (pkg / "conf" / "cfg.yaml").write_text("a: [1, 2\nb: 3\n")
+    s = tmp_path / "run.sh"
+    s.write_text("python3 app/main.py a=1\n")
+    r = cli("check", str(s), cwd=tmp_path)
+    assert r.returncode == 1 and "VL106" in r.stdout and "run.sh:1:9" in r.stdout
+
+
+def test_unreachable_registry_suggests_verl_root(tmp_path):
+    s = tmp_path / "run.sh"
+    s.write_text("python3 -m verl.trainer.main_ppo a=1\n")
+    r = cli("check", "--verl", "999.0.0", str(s), cache=tmp_path / "cache")
+    assert r.returncode == 2 and "--verl-root" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_timeout_is_a_located_finding(tmp_path, verl_trees):
+    s = tmp_path / "run.sh"
+    s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    report = lint_file(s, Options(verl_tree=verl_trees[NEWEST], timeout=1e-6), Composer(cache=False))
+    assert [(d.code, d.span.line) for d in report.diagnostics] == [("VL005", 1)]
+
+
+@pytest.fixture(scope="module")
+def fuzz_env(verl_trees):
+    return Options(verl_tree=verl_trees[NEWEST]), Composer(cache=False)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(seed=st.integers(min_value=0, max_value=2**32 - 1))
+def test_fuzz_generated_scripts(fuzz_env, tmp_path_factory, seed):
+    options, composer = fuzz_env
+    text = fuzz.script(random.Random(seed))
+    problems = fuzz.check_case(text, tmp_path_factory.mktemp("fuzz"), options, composer)
+    assert not problems, f"{problems}\n---\n{text}"
