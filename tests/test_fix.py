@@ -34,7 +34,7 @@ def test_safe_fixes_in_arrays_variables_and_inline(tmp_path, verl_trees):
     assert '+OPT="ray_kwargs.timeline_json_file=/tmp/tl.json"' in diff.stdout
     assert "-    trainer.nnodes=1 \\" in diff.stdout
     assert s.read_text() == OLD_STYLE  # --diff writes nothing
-    r = cli("check", "--verl-root", new, "--fix", str(s))
+    cli("check", "--verl-root", new, "--fix", str(s))
     text = s.read_text()
     assert "ray_kwargs.ray_init.num_cpus=32" in text and "trainer.nnodes=1" not in text
     assert "trainer.use_legacy_worker_impl=auto" in text  # a removal is not a safe fix

@@ -169,30 +169,54 @@ class Composer:
                 ao.line = "hydra.searchpath=[" + ",".join(searchpath) + "]"
             applied.append((ao, parsed))
         repo = self._repo(app, searchpath)
+        # Hydra rejects sweeps (`k=a,b`) of every override right after parsing, before the
+        # defaults list and before any value override (_load_configuration_impl), so a sweep
+        # is reported before any group or value error, and is not composed.
+        rejected: set[int] = set()
+        for ao, parsed in applied:
+            try:
+                h.ConfigLoaderImpl.validate_sweep_overrides_legal([parsed], h.RunMode.RUN, True)
+            except Exception as ex:  # noqa: BLE001 - a finding, like every Hydra failure
+                ao.ok = False
+                rejected.add(id(ao))
+                comp.diagnostics.append(_override_error(ex, ao, None))
         base_lines: list[str] = []
+        in_base: list[tuple[AppliedOverride, object]] = []
         value: list[tuple[AppliedOverride, object]] = []
         for ao, parsed in applied:
-            if ao.kind == "hydra":
-                base_lines.append(ao.line)
-            elif not isinstance(parsed.value(), dict) and self._is_group(repo, parsed.key_or_group):
-                ao.kind = "group"
-                base_lines.append(ao.line)
-            else:
-                value.append((ao, parsed))
             comp.overrides.append(ao)
+            if id(ao) in rejected:
+                continue
+            if ao.kind == "hydra" and parsed.key_or_group == "hydra.searchpath":
+                base_lines.append(ao.line)  # changes the repository: part of the base
+                in_base.append((ao, parsed))
+            elif not isinstance(parsed.value(), dict) and self._is_group(repo, parsed.key_or_group):
+                if ao.kind != "hydra":  # `hydra/launcher=...` stays a hydra override
+                    ao.kind = "group"
+                base_lines.append(ao.line)
+                in_base.append((ao, parsed))
+            else:
+                # Value overrides, `hydra.*` ones included: Hydra applies them all in
+                # command-line order after composing (config_overrides), so the first error
+                # is in command-line order, and a `hydra.run.dir=...` per script does not
+                # make a base of its own.
+                value.append((ao, parsed))
         if searchpath and not any(l.startswith("hydra.searchpath=") for l in base_lines):
             base_lines.append("hydra.searchpath=[" + ",".join(searchpath) + "]")
         comp.base_lines = tuple(base_lines)
-        cfg = self._base(app, tuple(base_lines), comp, applied, anchor)
+        keep_hydra = any(ao.kind == "hydra" for ao, _ in value)
+        cfg = self._base(app, tuple(base_lines), comp, in_base, anchor, keep_hydra)
         if cfg is None:
             return comp
         for ao, parsed in value:
             try:
-                h.ConfigLoaderImpl.validate_sweep_overrides_legal([parsed], h.RunMode.RUN, True)
                 h.ConfigLoaderImpl._apply_overrides_to_config([parsed], cfg)
             except (h.HydraException, Exception) as ex:  # noqa: BLE001 - every Hydra failure becomes a finding
                 ao.ok = False
                 comp.diagnostics.append(_override_error(ex, ao, cfg))
+        if keep_hydra:
+            with open_dict(cfg):
+                cfg.pop("hydra", None)  # as hydra.compose() does
         comp.config = cfg
         return comp
 
@@ -236,14 +260,16 @@ class Composer:
             kind = "set"
         return AppliedOverride(w, line, key, kind, unknown), parsed
 
-    def _base(self, app: HydraApp, base_lines: tuple[str, ...], comp: Composition, applied, anchor: Span) -> DictConfig | None:
-        key = (app.config_dirs, app.config_name, base_lines, app.version_base)
+    def _base(
+        self, app: HydraApp, base_lines: tuple[str, ...], comp: Composition, applied, anchor: Span, keep_hydra: bool = False
+    ) -> DictConfig | None:
+        key = (app.config_dirs, app.config_name, base_lines, app.version_base, keep_hydra)
         blob = self._bases.get(key)
         if blob is None:
             blob = self._load_disk(app, key)
             if blob is None:
                 self.stats["base_misses"] += 1
-                blob = self._compose_base(app, base_lines)
+                blob = self._compose_base(app, base_lines, keep_hydra)
                 self._store_disk(app, key, blob)
             else:
                 self.stats["base_disk_hits"] += 1
@@ -255,7 +281,7 @@ class Composer:
             return None
         return pickle.loads(blob)
 
-    def _compose_base(self, app: HydraApp, base_lines: tuple[str, ...]) -> bytes | Exception:
+    def _compose_base(self, app: HydraApp, base_lines: tuple[str, ...], keep_hydra: bool = False) -> bytes | Exception:
         h = _h()
         loader = h.ConfigLoaderImpl(config_search_path=self._search_path(app))
         try:
@@ -264,8 +290,9 @@ class Composer:
             )
         except Exception as ex:  # noqa: BLE001 - reported as a located diagnostic
             return ComposeError(_describe(ex))
-        with open_dict(cfg):
-            cfg.pop("hydra", None)
+        if not keep_hydra:  # kept only for launches with hydra.* value overrides to apply
+            with open_dict(cfg):
+                cfg.pop("hydra", None)
         return pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL)
 
     # -- on-disk cache of bases ------------------------------------------
@@ -451,8 +478,17 @@ def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> 
 def _base_error(ex: Exception, applied, anchor: Span) -> Diagnostic:
     text = str(ex)
     span, key = anchor, ""
-    for ao, _parsed in applied:
-        if ao.kind in ("group", "hydra") and (f"'{ao.key}'" in text or ao.line in text):
+    for ao, parsed in applied:  # the overrides that went into the base
+        group = parsed.key_or_group
+        spelled = f"{group}@{parsed.package}" if parsed.package is not None else group
+        needles = (
+            f"'{ao.key}'",  # Could not override 'model_engine'. No match in the defaults list.
+            f"'{spelled}'",  # Could not override 'data@data'.
+            ao.line,  # force-add of config groups is not supported: '++data=legacy_data'
+            f"'{group}/{parsed.value()}'",  # In 'ppo_trainer': Could not find 'critic/fsdp2_critic'
+            f"Multiple values for {group}.",  # +critic=megatron_critic
+        )
+        if any(n in text for n in needles):
             span, key = ao.word.span, ao.key
             break
     return Diagnostic(

@@ -16,9 +16,12 @@ import argparse
 import json
 import sys
 
-from .locate import LocateError, VerlTree, find_checkout, installed_tree, release_tree, tree_at
-from .model import Diagnostic
-from .runtime import Accelerator, RuntimeReport, inspect_runtime, runtime_findings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the runtime inspection is imported when `doctor` runs, not to build the CLI
+    from .locate import VerlTree
+    from .model import Diagnostic
+    from .runtime import RuntimeReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 _LABELS = {
@@ -46,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _tree(args) -> tuple[VerlTree | None, str | None]:
     """(tree, error)."""
+    from .locate import LocateError, find_checkout, installed_tree, release_tree, tree_at
+
     try:
         if getattr(args, "verl_root", None):
             return tree_at(args.verl_root, "--verl-root"), None
@@ -59,6 +64,9 @@ def _tree(args) -> tuple[VerlTree | None, str | None]:
 
 
 def build(args) -> RuntimeReport:
+    from .locate import LocateError
+    from .runtime import Accelerator, inspect_runtime, runtime_findings
+
     tree, err = _tree(args)
     if err:
         raise LocateError(err)
@@ -70,6 +78,8 @@ def build(args) -> RuntimeReport:
 
 
 def run(args) -> int:
+    from .locate import LocateError
+
     try:
         report = build(args)
     except LocateError as ex:
