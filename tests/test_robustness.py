@@ -129,7 +129,7 @@ def test_bad_inputs_each_get_one_line(tmp_path, verl_trees):
     assert "VL004" in out and "over the 4.0 MiB limit" in out
     assert "VL006" in out and "latin1.sh:1:" in out
     assert "VL001" in out and "VL101" in out  # the broken script is still analysed after its error
-    assert "config 'no_such_config' not found" in out
+    assert "cn.sh:1:48: VL106" in out and "config 'no_such_config' not found" in out
 
 
 def test_yaml_syntax_error_in_a_user_config_dir(tmp_path):

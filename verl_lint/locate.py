@@ -32,6 +32,14 @@ class LocateError(Exception):
     """The launch's app or config cannot be found; a clear one-line message."""
 
 
+class ConfigNotFound(Exception):
+    """`--config-name` names a config that the config directory does not have."""
+
+    def __init__(self, word, message: str):
+        super().__init__(message)
+        self.word = word
+
+
 class NotAnalysable(Exception):
     """The launch depends on something only known at run time (a `--config-path` from `$(pwd)`)."""
 
@@ -239,7 +247,10 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     if config_path is not None:
         dirs.append(_resolve_config_path(config_path, file, roots))
     if config_name is not None and dirs and not any(_config_file(d, config_name) for d in dirs):
-        raise LocateError(f"config '{config_name}' not found in {', '.join(str(d) for d in dirs)}")
+        where = ", ".join(str(d) for d in dirs)
+        if launch.config_name is not None:  # the script names a config that does not exist: a finding
+            raise ConfigNotFound(launch.config_name, f"config '{config_name}' not found in {where}")
+        raise LocateError(f"config '{config_name}' not found in {where}")
     searchpath = _primary_searchpath(dirs, config_name, launch, roots)
     return HydraApp(entry, file, tuple(dirs), config_name, searchpath, tree, main["version_base"])
 

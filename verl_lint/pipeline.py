@@ -13,7 +13,7 @@ from . import shell
 from .compose import Composer
 from .environment import installed_versions
 from .engine import REGISTRY, Context, Rule, parse_version, run_rules
-from .locate import LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
+from .locate import ConfigNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
 from .rules.tables import removed_module_diag
 from .suppress import apply_suppressions
 from .model import Diagnostic, EnvVar, Launch, Severity, Word
@@ -84,6 +84,13 @@ def lint_text(
             diags = lint_launch(la, options, composer, script_dir)
         except LocateError as ex:
             report.errors.append(InputError(path, str(ex), la.entry_span.line, la.entry_span.col))
+            continue
+        except ConfigNotFound as ex:
+            r = REGISTRY.get("VL106")
+            report.diagnostics.append(
+                Diagnostic(r.code, r.name, r.severity, f"Hydra cannot compose the config: {ex}", ex.word.span,
+                           "use one of the config files in that directory", "--config-name")
+            )
             continue
         except NotAnalysable as ex:
             r = REGISTRY.get("VL007")

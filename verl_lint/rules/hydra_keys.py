@@ -156,13 +156,24 @@ def duplicate_override(ctx):
     for o in ctx.comp.overrides:
         if o.ok and o.kind in ("set", "force_add", "add") and last.get(o.key) is not o:
             winner = last[o.key]
-            d = ctx.diag(
-                "VL107",
-                f"`{o.key}` is overridden again at line {winner.word.span.line} (`{winner.line}`); this value is ignored",
-                key=o.key,
-                help="remove one of the two overrides",
-                span=o.word.span,
-            )
+            same = o.value_unknown is None and winner.value_unknown is None and o.line.lstrip("+") == winner.line.lstrip("+")
+            if same:  # harmless redundancy: say so, quietly
+                d = ctx.diag(
+                    "VL107",
+                    f"`{o.key}` is set again to the same value at line {winner.word.span.line}; this one is redundant",
+                    key=o.key,
+                    help="remove the repeated override",
+                    span=o.word.span,
+                    severity=Severity.INFO,
+                )
+            else:
+                d = ctx.diag(
+                    "VL107",
+                    f"`{o.line}` is overridden at line {winner.word.span.line} by `{winner.line}`, which wins; this value is ignored",
+                    key=o.key,
+                    help="keep one override per key: the value you meant",
+                    span=o.word.span,
+                )
             # Only a token written on this command is safe to delete (an array may feed other launches).
             cmd = ctx.launch.span
             if o.word.span.path == cmd.path and cmd.start_byte <= o.word.span.start_byte < cmd.end_byte:
