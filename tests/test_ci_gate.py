@@ -106,3 +106,13 @@ def test_serial_and_parallel_are_byte_identical(tmp_path, verl_trees):
     serial = render_json(lint_paths(files, opts, jobs=1))
     parallel = render_json(lint_paths(files, opts, jobs=2))
     assert serial == parallel and json.loads(serial)
+
+
+def test_junit_report(tree_dir, verl_trees):
+    import xml.etree.ElementTree as ET
+
+    r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "junit", str(tree_dir))
+    suite = ET.fromstring(r.stdout).find("testsuite")
+    assert suite.get("tests") == "2" and suite.get("failures") == "1"
+    [failed] = [c for c in suite if c.find("failure") is not None]
+    assert "VL101" in failed.find("failure").text and failed.get("name").endswith("bad.sh")

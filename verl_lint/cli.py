@@ -54,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _output_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=["text", "json", "sarif", "github"], default=None)
+    p.add_argument("--format", choices=["text", "json", "sarif", "github", "junit"], default=None)
     p.add_argument("--output", "-o", help="write the report (in --format) to this file; text still goes to the terminal")
     p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None)
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache of composed configs")

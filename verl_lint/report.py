@@ -160,4 +160,26 @@ def render_sarif(reports: list[FileReport]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-RENDERERS = {"text": render_text, "json": render_json, "github": render_github, "sarif": render_sarif}
+def render_junit(reports: list[FileReport]) -> str:
+    """JUnit XML for CI systems that show test reports: one test case per script, failed by its findings."""
+    from xml.sax.saxutils import escape, quoteattr
+
+    cases = []
+    failures = 0
+    for r in reports:
+        items = [str(e) for e in r.errors] + [
+            f"{d.span.line}:{d.span.col} {d.code} [{d.severity}] {d.message}" + (f" (help: {d.help})" if d.help else "")
+            for d in r.diagnostics
+        ]
+        name = quoteattr(_rel(r.path))
+        if items:
+            failures += 1
+            body = escape("\n".join(items))
+            cases.append(f'    <testcase classname="verl-lint" name={name}><failure message="{len(items)} finding(s)">{body}</failure></testcase>')
+        else:
+            cases.append(f'    <testcase classname="verl-lint" name={name}/>')
+    head = f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="verl-lint" tests="{len(reports)}" failures="{failures}">'
+    return "\n".join([head, *cases, "  </testsuite>", "</testsuites>"]) + "\n"
+
+
+RENDERERS = {"text": render_text, "json": render_json, "github": render_github, "sarif": render_sarif, "junit": render_junit}
