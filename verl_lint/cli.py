@@ -129,12 +129,12 @@ def _error(msg: str) -> int:
     return EXIT_USAGE
 
 
-class _UsageError(Exception):
-    pass
+class UsageError(Exception):
+    """A bad flag or setting: one line and exit code 2."""
 
 
 def _options(args, settings, tree):
-    """Options from flags and settings (flags win); raises _UsageError on a bad value."""
+    """Options from flags and settings (flags win); raises UsageError on a bad value."""
     from .engine import REGISTRY
     from .pipeline import Options
 
@@ -144,7 +144,7 @@ def _options(args, settings, tree):
     ignore = _split(args.ignore) + settings.ignore
     for code in select + ignore:
         if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
-            raise _UsageError(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
+            raise UsageError(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
     given = {"vllm": args.vllm_version, "sglang": args.sglang_version, "vllm_ascend": args.vllm_ascend_version}
     versions = {k: v for k, v in given.items() if v}
     return Options(
@@ -168,17 +168,17 @@ def _tree(root: str | None, version: str | None):
         if version:
             return release_tree(version)
     except LocateError as ex:
-        raise _UsageError(str(ex)) from None
+        raise UsageError(str(ex)) from None
     return None
 
 
-def _settings(args):
+def _settings(args, start: Path | None = None):
     from .settings import load_settings
 
     try:
-        return load_settings(args.config, Path(args.paths[0] if args.paths else "."))
+        return load_settings(args.config, start or Path(args.paths[0] if args.paths else "."))
     except ValueError as ex:
-        raise _UsageError(str(ex)) from None
+        raise UsageError(str(ex)) from None
 
 
 def _run_lint(args, command_argv, settings, options):
@@ -198,7 +198,7 @@ def _check(args, command_argv) -> int:
         settings = _settings(args)
         tree = _tree(args.verl_root or (settings.verl_root if not args.verl else None), args.verl or settings.verl_version)
         options = _options(args, settings, tree)
-    except _UsageError as ex:
+    except UsageError as ex:
         return _error(str(ex))
     reports = _run_lint(args, command_argv, settings, options)
     if args.write_baseline:
@@ -282,10 +282,10 @@ def _upgrade(args) -> int:
         if current is None:
             current = find_checkout(Path(args.paths[0]).resolve().parent) or installed_tree()
         if current is None:
-            raise _UsageError("no current verl found: pass --from VERSION or --from-root DIR")
+            raise UsageError("no current verl found: pass --from VERSION or --from-root DIR")
         before_opts = _options(args, settings, current)
         after_opts = _options(args, settings, target)
-    except _UsageError as ex:
+    except UsageError as ex:
         return _error(str(ex))
     before = _run_lint(args, None, settings, before_opts)
     after = _run_lint(args, None, settings, after_opts)

@@ -38,6 +38,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from .data import load_table as load_data
+from .data import read_text
 from . import environment
 
 # ------------------------------------------------------------------ sources ----
@@ -432,29 +434,6 @@ class Snapshot:
         return Snapshot(str(table["engine"]), tuple(str(v) for v in table.get("versions") or ()), names)
 
 
-@lru_cache(maxsize=None)
-def load_data(rel: str):
-    """A YAML file of the top-level `rules/` folder (packaged as `verl_lint.knowledge`), parsed
-    with libyaml when available: the snapshots are ~100 KB and the pure-Python parser takes
-    0.4-0.6 s for them, libyaml 0.06-0.1 s. Parsed once per process; do not mutate."""
-    import yaml
-
-    text = _data_text(rel)
-    return None if text is None else yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
-def _data_text(rel: str) -> str | None:
-    tree = Path(__file__).resolve().parent.parent / "rules"
-    if tree.is_dir():
-        p = tree / rel
-        return p.read_text(encoding="utf-8") if p.is_file() else None
-    from importlib import resources
-
-    res = resources.files("verl_lint.knowledge").joinpath(rel)
-    return res.read_text(encoding="utf-8") if res.is_file() else None
-
-
-_load_yaml = load_data
 
 
 @lru_cache(maxsize=64)
@@ -500,7 +479,7 @@ def _read_snapshot_text(text: str) -> dict | None:
 @lru_cache(maxsize=None)
 def snapshot(engine: str) -> Snapshot | None:
     rel = f"engine_args/{engine}.yaml"
-    text = _data_text(rel)
+    text = read_text(rel)
     if text is None:
         return None
     table = _read_snapshot_text(text) or load_data(rel)
@@ -926,7 +905,7 @@ def _disk_cache_put(kind: str, key: str, value) -> None:
 
 
 def fallback_assembly(engine: str, why: str) -> Assembly | None:
-    table = (_load_yaml("engine_args/verl_assembly.yaml") or {}).get(engine)
+    table = (load_data("engine_args/verl_assembly.yaml") or {}).get(engine)
     if not table:
         return None
     entries = tuple(

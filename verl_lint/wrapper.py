@@ -36,14 +36,10 @@ _LAUNCHERS = re.compile(r"^(python[0-9.]*|torchrun|ray|env|uv|conda|mpirun|srun)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `run` subcommand's options: the `check` options plus --dry-run and --strict."""
-    from .cli import _common
+    from .cli import _common, _output_flags
 
     _common(parser)
-    parser.add_argument("--format", choices=["text", "json", "sarif", "github"], default=None, help="report format (printed to stderr)")
-    parser.add_argument("--output", "-o", help="also write the report (in --format) to this file")
-    parser.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None, help="do not run the command on findings at or above this severity (default: error)")
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache of composed configs")
-    parser.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    _output_flags(parser)
     parser.add_argument("--dry-run", action="store_true", help="lint and show what would run; run nothing")
     parser.add_argument("--strict", action="store_true", help="if verl-lint itself fails, do not run the command (default: run it)")
 
@@ -151,47 +147,14 @@ def lint_command(argv: list[str], options, composer, cwd: str | None = None) -> 
 # ------------------------------------------------------------------- run ----
 
 
-class _UsageError(Exception):
-    pass
-
-
-def _split(values) -> tuple[str, ...]:
-    out = []
-    for v in values or ():
-        out.extend(x.strip() for x in v.split(",") if x.strip())
-    return tuple(out)
-
-
 def _options(args, start: Path):
-    """Options, fail-on and format from the arguments and [tool.verl-lint], as `check` builds them."""
-    from .engine import REGISTRY
-    from .locate import LocateError, release_tree, tree_at
-    from .pipeline import Options
-    from .settings import load_settings
+    """Options, settings, fail-on and format, built exactly as `check` builds them."""
+    from .cli import _options as build
+    from .cli import _settings, _tree
 
-    try:
-        settings = load_settings(args.config, start)
-    except ValueError as ex:
-        raise _UsageError(str(ex)) from None
-    select = _split(args.select) or settings.select
-    if select:
-        select += settings.extend_select
-    ignore = _split(args.ignore) + settings.ignore
-    for code in select + ignore:
-        if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
-            raise _UsageError(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
-    try:
-        if args.verl_root or (settings.verl_root and not args.verl):
-            tree = tree_at(Path(args.verl_root or settings.verl_root), "--verl-root")
-        elif args.verl or settings.verl_version:
-            tree = release_tree(args.verl or settings.verl_version)
-        else:
-            tree = None
-    except LocateError as ex:
-        raise _UsageError(str(ex)) from None
-    versions = {"vllm": args.vllm_version} if args.vllm_version else {}
-    options = Options(verl_tree=tree, select=select, ignore=ignore, severity=settings.severity, versions=versions, debug=args.debug)
-    return options, settings, args.fail_on or settings.fail_on, args.format or "text"
+    settings = _settings(args, start)
+    tree = _tree(args.verl_root or (settings.verl_root if not args.verl else None), args.verl or settings.verl_version)
+    return build(args, settings, tree), settings, args.fail_on or settings.fail_on, args.format or "text"
 
 
 def _say(msg: str) -> None:
@@ -200,6 +163,7 @@ def _say(msg: str) -> None:
 
 def run(args, command_argv: list[str] | None) -> int:
     """Lint `command_argv`; print the report; if it passes, exec the command (never returns then)."""
+    from .cli import UsageError
     from . import rules as _rules  # noqa: F401 - the rule pack, for select/ignore validation
     from .compose import Composer
     from .model import Severity
@@ -210,7 +174,7 @@ def run(args, command_argv: list[str] | None) -> int:
     call = script_call(command_argv)
     try:
         options, settings, fail_on, fmt = _options(args, Path(call.path if call and call.text is None else "."))
-    except _UsageError as ex:
+    except UsageError as ex:
         _say(f"error: {ex}")
         return EXIT_USAGE
 
