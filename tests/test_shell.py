@@ -163,3 +163,14 @@ def test_broken_continuation_is_a_finding(tmp_path):
     result = evaluate(str(p), text)
     [d] = result.diagnostics
     assert d.code == "VL008" and (d.span.line, d.span.col) == (4, 3) and d.key == "trainer.nnodes"
+
+
+def test_conditions_on_known_values_pick_their_branch(tmp_path):
+    text = (
+        'backend=megatron\nif [[ $backend == "fsdp" ]]; then C=f; elif [ "$backend" = megatron ]; then C=m; else C=x; fi\n'
+        'if [ -z "$UNSET" ]; then D=1; fi\nif [ -n "$backend" ]; then E=1; else E=2; fi\n'
+        "python3 -m m c=$C d=$D e=$E\n"
+    )
+    la, _ = one_launch(text, tmp_path)
+    assert [w.text for w in la.overrides] == ["c=m", None, "e=1"]
+    assert "branch" in la.overrides[1].unknown.reason

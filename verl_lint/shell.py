@@ -305,32 +305,66 @@ class Evaluator:
                 self._stmt(c, state)
 
     def _branches(self, n: ts.Node, state: State) -> None:
-        """if/elif/else: each branch on its own copy; disagreeing variables become unknown."""
-        branches: list[list[ts.Node]] = [[]]
-        has_else = False
-        seen_condition = False
-        for c in n.children:
-            if c.type in ("if", "then", "fi", ";", "\n"):
-                if c.type == "then":
-                    seen_condition = True
-                continue
-            if c.type == "elif_clause":
-                branches.append([x for x in c.named_children])
-            elif c.type == "else_clause":
-                has_else = True
-                branches.append([x for x in c.named_children])
-            elif seen_condition:
-                branches[0].append(c)
-            else:
-                self._stmt(c, state)  # the condition runs
+        """if/elif/else. A condition the evaluator can decide (`[ "$b" = megatron ]` on known
+        values) picks its arm; otherwise each possible arm runs on its own copy and variables
+        the arms disagree on become unknown."""
+        arms: list[tuple[list[ts.Node], list[ts.Node]]] = []
+        else_body: list[ts.Node] | None = None
+        for c in [n, *[c for c in n.children if c.type == "elif_clause"]]:
+            cond, body, in_body = [], [], False
+            for x in c.children:
+                if x.type == "then":
+                    in_body = True
+                elif x.is_named and x.type not in ("elif_clause", "else_clause", "comment"):
+                    (body if in_body else cond).append(x)
+            arms.append((cond, body))
+        else_clause = next((c for c in n.children if c.type == "else_clause"), None)
+        if else_clause is not None:
+            else_body = [x for x in else_clause.named_children if x.type != "comment"]
         outcomes = []
-        for body in branches:
-            s = state.copy()
-            self._block(body, s)
-            outcomes.append(s)
-        if not has_else:
-            outcomes.append(state.copy())
+        decided = False
+        for cond, body in arms:
+            verdict = self._condition(cond, state)
+            self._block(cond, state)  # the condition itself runs
+            if verdict is False:
+                continue
+            branch = state.copy()
+            self._block(body, branch)
+            outcomes.append(branch)
+            if verdict is True:
+                decided = True
+                break
+        if not decided:
+            branch = state.copy()
+            if else_body is not None:
+                self._block(else_body, branch)
+            outcomes.append(branch)
         self._merge(state, outcomes, "set in a branch of an if")
+
+    def _condition(self, cond: list[ts.Node], state: State) -> bool | None:
+        """The value of a `[ a = b ]` / `[[ a != b ]]` / `[ -z a ]` test on known words, else None."""
+        if len(cond) != 1 or cond[0].type != "test_command" or len(cond[0].named_children) != 1:
+            return None
+        e = cond[0].named_children[0]
+
+        def known(node) -> str | None:
+            fields = self._expand(node, state, quoted=True)
+            w = self._field_word(fields[0] if fields else [], self.src.node_span(node))
+            return w.text if len(fields) == 1 else None
+
+        if e.type == "binary_expression" and len(e.named_children) == 2:
+            op = next((c.type for c in e.children if not c.is_named), "")
+            a, b = (known(c) for c in e.named_children)
+            if a is None or b is None or op not in ("=", "==", "!=") or any(ch in b for ch in "*?["):
+                return None
+            return (a == b) != (op == "!=")
+        if e.type == "unary_expression" and len(e.named_children) == 1:
+            op = e.children[0].type if e.children else ""
+            a = known(e.named_children[0])
+            if a is None or op not in ("-z", "-n"):
+                return None
+            return (a == "") == (op == "-z")
+        return None
 
     def _case(self, n: ts.Node, state: State) -> None:
         outcomes = []
