@@ -358,9 +358,10 @@ class Evaluator:
             if a is None or b is None or op not in ("=", "==", "!=") or any(ch in b for ch in "*?["):
                 return None
             return (a == b) != (op == "!=")
-        if e.type == "unary_expression" and len(e.named_children) == 1:
-            op = e.children[0].type if e.children else ""
-            a = known(e.named_children[0])
+        operands = [c for c in e.named_children if c.type != "test_operator"]
+        if e.type == "unary_expression" and len(operands) == 1:
+            op = self.src.node_text(e.children[0]) if e.children else ""
+            a = known(operands[0])
             if a is None or op not in ("-z", "-n"):
                 return None
             return (a == "") == (op == "-z")
