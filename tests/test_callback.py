@@ -106,8 +106,8 @@ def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):
 
 
 def test_fail_on_warning_is_stricter(tmp_path, verl_trees):
-    # A duplicate override is a warning (VL107): it blocks only at fail_on=warning.
-    dup = ["trainer.nnodes=1", "trainer.nnodes=1"]
+    # A conflicting duplicate override is a warning (VL107): it blocks only at fail_on=warning.
+    dup = ["trainer.nnodes=1", "trainer.nnodes=2"]
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, *dup)
     assert proc.returncode == 0 and marker is not None, output(proc)
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", *dup)

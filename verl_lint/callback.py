@@ -110,7 +110,7 @@ def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config
     from omegaconf import OmegaConf
 
     from .compose import Composition
-    from .engine import REGISTRY, Context, parse_version, run_rules
+    from .engine import REGISTRY, Context, finalize, parse_version, run_rules, selected
     from .environment import installed_versions
     from .model import EnvVar, Launch, Span
 
@@ -134,7 +134,7 @@ def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config
     versions = {k: parse_version(v) for k, v in installed_versions().items()}
     versions["verl"] = parse_version(tree.version if tree else None)
     ctx = Context(launch, comp, versions, env_vars)
-    rules = [r for r in REGISTRY if _selected(r.code, r.name, select, ignore)]
+    rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore)]
     if on_error is None:
         diags = run_rules(ctx, rules)
     else:
@@ -146,7 +146,7 @@ def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config
                 on_error(r, ex)
     for d in diags:
         _add_provenance(d, comp, env_vars, choices, config_name)
-    return _finalize(diags, select, ignore)
+    return finalize(diags, select, ignore)
 
 
 @contextmanager
@@ -228,7 +228,7 @@ def _applied(overrides: list[str], choices: dict[str, str]):
     """The task overrides as AppliedOverride, located in the overrides joined by spaces."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from .compose import AppliedOverride
+    from .compose import AppliedOverride, override_kind
     from .model import Span, Word
 
     parser = OverridesParser.create()
@@ -244,18 +244,9 @@ def _applied(overrides: list[str], choices: dict[str, str]):
             out.append(AppliedOverride(Word(line, span), line, key, "set"))
             continue
         key = parsed.key_or_group
-        if parsed.is_hydra_override():
-            kind = "hydra"
-        elif not isinstance(parsed.value(), dict) and (parsed.get_key_element() in choices or key in choices):
+        kind = override_kind(parsed)
+        if kind != "hydra" and not isinstance(parsed.value(), dict) and (parsed.get_key_element() in choices or key in choices):
             kind = "group"
-        elif parsed.is_delete():
-            kind = "delete"
-        elif parsed.is_force_add():
-            kind = "force_add"
-        elif parsed.is_add():
-            kind = "add"
-        else:
-            kind = "set"
         out.append(AppliedOverride(Word(line, span), line, key, kind))
     return out
 
@@ -346,26 +337,6 @@ def _add_provenance(d, comp, env_vars, choices, config_name) -> None:
     else:
         source = _group_file(d.key, choices) or (f"{config_name}.yaml" if config_name else "the config")
         d.message += f" (default from {source})"
-
-
-def _selected(code: str, name: str, select, ignore) -> bool:
-    """pipeline.selected, by code and name (live findings may come from rules outside REGISTRY)."""
-    select, ignore = tuple(select or ()), tuple(ignore or ())
-
-    def match(patterns) -> bool:
-        return any(code.startswith(p) or name == p for p in patterns)
-
-    return (not select or match(select)) and not match(ignore)
-
-
-def _finalize(diags, select, ignore):
-    """pipeline.finalize without importing the pipeline (and the bash front end) on the job's path."""
-    out = {}
-    for d in diags:
-        if not _selected(d.code, d.name, select, ignore):
-            continue
-        out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
-    return [out[k] for k in sorted(out)]
 
 
 # -------------------------------------------------------------- callback ----
@@ -501,8 +472,10 @@ def _import(name: str) -> None:
 
 def _merge(static: list, live: list, select, ignore) -> list:
     """Config/env findings plus live ones; a live finding replaces a static one with its code and key."""
+    from .engine import finalize
+
     seen = {(d.code, d.key) for d in live}
-    return _finalize([d for d in static if (d.code, d.key) not in seen] + list(live), select, ignore)
+    return finalize([d for d in static if (d.code, d.key) not in seen] + list(live), select, ignore)
 
 
 def _one_line(d) -> str:

@@ -92,6 +92,17 @@ class Composition:
         return s[-1] if s else None
 
 
+def override_kind(parsed) -> str:
+    """hydra | delete | force_add | add | set, for a parsed Hydra override (groups are told apart later)."""
+    if parsed.is_hydra_override():
+        return "hydra"
+    if parsed.is_delete():
+        return "delete"
+    if parsed.is_force_add():
+        return "force_add"
+    return "add" if parsed.is_add() else "set"
+
+
 class ComposeError(Exception):
     pass
 
@@ -247,18 +258,7 @@ class Composer:
                 )
             )
             return None, None
-        key = parsed.key_or_group
-        if parsed.is_hydra_override():
-            kind = "hydra"
-        elif parsed.is_delete():
-            kind = "delete"
-        elif parsed.is_force_add():
-            kind = "force_add"
-        elif parsed.is_add():
-            kind = "add"
-        else:
-            kind = "set"
-        return AppliedOverride(w, line, key, kind, unknown), parsed
+        return AppliedOverride(w, line, parsed.key_or_group, override_kind(parsed), unknown), parsed
 
     def _base(
         self, app: HydraApp, base_lines: tuple[str, ...], comp: Composition, applied, anchor: Span, keep_hydra: bool = False

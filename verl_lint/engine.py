@@ -222,6 +222,27 @@ def parse_version(text: str | None) -> Version | None:
         return None
 
 
+def selected(code: str, name: str, select, ignore) -> bool:
+    """Whether a rule (by code or name) passes --select/--ignore (codes, code prefixes or names)."""
+
+    def match(patterns) -> bool:
+        return any(code.startswith(p) or name == p for p in patterns)
+
+    return (not select or match(select)) and not match(ignore)
+
+
+def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict | None = None) -> list[Diagnostic]:
+    """Select/ignore, per-rule severity overrides, de-duplication and a stable order."""
+    out = {}
+    for d in diags:
+        if not selected(d.code, d.name, select, ignore):
+            continue
+        if severity and d.code in severity:
+            d.severity = severity[d.code]
+        out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
+    return [out[k] for k in sorted(out)]
+
+
 def run_rules(ctx: Context, rules: Iterable[Rule]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for r in rules:

@@ -12,7 +12,8 @@ from . import rules as _rules  # noqa: F401 - registers the rule pack
 from . import shell
 from .compose import Composer
 from .environment import installed_versions
-from .engine import REGISTRY, Context, Rule, parse_version, run_rules
+from .engine import REGISTRY, Context, Rule, parse_version, run_rules, selected
+from .engine import finalize as engine_finalize
 from .locate import ConfigNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
 from .rules.tables import removed_module_diag
 from .suppress import apply_suppressions
@@ -35,16 +36,7 @@ class Options:
     timeout: float = 20.0  # seconds per file before a VL005 finding (0: no limit)
 
     def active_rules(self) -> list[Rule]:
-        return [r for r in REGISTRY if selected(r, self.select, self.ignore)]
-
-
-def selected(r: Rule, select, ignore) -> bool:
-    def match(patterns) -> bool:
-        return any(r.code.startswith(p) or r.name == p for p in patterns)
-
-    if select and not match(select):
-        return False
-    return not match(ignore)
+        return [r for r in REGISTRY if selected(r.code, r.name, self.select, self.ignore)]
 
 
 @dataclass
@@ -146,16 +138,7 @@ def launch_env(la: Launch, comp) -> dict[str, EnvVar]:
 
 
 def finalize(diags: list[Diagnostic], options: Options) -> list[Diagnostic]:
-    """Select/ignore, severity overrides, de-duplication and a stable order."""
-    out = {}
-    for d in diags:
-        r = REGISTRY.get(d.code)
-        if r is not None and not selected(r, options.select, options.ignore):
-            continue
-        if d.code in options.severity:
-            d.severity = options.severity[d.code]
-        out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
-    return [out[k] for k in sorted(out)]
+    return engine_finalize(diags, options.select, options.ignore, options.severity)
 
 
 def command_script(argv: list[str]) -> str:
