@@ -369,8 +369,9 @@ def test_unknown_kwarg_by_vllm_version(lint):
     [d] = _only(lint(script, "0.9.1", versions={"vllm": "0.13.0"}))
     assert d.code == "VL701" and str(d.severity) == "error"
     assert "removed in vLLM 0.13.0" in d.message and "cudagraph_capture_sizes" in d.help
-    [d] = _only(lint(script, "0.9.1"))  # no vLLM known: newest snapshot, said so, and only a warning
-    assert d.code == "VL701" and str(d.severity) == "warning" and "newest bundled snapshot" in d.message
+    [d] = _only(lint(script, "0.9.1"))  # no vLLM known: the vLLM verl 0.9.1 declares, said so, and only a warning
+    assert d.code == "VL701" and str(d.severity) == "warning" and "this verl declares (vllm==0.24.0)" in d.message
+    assert _only(lint(script, "0.7.1")) == []  # verl 0.7.1 declares vllm<=0.12.0, where the argument exists
 
 
 def test_unknown_kwarg_typo_is_an_error_whatever_the_version(lint):

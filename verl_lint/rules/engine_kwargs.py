@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..engine import MISSING, Context, main_ppo, rule
 from ..engine_args import (
+    declared_requirement,
     load_data,
     ENGINES,
     UNKNOWN,
@@ -227,7 +228,8 @@ def analyse(ctx: Context) -> list[Finding]:
 
 def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     info = ENGINES[kw.engine]
-    schema = schema_for(kw.engine, ctx.versions.get(info.key))
+    declared = declared_requirement(str(ctx.app.verl.root), info.dist) if ctx.app.verl else None
+    schema = schema_for(kw.engine, ctx.versions.get(info.key), declared)
     if schema is None or kw.key in schema.names.args:
         return None
     if kw.engine == "vllm":
@@ -422,7 +424,8 @@ _EK = "+actor_rollout_ref.rollout.engine_kwargs"
     "error",
     bad=[
         main_ppo(_V, f"{_EK}.vllm.max_num_batch_tokens=8192"),
-        main_ppo(_V, f"{_EK}.vllm.cuda_graph_sizes=[1,2,4]"),
+        # removed in vLLM 0.13; verl 0.7 declares vllm<=0.12, where it is still valid
+        (main_ppo(_V, f"{_EK}.vllm.cuda_graph_sizes=[1,2,4]"), ">=0.8"),
         main_ppo(_S, f"{_EK}.sglang.enable_expert_parallel=True"),
     ],
     good=[
@@ -515,7 +518,8 @@ def engine_kwarg_breaks_mapping(ctx: Context):
     "error",
     verl=">=0.6.0",
     bad=[
-        main_ppo(_V, "actor_rollout_ref.rollout.enable_rollout_routing_replay=True", f"{_EK}.vllm.enable_return_routed_experts=False"),
+        # the vLLM argument only exists from vLLM 0.14, newer than verl 0.7 declares
+        (main_ppo(_V, "actor_rollout_ref.rollout.enable_rollout_routing_replay=True", f"{_EK}.vllm.enable_return_routed_experts=False"), ">=0.8"),
         main_ppo(_S, "actor_rollout_ref.rollout.enable_rollout_routing_replay=True", f"{_EK}.sglang.enable_return_routed_experts=False"),
     ],
     good=[
