@@ -6,12 +6,16 @@ The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, el
 * `bases/`    — composed base configs (one pickle per config tree, config name and group
                 overrides; see compose.py). Cheap to rebuild: the first run after a clean
                 composes each base again with Hydra (~0.2 s each).
-* `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels). Costly to
-                rebuild (a download), so `clean` keeps them unless `--all` is given.
+* `engine_args/`, `verl-allocator/` — what was read with ast from a verl tree (its engine
+                argument assembly, its allocator code); cheap to rebuild.
+* `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels), and
+  `wheels/`   — engine / torch-npu wheels the tests read. Costly to rebuild (downloads), so
+                `clean` keeps them unless `--all` is given.
 
-Only entries verl-lint writes are removed (`*.pickle` and temp files in `bases/`,
-`verl-*` and temp directories in `releases/`), so a cache directory pointed somewhere
-unexpected never loses anything else.
+Only entries verl-lint writes are removed (hash-named `*.pickle`/`*.json` and temp files
+in the derived folders, `verl-*` and temp directories in `releases/`, `*.whl` and unpacked
+wheel directories in `wheels/`), so a cache directory pointed somewhere unexpected never
+loses anything else.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ def cache_dir() -> Path:
     return where()
 
 
-_BASE_FILE = re.compile(r"^[0-9a-f]{16,64}(\.pickle|\.\d+\.tmp)$")
+_BASE_FILE = re.compile(r"^([a-z]+-)?[0-9a-f]{16,64}(\.pickle|\.json|\.\d+\.tmp)$")
+DERIVED = ("bases", "engine_args", "verl-allocator")  # cheap to rebuild: removed by `clean`
+_WHEEL = re.compile(r"^[A-Za-z0-9_.\-]+(\.whl|-[0-9][0-9A-Za-z.+\-_]*)$")
 _RELEASE_DIR = re.compile(r"^(verl-[0-9A-Za-z.+\-_]+|tmp[0-9A-Za-z_\-]+)$")
 
 
@@ -75,39 +81,41 @@ def clean(releases: bool = False) -> tuple[int, int]:
     """
     root = cache_dir()
     files = size = 0
-    bases = root / "bases"
-    if bases.is_dir() and not bases.is_symlink():
-        for entry in sorted(bases.iterdir()):
+    for name in DERIVED:
+        folder = root / name
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        for entry in sorted(folder.iterdir()):
             if entry.is_file() and _BASE_FILE.match(entry.name):
                 f, s = _size(entry)
                 try:
                     entry.unlink()
-                except FileNotFoundError:
-                    continue
                 except OSError:
                     continue
                 files, size = files + f, size + s
         try:
-            bases.rmdir()  # only if nothing else is left in it
+            folder.rmdir()  # only if nothing else is left in it
         except OSError:
             pass
-    rel = root / "releases"
-    if releases and rel.is_dir() and not rel.is_symlink():
-        for entry in sorted(rel.iterdir()):
-            if _RELEASE_DIR.match(entry.name):
+    for name, pattern in (("releases", _RELEASE_DIR), ("wheels", _WHEEL)):
+        folder = root / name
+        if not releases or not folder.is_dir() or folder.is_symlink():
+            continue
+        for entry in sorted(folder.iterdir()):
+            if pattern.match(entry.name):
                 f, s = _remove_tree(entry)
                 files, size = files + f, size + s
         try:
-            rel.rmdir()
+            folder.rmdir()
         except OSError:
             pass
     return files, size
 
 
 def usage() -> dict[str, tuple[int, int]]:
-    """{"bases": (files, bytes), "releases": (files, bytes)} of the cache directory."""
+    """{folder: (files, bytes)} of the cache directory's folders."""
     root = cache_dir()
-    return {name: _size(root / name) if (root / name).exists() else (0, 0) for name in ("bases", "releases")}
+    return {name: _size(root / name) if (root / name).exists() else (0, 0) for name in (*DERIVED, "releases", "wheels")}
 
 
 def _human(n: int) -> str:
@@ -138,7 +146,7 @@ def run(args) -> int:
     if cmd == "dir" or cmd is None:
         print(root)
         for name, (files, size) in usage().items():
-            print(f"  {name + '/':<10} {files:5d} files  {_human(size)}")
+            print(f"  {name + '/':<16} {files:5d} files  {_human(size)}")
         return 0
     return 2
 

@@ -435,7 +435,41 @@ def _py_files(pkg: Path):
 
 @lru_cache(maxsize=16)
 def analyze_verl(root: str | Path, version: str | None = None) -> VerlAllocatorCode:
-    """What verl at `root` (the directory containing `verl/`) does with the allocator, from its source."""
+    """What verl at `root` (the directory containing `verl/`) does with the allocator, from its source.
+
+    Reading ~400 files costs ~0.1-0.2 s, so the result is kept on disk, keyed by every source
+    file's path, size and mtime (a changed checkout is read again)."""
+    import hashlib
+    import pickle
+
+    from . import __version__
+    from .locate import cache_dir
+
+    files = _py_files(Path(root) / "verl")
+    ident = hashlib.sha256(repr((__version__, str(root), version)).encode())
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        ident.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    path = cache_dir() / "verl-allocator" / f"{ident.hexdigest()[:32]}.pickle"
+    try:
+        return pickle.loads(path.read_bytes())
+    except Exception:  # noqa: BLE001 - a missing or corrupt entry is a miss
+        pass
+    result = _analyze_verl(Path(root), version)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(result))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return result
+
+
+def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:
     root = Path(root)
     pkg = root / "verl"
     texts: dict[Path, str] = {}
