@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
             return _rule(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `verl-lint ... | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     _parser().print_help()
     return EXIT_USAGE
 
