@@ -245,7 +245,7 @@ class Evaluator:
 
         A trailing `\\` continuation at the end of the file, and `${V:-[...]}` defaults that
         the grammar cannot parse; the evaluator treats such an expansion as unknown."""
-        if self.src.data[n.start_byte :].strip() == b"":
+        if self.src.data[n.start_byte :].strip() in (b"", b"\\"):  # `\` at EOF, newline or not
             return True
         p = n.parent
         while p is not None:
