@@ -41,6 +41,13 @@ def _value_text(line: str) -> str:
     return line.split("=", 1)[1] if "=" in line else ""
 
 
+def _doc_text(rec: dict, text: str) -> str:
+    """A record's message/help for the documentation: placeholders shown generically."""
+    first = (rec.get("keys") or [rec.get("module") or rec.get("config_name") or "the key"])[0]
+    fields = {"key": first, "value": "<value>", "replacement": rec.get("replacement") or "", "version": rec.get("removed", "")}
+    return text.format(**fields).replace("{rest}", "...").replace(".*", ".<key>")
+
+
 def _doc(rec: dict, kind: str) -> str:
     evidence = "\n".join(f"    - {e}" for e in rec.get("evidence", []))
     what = rec.get("summary", rec["name"])
@@ -52,8 +59,8 @@ def _doc(rec: dict, kind: str) -> str:
     else:
         does = f"Flags {keys} on verl >= {rec['removed']} (where it no longer works)"
     return (
-        f"{what}\n\n    ## What it does\n    {does}.\n\n    ## Why is this bad?\n    {rec['message']}\n\n"
-        f"    ## Use instead\n    {rec['help']}\n\n    ## Where in verl\n{evidence}\n"
+        f"{what}\n\n    ## What it does\n    {does}.\n\n    ## Why is this bad?\n    {_doc_text(rec, rec['message'])}\n\n"
+        f"    ## Use instead\n    {_doc_text(rec, rec['help'])}\n\n    ## Where in verl\n{evidence}\n"
     )
 
 
