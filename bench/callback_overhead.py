@@ -8,7 +8,7 @@ interpreter start-up, Hydra's import and the compose cancel out). The callback's
 (`on_job_start`, logged as "clean (N ms)") is reported as well, and the task checks that no
 heavy module (torch, torch_npu, vllm, verl, ray) was imported.
 
-    /work/venv/bin/python bench/callback_overhead.py [--verl 0.9.1] [--runs 15] [--json]
+    python bench/callback_overhead.py [--verl 0.9.1] [--runs 15] [--json]
 
 Target: under 50 ms added. On a shared/loaded machine wall times are noisy; the CPU-time
 difference is the steadier number.

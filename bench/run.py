@@ -1,8 +1,8 @@
 """Benchmark: verl-lint's composition against plain `hydra.compose`, in one process.
 
-    /work/venv/bin/python bench/run.py                 # everything (about a minute on a quiet 2-core box)
-    /work/venv/bin/python bench/run.py --profile       # + cProfile of the cold path (top 15)
-    /work/venv/bin/python bench/run.py --skip-cli      # only the in-process part
+    python bench/run.py                 # everything (about a minute on a quiet 2-core box)
+    python bench/run.py --profile       # + cProfile of the cold path (top 15)
+    python bench/run.py --skip-cli      # only the in-process part
 
 What it does (see bench/README.md):
 1. generates the corpus (bench/make_corpus.py, seed 0) into bench/corpus/;
