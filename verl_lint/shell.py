@@ -810,13 +810,25 @@ class Evaluator:
         later = self._assigned_later.get(name)
         if later is not None and later > node.start_byte and (name, node.start_byte) not in self._reported_unset:
             self._reported_unset.add((name, node.start_byte))
+            parent = node.parent
+            divisor = (
+                parent is not None
+                and parent.type == "binary_expression"
+                and parent.child_by_field_name("right") == node
+                and self.src.node_text(parent.child_by_field_name("operator") or parent).strip() in ("/", "%")
+            )
+            effect = (
+                "as a divisor it is 0: bash stops with `division by 0` and skips this assignment"
+                if divisor
+                else "bash expands it to an empty string (0 in arithmetic)"
+            )
             self.result.diagnostics.append(
                 Diagnostic(
                     "VL002",
                     "variable-used-before-assignment",
                     Severity.WARNING,
-                    f"${name} is used here but only assigned later in the script; bash expands it to an empty string"
-                    " (0 in arithmetic) unless the caller's environment sets it",
+                    f"${name} is used here but only assigned later in the script; {effect} unless the caller's "
+                    "environment sets it",
                     span,
                     help=f"assign {name} before this line",
                     key=name,
