@@ -148,6 +148,9 @@ def _options(args, settings, tree):
     for code in select + ignore:
         if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
             raise UsageError(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
+    # `source` may follow files inside the scanned tree (a directory given, or a file's directory).
+    scanned = [Path(p).resolve() for p in getattr(args, "paths", None) or ()]
+    roots = tuple(dict.fromkeys(p if p.is_dir() else p.parent for p in scanned))
     given = {"vllm": args.vllm_version, "sglang": args.sglang_version, "vllm_ascend": args.vllm_ascend_version}
     versions = {k: v for k, v in given.items() if v}
     return Options(
@@ -156,6 +159,7 @@ def _options(args, settings, tree):
         ignore=ignore,
         severity=settings.severity,
         versions=versions,
+        allowed_roots=roots,
         debug=args.debug,
         max_bytes=int((args.max_file_size or settings.max_file_size) * 2**20),
         timeout=args.timeout if args.timeout is not None else settings.timeout,
