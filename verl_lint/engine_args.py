@@ -97,11 +97,9 @@ class WheelSource(Source):
 def fetch_wheel(dist: str, version: str, dest: Path | None = None) -> Path:
     """The wheel of dist==version from the package index, downloaded once without dependencies
     into `dest` (default: <cache>/wheels). Raises RuntimeError when it cannot be downloaded."""
-    import subprocess
-    import sys
     import tempfile
 
-    from .locate import cache_dir
+    from .locate import DownloadError, cache_dir, pip_download
 
     dest = Path(dest) if dest else cache_dir() / "wheels"
     dest.mkdir(parents=True, exist_ok=True)
@@ -109,17 +107,12 @@ def fetch_wheel(dist: str, version: str, dest: Path | None = None) -> Path:
     for w in sorted(dest.glob(f"{stem}-{version}-*.whl")):
         return w
     with tempfile.TemporaryDirectory(dir=dest) as tmp:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"{dist}=={version}", "--no-deps", "--only-binary=:all:", "-d", tmp, "-q"],
-            capture_output=True,
-            text=True,
-        )
-        wheels = list(Path(tmp).glob("*.whl"))
-        if proc.returncode != 0 or not wheels:
-            last = (proc.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
-            raise RuntimeError(f"cannot download {dist}=={version}: {last}")
-        target = dest / wheels[0].name
-        wheels[0].replace(target)
+        try:
+            wheel = pip_download(dist, version, Path(tmp))
+        except DownloadError as ex:
+            raise RuntimeError(str(ex)) from None
+        target = dest / wheel.name
+        wheel.replace(target)
     return target
 
 

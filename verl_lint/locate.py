@@ -97,6 +97,25 @@ def tree_at(root: Path, origin: str) -> VerlTree:
     return VerlTree(root, read_version(root), origin)
 
 
+class DownloadError(Exception):
+    pass
+
+
+def pip_download(dist: str, version: str, into: Path) -> Path:
+    """The wheel of `dist==version`, downloaded without dependencies into `into` (the only place
+    verl-lint starts a process: `--verl VERSION` and the tests' wheel fixtures, both opt-in)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", f"{dist}=={version}", "--no-deps", "--only-binary=:all:", "-d", str(into), "-q"],
+        capture_output=True,
+        text=True,
+    )
+    wheels = sorted(Path(into).glob("*.whl"))
+    if proc.returncode != 0 or not wheels:
+        last = (proc.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
+        raise DownloadError(f"cannot download {dist}=={version} from the package registry ({last})")
+    return wheels[0]
+
+
 def release_tree(version: str) -> VerlTree:
     """A verl release from the registry, downloaded once without dependencies and unpacked."""
     dest = cache_dir() / "releases" / f"verl-{version}"
@@ -104,20 +123,12 @@ def release_tree(version: str) -> VerlTree:
         return VerlTree(dest, read_version(dest) or version, f"verl=={version} (cached release)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"verl=={version}", "--no-deps", "--only-binary=:all:", "-d", tmp, "-q"],
-            capture_output=True,
-            text=True,
-        )
-        wheels = list(Path(tmp).glob("verl-*.whl"))
-        if proc.returncode != 0 or not wheels:
-            last = (proc.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
-            raise LocateError(
-                f"cannot download verl=={version} from the package registry ({last}); "
-                "pass --verl-root DIR with a verl checkout instead"
-            )
+        try:
+            wheel = pip_download("verl", version, Path(tmp))
+        except DownloadError as ex:
+            raise LocateError(f"{ex}; pass --verl-root DIR with a verl checkout instead") from None
         unpack = Path(tmp) / "unpacked"
-        with zipfile.ZipFile(wheels[0]) as zf:
+        with zipfile.ZipFile(wheel) as zf:
             zf.extractall(unpack)
         if dest.exists():
             shutil.rmtree(dest, ignore_errors=True)
