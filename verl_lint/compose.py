@@ -176,7 +176,7 @@ class Composer:
             if ao.kind == "hydra" and parsed.get_key_element() == "hydra.searchpath":
                 from .locate import map_searchpath
 
-                searchpath = map_searchpath(parsed.value(), _launch_like(app, w), [app.verl.root] if app.verl else [])
+                searchpath = map_searchpath(parsed.value(), str(Path(w.span.path).parent), [app.verl.root] if app.verl else [])
                 ao.line = "hydra.searchpath=[" + ",".join(searchpath) + "]"
             applied.append((ao, parsed))
         repo = self._repo(app, searchpath)
@@ -352,12 +352,6 @@ class Composer:
             os.replace(tmp, p)
         except OSError:
             pass
-
-
-def _launch_like(app: HydraApp, w: Word):
-    from .model import Launch
-
-    return Launch(path=w.span.path, span=w.span, entry_span=w.span, module=None, file=None, cwd=str(Path(w.span.path).parent))
 
 
 # ------------------------------------------------------------ errors ----

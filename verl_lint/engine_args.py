@@ -557,27 +557,20 @@ def schema_for(engine: str, requested: Version | None, declared: SpecifierSet | 
     if snap is None or not snap.versions:
         return None
     versions = sorted(snap.versions, key=_ver)
-    supported = [v for v in versions if declared is not None and declared.contains(_ver(v), prereleases=True)]
-    if requested is None and supported:
-        v = supported[-1]
-        return Schema(
-            engine,
-            v,
-            snap.names_at(v),
-            "snapshot",
-            note=f"no {info.title} installed and no version given: checked against {info.title} {v}, the newest "
-            f"bundled release this verl declares ({info.dist}{declared})",
-            confident=False,
-            snapshot=snap,
-        )
     if requested is None:
-        v = versions[-1]
+        supported = [v for v in versions if declared is not None and declared.contains(_ver(v), prereleases=True)]
+        v = (supported or versions)[-1]
+        which = (
+            f"{info.title} {v}, the newest bundled release this verl declares ({info.dist}{declared})"
+            if supported
+            else f"the newest bundled snapshot ({info.title} {v})"
+        )
         return Schema(
             engine,
             v,
             snap.names_at(v),
             "snapshot",
-            note=f"no {info.title} installed and no version given: checked against the newest bundled snapshot ({info.title} {v})",
+            note=f"no {info.title} installed and no version given: checked against {which}",
             confident=False,
             snapshot=snap,
         )

@@ -295,7 +295,8 @@ def map_pkg(dotted: str, roots: list[Path]) -> Path | None:
     return None
 
 
-def map_searchpath(entries, launch: Launch, roots: list[Path]) -> tuple[str, ...]:
+def map_searchpath(entries, cwd: str, roots: list[Path]) -> tuple[str, ...]:
+    """`hydra.searchpath` entries as file:// URLs: `pkg://` found under `roots`, relative `file://` against `cwd`."""
     out = []
     for e in entries or []:
         e = str(e)
@@ -305,7 +306,7 @@ def map_searchpath(entries, launch: Launch, roots: list[Path]) -> tuple[str, ...
                 out.append(f"file://{d}")
         elif e.startswith("file://"):
             rel = e[len("file://") :]
-            d = next((Path(r, rel) for r in [Path(launch.cwd), *roots] if Path(r, rel).is_dir()), None)
+            d = next((Path(r, rel) for r in [Path(cwd), *roots] if Path(r, rel).is_dir()), None)
             out.append(f"file://{d.resolve()}" if d else e)
         else:
             out.append(e)
@@ -319,7 +320,7 @@ def _primary_searchpath(dirs: list[Path], config_name: str | None, launch: Launc
         f = _config_file(d, config_name)
         if f is not None:
             entries = _declared_searchpath(f)
-            return map_searchpath(entries, launch, roots) if entries else None
+            return map_searchpath(entries, launch.cwd, roots) if entries else None
     return None
 
 

@@ -95,9 +95,6 @@ class Var:
     exported: bool = False
     assigned_at: Span | None = None
 
-    def scalar(self) -> Word:
-        return self.words[0] if self.words else Word("", self.assigned_at) if self.assigned_at else self.words[0]
-
 
 @dataclass
 class State:

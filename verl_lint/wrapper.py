@@ -246,19 +246,10 @@ def _exec(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry (`python -m verl_lint.wrapper [options] -- command...`), as `verl-lint run`."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command_argv = None
-    if "--" in argv:
-        i = argv.index("--")
-        argv, command_argv = argv[:i], argv[i + 1 :]
-    parser = argparse.ArgumentParser(prog="verl-lint run", description="Lint a launch command, then run it only if it passes.")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args, command_argv)
-    except KeyboardInterrupt:
-        return 130
+    """Standalone entry (`python -m verl_lint.wrapper [options] -- command...`): `verl-lint run`."""
+    from .cli import main as cli_main
+
+    return cli_main(["run", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
