@@ -40,7 +40,7 @@ from verl_lint.engine_args import (  # noqa: E402
     read_assembly_source,
     SERVER_FILES,
 )
-from verl_lint.locate import cache_dir  # noqa: E402
+from verl_lint.cache import cache_dir  # noqa: E402
 
 # The newest patch release of every minor release that verl 0.6 ... 0.9 can run with.
 DEFAULT_VERSIONS = {

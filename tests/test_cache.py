@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 from verl_lint import cache
 from verl_lint.compose import Composer
 from verl_lint.launch import launches
-from verl_lint.locate import cache_dir, locate_app
+from verl_lint.cache import cache_dir
+from verl_lint.locate import locate_app
 from verl_lint.shell import evaluate
 
 SCRIPT = (

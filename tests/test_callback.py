@@ -279,12 +279,12 @@ def test_live_findings_are_merged_and_filtered(composed, monkeypatch):
     import verl_lint.callback as cbmod
 
     live = Diagnostic("VL651", "allocator-api-missing", Severity.ERROR, "live finding", cbmod_span(), key="PYTORCH_CUDA_ALLOC_CONF")
-    monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: [live])
+    monkeypatch.setattr(cbmod, "_live_job", lambda *a, **k: [live])
     cfg = composed(*GOOD)
     with pytest.raises(SystemExit):
         VerlLintCallback().on_job_start(cfg, task_function=None)
     VerlLintCallback(ignore="VL651").on_job_start(cfg, task_function=None)  # filtered: runs
-    monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: (_ for _ in ()).throw(ImportError("half-written runtime")))
+    monkeypatch.setattr(cbmod, "_live_job", lambda *a, **k: (_ for _ in ()).throw(ImportError("half-written runtime")))
     cb = VerlLintCallback()
     cb.on_job_start(cfg, task_function=None)  # fails open
     assert cb.skipped == ["live allocator check"]
@@ -294,3 +294,39 @@ def cbmod_span():
     from verl_lint.model import Span
 
     return Span("<runtime>", 1, 1, 1, 1)
+
+
+def test_override_keys_and_kinds_agree_with_hydras_parser():
+    """The callback reads key and kind from the override text (Hydra parsed it already); on
+    every override form Hydra accepts that must agree with Hydra's own parser."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from verl_lint.callback import _applied
+    from verl_lint.compose import override_kind
+
+    lines = [
+        "trainer.nnodes=2",
+        "+trainer.new_key=1",
+        "++trainer.nnodes=3",
+        "~trainer.logger",
+        "~trainer.logger=[console]",
+        "actor@actor_rollout_ref.actor=dp_actor",
+        "+actor@actor_rollout_ref.actor=dp_actor",
+        "data.train_files='/a=b/train.parquet'",
+        "trainer.logger=[console,wandb]",
+        "+ray_kwargs.ray_init.runtime_env={env_vars:{A:'1'}}",
+        "hydra.run.dir=/tmp/x",
+        "hydra/job_logging=disabled",
+        "trainer.experiment_name=",
+        "critic.optim.lr=${actor_rollout_ref.actor.optim.lr}",
+    ]
+    choices = {"actor@actor_rollout_ref.actor": "dp_actor"}
+    got = _applied(lines, choices)
+    parsed = OverridesParser.create().parse_overrides(lines)
+    for line, o, p in zip(lines, got, parsed):
+        kind = override_kind(p)
+        key_element = f"{p.key_or_group}@{p.package}" if p.package else p.key_or_group  # without +/~
+        if kind != "hydra" and not isinstance(p.value(), dict) and (key_element in choices or p.key_or_group in choices):
+            kind = "group"
+        assert (o.key, o.kind) == (p.key_or_group, kind), line
+        assert o.word.text == line

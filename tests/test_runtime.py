@@ -19,7 +19,8 @@ import pytest
 from verl_lint.engine import REGISTRY
 
 from verl_lint import doctor
-from verl_lint.locate import cache_dir, tree_at
+from verl_lint.cache import cache_dir
+from verl_lint.locate import tree_at
 from verl_lint.runtime import (
     Accelerator,
     analyze_verl,
@@ -352,3 +353,28 @@ def test_env_default_written_by_verl_counts_as_enabling(tmp_path, torch_npu_pkgs
     assert [(w.var, w.value) for w in v.env_writes] == [("PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True")]
     assert v.enables_training_on("npu")
     assert check_allocator(None, accelerator="npu", verl_tree=tree, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={}) == []
+
+
+def test_installed_versions_match_importlib_metadata(tmp_path, monkeypatch):
+    """Versions read from metadata directory names agree with importlib.metadata for every
+    distribution in this environment, an egg-info is handed to importlib.metadata, and an
+    absent distribution is None."""
+    from importlib import metadata
+
+    from verl_lint import environment
+
+    dists = {d.metadata["Name"] for d in metadata.distributions()}
+    assert {"torch", "hydra-core", "omegaconf"} <= dists
+    for name in dists:
+        assert environment.installed_version(name) == metadata.version(name), name
+
+    egg = tmp_path / "Some.Pkg-0.3-py3.11.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: Some.Pkg\nVersion: 0.3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    environment.installed_version.cache_clear()
+    try:
+        assert environment.installed_version("some-pkg") == metadata.version("some-pkg") == "0.3"
+        assert environment.installed_version("no-such-distribution") is None
+    finally:
+        environment.installed_version.cache_clear()

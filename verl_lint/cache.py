@@ -8,6 +8,8 @@ The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, el
                 composes each base again with Hydra (~0.2 s each).
 * `engine_args/`, `verl-allocator/` — what was read with ast from a verl tree (its engine
                 argument assembly, its allocator code); cheap to rebuild.
+* `tables/`   — the parsed knowledge tables (YAML parsing is most of the rule pack's load
+                time); cheap to rebuild.
 * `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels), and
   `wheels/`   — engine / torch-npu wheels the tests read. Costly to rebuild (downloads), so
                 `clean` keeps them unless `--all` is given.
@@ -23,18 +25,52 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def cache_dir() -> Path:
-    """The cache directory (locate.cache_dir; imported lazily: `verl-lint --help` stays light)."""
-    from .locate import cache_dir as where
+    """`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, else `~/.cache/verl-lint`."""
+    base = os.environ.get("VERL_LINT_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "verl-lint"
+    )
+    return Path(base)
 
-    return where()
+
+def memo(folder: str, ident: str, compute: Callable[[], T]) -> T:
+    """`compute()`, kept on disk as a pickle under `folder/`, named by a hash of `ident`.
+
+    `ident` must name everything the value depends on (with verl-lint's version). A missing or
+    corrupt entry is computed again; a read-only cache only costs time. Writes are atomic
+    renames, so concurrent runs never read a half-written entry.
+    """
+    import hashlib
+    import pickle
+
+    from . import __version__
+
+    name = hashlib.sha256(f"{__version__}\0{ident}".encode()).hexdigest()[:32]
+    path = cache_dir() / folder / f"{name}.pickle"
+    try:
+        return pickle.loads(path.read_bytes())
+    except Exception:  # noqa: BLE001 - a missing or corrupt entry is a miss
+        pass
+    value = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return value
 
 
 _BASE_FILE = re.compile(r"^([a-z]+-)?[0-9a-f]{16,64}(\.pickle|\.json|\.\d+\.tmp)$")
-DERIVED = ("bases", "engine_args", "verl-allocator")  # cheap to rebuild: removed by `clean`
+DERIVED = ("bases", "engine_args", "verl-allocator", "tables")  # cheap to rebuild: removed by `clean`
 _WHEEL = re.compile(r"^[A-Za-z0-9_.\-]+(\.whl|-[0-9][0-9A-Za-z.+\-_]*)$")
 _RELEASE_DIR = re.compile(r"^(verl-[0-9A-Za-z.+\-_]+|tmp[0-9A-Za-z_\-]+)$")
 
@@ -151,4 +187,4 @@ def run(args) -> int:
     return 2
 
 
-__all__ = ["clean", "usage", "add_arguments", "run"]
+__all__ = ["cache_dir", "memo", "clean", "usage", "add_arguments", "run"]

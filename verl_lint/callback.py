@@ -93,27 +93,30 @@ def lint_config(
     Span("<environment>", 1, 1) for environment variables. A rule that raises propagates,
     unless `on_error(rule, exception)` is given: then it is called and the other rules run.
     """
-    from omegaconf import DictConfig, OmegaConf
-
-    from . import rules as _rules  # noqa: F401 - registers the rule pack
-
-    hydra_node = cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
-    if overrides is None:
-        overrides = list(OmegaConf.select(hydra_node, "overrides.task", default=None) or []) if hydra_node is not None else []
-    overrides = [str(o) for o in overrides]
-    env = os.environ if env is None else env
+    hydra_node = _hydra_node(cfg)
     with _job_view(cfg) as job:
         return _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config_name, on_error)
+
+
+def _hydra_node(cfg):
+    from omegaconf import DictConfig
+
+    return cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
 
 
 def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config_name, on_error):
     from omegaconf import OmegaConf
 
+    from . import rules as _rules  # noqa: F401 - registers the rule pack
     from .compose import Composition
     from .engine import REGISTRY, Context, finalize, parse_version, run_rules, selected
     from .environment import installed_versions
     from .model import EnvVar, Launch, Span
 
+    if overrides is None:
+        overrides = list(OmegaConf.select(hydra_node, "overrides.task", default=None) or []) if hydra_node is not None else []
+    overrides = [str(o) for o in overrides]
+    env = os.environ if env is None else env
     choices = _choices(hydra_node)
     if config_name is None and hydra_node is not None:
         config_name = str(OmegaConf.select(hydra_node, "job.config_name", default="") or "")
@@ -224,28 +227,32 @@ def _hydra_app(task_file, config_dirs, config_name, tree):
     return HydraApp(file.name, file, tuple(config_dirs), config_name, None, tree, None)
 
 
-def _applied(overrides: list[str], choices: dict[str, str]):
-    """The task overrides as AppliedOverride, located in the overrides joined by spaces."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+_PREFIX_KIND = {"": "set", "+": "add", "++": "force_add", "~": "delete"}
 
-    from .compose import AppliedOverride, override_kind
+
+def _applied(overrides: list[str], choices: dict[str, str]):
+    """The task overrides as AppliedOverride, located in the overrides joined by spaces.
+
+    Hydra has parsed and applied them already; only the key and the kind are needed here, and
+    the override grammar makes those plain text: `~`, `+` or `++`, then the key up to the first
+    `=` (a key cannot contain one). Parsing again with Hydra's grammar costs ~1 ms per override.
+    """
+    from .compose import AppliedOverride
     from .model import Span, Word
 
-    parser = OverridesParser.create()
     out = []
     col = 1
     for line in overrides:
         span = Span(COMMAND_LINE, 1, col, 1, col + len(line), col - 1, col - 1 + len(line))
         col += len(line) + 1
-        try:
-            parsed = parser.parse_overrides([line])[0]
-        except Exception:  # noqa: BLE001 - Hydra parsed it once already; keep a best-effort key
-            key = line.split("=", 1)[0].lstrip("+~")
-            out.append(AppliedOverride(Word(line, span), line, key, "set"))
-            continue
-        key = parsed.key_or_group
-        kind = override_kind(parsed)
-        if kind != "hydra" and not isinstance(parsed.value(), dict) and (parsed.get_key_element() in choices or key in choices):
+        prefix = "++" if line.startswith("++") else line[:1] if line[:1] in ("+", "~") else ""
+        key_text, _, value = line[len(prefix) :].partition("=")
+        key_text = key_text.strip()
+        key = key_text.partition("@")[0]  # Hydra's key_or_group
+        kind = _PREFIX_KIND[prefix]
+        if key.startswith(("hydra.", "hydra/")):
+            kind = "hydra"
+        elif not value.lstrip().startswith("{") and (key_text in choices or key in choices):
             kind = "group"
         out.append(AppliedOverride(Word(line, span), line, key, kind))
     return out
@@ -268,37 +275,29 @@ def _ray_env(job, comp, anchor) -> dict:
 
 
 def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | None = None) -> list:
-    """The live allocator check (`verl_lint.runtime.check_allocator`) for a job, if it is available.
+    """The live allocator check (`verl_lint.runtime.check_allocator`) for a job.
 
     Called with the job's rollout config, the verl tree the job runs and the environment
-    (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`), as far as
-    `check_allocator` accepts them. Not finalized: the caller merges it with `lint_config`.
+    (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`). Not
+    finalized: the caller merges it with `lint_config`.
     """
-    import inspect
+    hydra_node = _hydra_node(cfg)
+    with _job_view(cfg) as job:
+        return _live_job(job, hydra_node, task_file, env)
 
+
+def _live_job(job, hydra_node, task_file, env) -> list:
     from omegaconf import DictConfig, OmegaConf
 
-    try:
-        from .runtime import check_allocator
-    except ModuleNotFoundError as ex:  # not shipped in this build: nothing to check
-        if ex.name == __package__ + ".runtime":
-            return []
-        raise
-    hydra_node = cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
-    with _job_view(cfg) as job:
-        rollout = OmegaConf.select(job, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
-        params = inspect.signature(check_allocator).parameters
-        takes_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        kwargs = {}
-        if "verl_tree" in params or takes_kw:
-            kwargs["verl_tree"] = _verl_tree(task_file, _config_dirs(hydra_node))
-        if "environ" in params or takes_kw:
-            environ = dict(os.environ if env is None else env)
-            ray_env = OmegaConf.select(job, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
-            if isinstance(ray_env, DictConfig):
-                environ.update({str(k): str(v) for k, v in _resolved_items(ray_env)})
-            kwargs["environ"] = environ
-        return list(check_allocator(rollout_config=rollout, **kwargs) or [])
+    from .runtime import check_allocator
+
+    rollout = OmegaConf.select(job, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
+    environ = dict(os.environ if env is None else env)
+    ray_env = OmegaConf.select(job, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
+    if isinstance(ray_env, DictConfig):
+        environ.update({str(k): str(v) for k, v in _resolved_items(ray_env)})
+    tree = _verl_tree(task_file, _config_dirs(hydra_node))
+    return list(check_allocator(rollout_config=rollout, verl_tree=tree, environ=environ))
 
 
 def _resolved_items(node):
@@ -387,11 +386,12 @@ class VerlLintCallback(Callback):
         for name in self.plugins:
             self._guard(f"plugin {name}", _import, name)
         self._guard("select/ignore", self._check_codes)
-        found = self._guard("config rules", lint_config, config, None, os.environ, select=self.select, ignore=self.ignore,
-                            task_file=task_file, on_error=self._rule_error)
-        diags.extend(found or [])
-        live = self._guard("live allocator check", live_findings, config, task_file, os.environ)
-        diags = _merge(diags, live or [], self.select, self.ignore)
+        hydra_node = _hydra_node(config)
+        with _job_view(config) as job:  # one view of the job config for both stages
+            found = self._guard("config rules", _lint_job, job, hydra_node, None, os.environ, self.select, self.ignore,
+                                task_file, None, self._rule_error)
+            live = self._guard("live allocator check", _live_job, job, hydra_node, task_file, os.environ)
+        diags = _merge(list(found or []), live or [], self.select, self.ignore)
         if self.report_path:
             self._guard(f"report {self.report_path}", self._write_report, diags)
         self.elapsed = time.perf_counter() - start
@@ -445,7 +445,7 @@ class VerlLintCallback(Callback):
             level = logging.WARNING if d.severity >= Severity.WARNING else logging.INFO
             log.log(level, "verl-lint: %s", _one_line(d))
         if not diags and not self.skipped:
-            log.info("verl-lint: config and environment clean (%.0f ms)", self.elapsed * 1000)
+            log.info("verl-lint: config and environment clean (%.1f ms)", self.elapsed * 1000)
         elif not diags:
             log.info("verl-lint: no findings, but %d check(s) skipped (see above) (%.0f ms)", len(self.skipped), self.elapsed * 1000)
 

@@ -15,7 +15,6 @@ located diagnostic and the rest of the launch is still composed and checked.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 import pickle
@@ -322,7 +321,7 @@ class Composer:
         import hydra
         import omegaconf
 
-        from .locate import cache_dir
+        from .cache import cache_dir
 
         ident = repr((key, self._tree_digest(app), hydra.__version__, omegaconf.__version__, __version__))
         name = hashlib.sha256(ident.encode()).hexdigest()[:32]
@@ -402,6 +401,7 @@ def did_you_mean(cfg: DictConfig, key: str) -> str | None:
     prefix = ".".join(parts[:depth])
     wanted = parts[depth]
     siblings = [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
+    import difflib  # only for a suggestion: not loaded at start-up
     close = difflib.get_close_matches(wanted, siblings, n=1, cutoff=0.6)
     if close:
         rest = parts[depth + 1 :]

@@ -9,7 +9,9 @@ those are diagnostics of the composition step, documented here as rules too.
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -102,6 +104,22 @@ def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), a
         return fn
 
     return deco
+
+
+def lazy_module(name: str):
+    """The module `name`, executed on first attribute access (importlib's LazyLoader recipe).
+
+    Rule modules reach support code that most launches never need this way (the engine
+    argument schemas, for instance), which keeps the Hydra callback's start-up short."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
 
 
 def main_ppo(*overrides: str, env: dict[str, str] | None = None, module: str = "verl.trainer.main_ppo") -> str:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -99,7 +99,8 @@ def fetch_wheel(dist: str, version: str, dest: Path | None = None) -> Path:
     into `dest` (default: <cache>/wheels). Raises RuntimeError when it cannot be downloaded."""
     import tempfile
 
-    from .locate import DownloadError, cache_dir, pip_download
+    from .cache import cache_dir
+    from .locate import DownloadError, pip_download
 
     dest = Path(dest) if dest else cache_dir() / "wheels"
     dest.mkdir(parents=True, exist_ok=True)
@@ -128,8 +129,7 @@ def _parse(text: str | None) -> ast.Module | None:
 # --------------------------------------------------------------- extraction ----
 
 
-@dataclass(frozen=True)
-class EngineNames:
+class EngineNames(NamedTuple):
     """The names one engine release accepts."""
 
     args: frozenset[str] = frozenset()  # engine_kwargs keys (underscore form)
@@ -297,8 +297,7 @@ def extract_vllm_ascend(src: Source) -> EngineNames:
     return EngineNames(frozenset(), frozenset(_dict_keys(tree, "env_variables") if tree else set()))
 
 
-@dataclass(frozen=True)
-class EngineInfo:
+class EngineInfo(NamedTuple):
     key: str  # version key in Context.versions
     dist: str  # distribution name on the package index
     top: str  # top-level import package
@@ -600,8 +599,7 @@ def schema_for(engine: str, requested: Version | None, declared: SpecifierSet | 
 # ====================================================== verl's arg assembly ====
 
 
-@dataclass(frozen=True)
-class ArgSet:
+class ArgSet(NamedTuple):
     """One place where verl's server code sets, keeps or consumes an engine argument."""
 
     key: str
@@ -617,8 +615,7 @@ class ArgSet:
         return self.kind == "set" and self.phase in ("pre", "after")
 
 
-@dataclass(frozen=True)
-class Assembly:
+class Assembly(NamedTuple):
     engine: str  # "vllm" | "sglang"
     path: str  # file, relative to the verl tree root
     function: str  # Class.method
@@ -848,81 +845,15 @@ def assembly(root: str, engine: str) -> Assembly | None:
         st = p.stat()
     except OSError:
         return fallback_assembly(engine, f"{rel} does not exist in this verl tree")
-    key = f"{p.resolve()}|{st.st_mtime_ns}|{st.st_size}|{engine}|{_ASSEMBLY_FORMAT}"
-    cached = _disk_cache_get("assembly", key)
-    if cached is not None:
-        return _assembly_from_json(cached)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError:
-        text = None
-    a = read_assembly_source(text, engine, rel) if text is not None else None
-    if a is None:
-        return fallback_assembly(engine, f"the shape of {rel} was not recognised")
-    _disk_cache_put("assembly", key, _assembly_to_json(a))
-    return a
+    from .cache import memo
 
+    def read() -> Assembly | None:
+        text = _read(p)
+        return read_assembly_source(text, engine, rel) if text is not None else None
 
-_ASSEMBLY_FORMAT = 1
-
-
-def _assembly_to_json(a: Assembly) -> dict:
-    return {
-        "engine": a.engine,
-        "path": a.path,
-        "function": a.function,
-        "spread_line": a.spread_line,
-        "entries": [[e.key, e.phase, e.kind, e.value, list(e.condition), e.line] for e in a.entries],
-        "locals": [list(x) for x in a.local_exprs],
-        "module": [list(x) for x in a.module_exprs],
-    }
-
-
-def _assembly_from_json(d: dict) -> Assembly:
-    return Assembly(
-        d["engine"],
-        d["path"],
-        d["function"],
-        int(d["spread_line"]),
-        tuple(ArgSet(k, ph, kd, v, tuple(c), int(ln)) for k, ph, kd, v, c, ln in d["entries"]),
-        tuple((a, b) for a, b in d["locals"]),
-        tuple((a, b) for a, b in d["module"]),
-    )
-
-
-def _disk_cache_path(kind: str, key: str) -> Path:
-    import hashlib
-
-    from .locate import cache_dir
-
-    return cache_dir() / "engine_args" / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-
-
-def _disk_cache_get(kind: str, key: str):
-    """A value cached on disk by an earlier run (reading verl's sources with ast costs ~0.1 s)."""
-    import json
-
-    try:
-        d = json.loads(_disk_cache_path(kind, key).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return d.get("value") if isinstance(d, dict) and d.get("key") == key else None
-
-
-def _disk_cache_put(kind: str, key: str, value) -> None:
-    import json
-    import os
-    import tempfile
-
-    path = _disk_cache_path(kind, key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"key": key, "value": value}, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only cache only costs time
+    # Reading verl's sources with ast costs ~0.1 s: kept on disk per file version.
+    a = memo("engine_args", f"assembly\0{p.resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0{engine}", read)
+    return a if a is not None else fallback_assembly(engine, f"the shape of {rel} was not recognised")
 
 
 def fallback_assembly(engine: str, why: str) -> Assembly | None:
@@ -1003,18 +934,20 @@ def verl_env_names(root: str) -> frozenset[str]:
         key = f"{base.resolve()}|{st.st_mtime_ns}|{(Path(root) / 'verl/version/version').read_text().strip() if (Path(root) / 'verl/version/version').is_file() else ''}"
     except OSError:
         key = ""
-    if key:
-        cached = _disk_cache_get("verl-env", key)
-        if cached is not None:
-            return frozenset(cached)
-    out: set[str] = set()
-    for p in base.rglob("*.py"):
-        text = _read(p)
-        if text and ("VLLM_" in text or "SGLANG_" in text):
-            out.update(pat.findall(text))
-    if key:
-        _disk_cache_put("verl-env", key, sorted(out))
-    return frozenset(out)
+
+    def scan() -> frozenset[str]:
+        out: set[str] = set()
+        for p in base.rglob("*.py"):
+            text = _read(p)
+            if text and ("VLLM_" in text or "SGLANG_" in text):
+                out.update(pat.findall(text))
+        return frozenset(out)
+
+    if not key:
+        return scan()
+    from .cache import memo
+
+    return memo("engine_args", f"verl-env\0{key}", scan)
 
 
 # ---------------------------------------------------------------- evaluator ----
@@ -1031,11 +964,13 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
-@dataclass(frozen=True)
 class _Ref:
     """`self.config.<path>`: resolved lazily so `.get("k", d)` can use its default."""
 
-    path: str
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
 
 
 class _SelfObj:

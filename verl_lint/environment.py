@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import re
+import sys
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 # Distribution name -> the version key rules read from `Context.versions`.
@@ -18,12 +20,52 @@ TRACKED = {
 }
 
 
+def _normalize(name: str) -> str:
+    """A distribution name as installers spell it in metadata directory names (PEP 503, `_`)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+@lru_cache(maxsize=None)
+def _metadata_dirs(entry: str) -> tuple[tuple[str, str, str], ...]:
+    """(normalized name, version or '', suffix) of each `*.dist-info` / `*.egg-info` in a sys.path entry."""
+    try:
+        names = os.listdir(entry or ".")
+    except OSError:
+        return ()
+    out = []
+    for n in names:
+        stem, dot, suffix = n.rpartition(".")
+        if dot and suffix == "dist-info":
+            name, _, version = stem.rpartition("-")  # `<name>-<version>`: a version has no `-`
+            out.append((_normalize(name), version, suffix))
+        elif dot and suffix == "egg-info":  # `<name>[-<version>[-pyX.Y]]`
+            out.append((_normalize(stem.partition("-")[0]), "", suffix))
+    return tuple(out)
+
+
 @lru_cache(maxsize=None)
 def installed_version(dist: str) -> str | None:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
+    """The version of the distribution `dist` on sys.path, or None when it is not installed.
+
+    Read, like `importlib.metadata.version`, from the first metadata directory for `dist` along
+    sys.path, but from its name: installers write `<name>-<version>.dist-info` (the wheel and
+    installed-project specs). Importing `importlib.metadata` and parsing METADATA costs more
+    than the whole lint in the Hydra callback. An egg-info (its name need not carry the
+    version) is left to `importlib.metadata`."""
+    want = _normalize(dist)
+    for entry in sys.path:
+        for name, version, suffix in _metadata_dirs(entry):
+            if name != want:
+                continue
+            if version:
+                return version
+            from importlib import metadata
+
+            try:
+                return metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                return None
+    return None
 
 
 def installed_versions() -> dict[str, str]:

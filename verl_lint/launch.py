@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import replace
 
 from .model import EnvVar, Launch, RayAttach, Word
 from .shell import Command, env_of
@@ -202,7 +201,7 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
             flag, eq, inline = (a if a is not None else w.prefix).partition("=")
             target = _prefix_flag(flag)
             if target and eq:
-                setattr(launch, target, replace(w, text=inline if a is not None else None))
+                setattr(launch, target, w._replace(text=inline if a is not None else None))
             elif target and j < len(args):
                 setattr(launch, target, args[j])
                 j += 1

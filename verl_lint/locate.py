@@ -15,16 +15,16 @@ import ast
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
+from .cache import cache_dir
 from .model import Launch
 
 
@@ -48,8 +48,9 @@ class NotAnalysable(Exception):
         self.word = word
 
 
-@dataclass(frozen=True)
-class VerlTree:
+class VerlTree(NamedTuple):
+    """A verl source tree (checkout, installed package or downloaded release) and its version."""
+
     root: Path  # the directory that contains the `verl` package
     version: str | None
     origin: str
@@ -58,8 +59,9 @@ class VerlTree:
         return f"verl {self.version or '(unknown version)'} from {self.origin} ({self.root})"
 
 
-@dataclass(frozen=True)
-class HydraApp:
+class HydraApp(NamedTuple):
+    """A launch's Hydra application: its file, config dirs and primary config, and its verl."""
+
     entry: str  # module or file as written in the script
     file: Path
     config_dirs: tuple[Path, ...]  # --config-dir first, then the primary config dir
@@ -71,13 +73,6 @@ class HydraApp:
     @property
     def verl_version(self) -> str | None:
         return self.verl.version if self.verl else None
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("VERL_LINT_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "verl-lint"
-    )
-    return Path(base)
 
 
 def read_version(root: Path) -> str | None:
@@ -104,6 +99,8 @@ class DownloadError(Exception):
 def pip_download(dist: str, version: str, into: Path) -> Path:
     """The wheel of `dist==version`, downloaded without dependencies into `into` (the only place
     verl-lint starts a process: `--verl VERSION` and the tests' wheel fixtures, both opt-in)."""
+    import subprocess
+
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "download", f"{dist}=={version}", "--no-deps", "--only-binary=:all:", "-d", str(into), "-q"],
         capture_output=True,
@@ -152,15 +149,9 @@ def installed_tree() -> VerlTree | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     root = Path(list(spec.submodule_search_locations)[0]).parent
-    version = read_version(root)
-    if version is None:
-        try:
-            from importlib.metadata import version as dist_version
+    from .environment import installed_version
 
-            version = dist_version("verl")
-        except Exception:
-            version = None
-    return VerlTree(root, version, "installed package")
+    return VerlTree(root, read_version(root) or installed_version("verl"), "installed package")
 
 
 def verl_tree_for(script_dir: Path, explicit: VerlTree | None) -> VerlTree | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 
 class Severity(IntEnum):
@@ -22,8 +23,7 @@ class Severity(IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     """A region of a source file. Lines and columns are 1-based; end is exclusive."""
 
     path: str
@@ -35,8 +35,7 @@ class Span:
     end_byte: int = 0
 
 
-@dataclass(frozen=True)
-class Unknown:
+class Unknown(NamedTuple):
     """A value the static evaluator cannot know, with the reason why."""
 
     reason: str
@@ -45,8 +44,7 @@ class Unknown:
         return f"<unknown: {self.reason}>"
 
 
-@dataclass(frozen=True)
-class Word:
+class Word(NamedTuple):
     """One argument word after bash expansion.
 
     `text` is None when the word cannot be known statically (`unknown` says why).
@@ -64,8 +62,9 @@ class Word:
     prefix: str = ""
 
 
-@dataclass(frozen=True)
-class EnvVar:
+class EnvVar(NamedTuple):
+    """A variable in the launch's environment, where it was set, and its value if known."""
+
     name: str
     value: str | None
     span: Span
@@ -73,8 +72,7 @@ class EnvVar:
     exported: bool = True  # False for a plain assignment that only a prefix or export makes visible
 
 
-@dataclass(frozen=True)
-class RayAttach:
+class RayAttach(NamedTuple):
     """How a launch reaches a Ray cluster that was started elsewhere (so the script's env may not)."""
 
     kind: str  # "ray-start": a `ray start` ran earlier in the script; "job-submit": `ray job submit -- ...`

@@ -27,6 +27,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from functools import lru_cache
 from glob import glob
 from pathlib import Path
@@ -109,8 +110,7 @@ def installed_versions_all() -> dict[str, str | None]:
 # ---------------------------------------------------------- accelerator ----
 
 
-@dataclass(frozen=True)
-class Accelerator:
+class Accelerator(NamedTuple):
     kind: str  # "cuda" | "npu" | "none"
     detail: str
 
@@ -153,7 +153,18 @@ def detect_accelerator(dev_root: str = "/") -> Accelerator:
 
 
 def _defines(path: Path, name: str) -> int | None:
-    """The line of a top-level `def name` / `name = ...` in `path`, or None (file read with ast)."""
+    """The line of a top-level `def name` / `name = ...` in `path`, or None (file read with ast;
+    kept on disk per file version: parsing torch's memory.py alone costs ~15 ms per job start)."""
+    from .cache import memo
+
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return memo("verl-allocator", f"defines\0{path}\0{st.st_size}\0{st.st_mtime_ns}\0{name}", lambda: _parse_defines(path, name))
+
+
+def _parse_defines(path: Path, name: str) -> int | None:
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (OSError, SyntaxError, ValueError):
@@ -186,8 +197,7 @@ def _package_version(pkg: Path, dist: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class AllocatorApi:
+class AllocatorApi(NamedTuple):
     """The allocator setter/getter one installed package defines (read from its source)."""
 
     package: str  # "torch" | "torch_npu"
@@ -255,8 +265,7 @@ def live_allocator_settings() -> tuple[str | None, str]:
 # ------------------------------------------------------- verl's source ----
 
 
-@dataclass(frozen=True)
-class SetterPath:
+class SetterPath(NamedTuple):
     """One way verl's `set_expandable_segments` reaches an allocator setter."""
 
     platform: str  # "cuda" | "npu" | other torch device module name
@@ -266,8 +275,7 @@ class SetterPath:
     swallows_errors: bool  # inside `try: ... except Exception:` that does not re-raise
 
 
-@dataclass(frozen=True)
-class CallSite:
+class CallSite(NamedTuple):
     """A call of `set_expandable_segments(...)` in verl."""
 
     path: str  # relative to the tree root
@@ -287,8 +295,7 @@ class CallSite:
         return ".".join(x for x in (self.cls, self.func) if x) or "<module>"
 
 
-@dataclass(frozen=True)
-class EnvWrite:
+class EnvWrite(NamedTuple):
     """A string constant naming an allocator env var in verl's code (a default verl sets)."""
 
     var: str
@@ -296,8 +303,7 @@ class EnvWrite:
     value: str | None  # the constant assigned, when it is one
 
 
-@dataclass(frozen=True)
-class VerlAllocatorCode:
+class VerlAllocatorCode(NamedTuple):
     root: str
     version: str | None
     helper: str | None  # "verl/utils/device.py:137" of `def set_expandable_segments`
@@ -433,40 +439,46 @@ def _py_files(pkg: Path):
                 yield Path(dirpath, f)
 
 
+def _source_stamp(root: Path, version: str | None) -> str:
+    """What identifies the verl sources at `root`: an installed wheel by its RECORD (installers
+    replace files, they never edit them in place), anything else (a checkout, an editable
+    install) by every `.py` file's path, size and mtime, read with os.scandir."""
+    record = root / f"verl-{version}.dist-info" / "RECORD"
+    try:
+        st = record.stat()
+        return f"{record}\0{st.st_size}\0{st.st_mtime_ns}"
+    except OSError:
+        pass
+    out = []
+    stack = [str(root / "verl")]
+    while stack:
+        try:
+            entries = sorted(os.scandir(stack.pop()), key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "__pycache__" and not e.name.startswith("."):
+                        stack.append(e.path)
+                elif e.name.endswith(".py"):
+                    st = e.stat()
+                    out.append(f"{e.path}\0{st.st_size}\0{st.st_mtime_ns}")
+            except OSError:
+                continue
+    return "\n".join(out)
+
+
 @lru_cache(maxsize=16)
 def analyze_verl(root: str | Path, version: str | None = None) -> VerlAllocatorCode:
     """What verl at `root` (the directory containing `verl/`) does with the allocator, from its source.
 
-    Reading ~400 files costs ~0.1-0.2 s, so the result is kept on disk, keyed by every source
-    file's path, size and mtime (a changed checkout is read again)."""
-    import hashlib
-    import pickle
+    Reading ~400 files costs ~0.1-0.2 s, so the result is kept on disk, keyed by the sources'
+    stamp (a changed checkout is read again)."""
+    from .cache import memo
 
-    from . import __version__
-    from .locate import cache_dir
-
-    files = _py_files(Path(root) / "verl")
-    ident = hashlib.sha256(repr((__version__, str(root), version)).encode())
-    for f in files:
-        try:
-            st = f.stat()
-        except OSError:
-            continue
-        ident.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    path = cache_dir() / "verl-allocator" / f"{ident.hexdigest()[:32]}.pickle"
-    try:
-        return pickle.loads(path.read_bytes())
-    except Exception:  # noqa: BLE001 - a missing or corrupt entry is a miss
-        pass
-    result = _analyze_verl(Path(root), version)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps(result))
-        os.replace(tmp, path)
-    except OSError:
-        pass
-    return result
+    ident = f"{root}\0{version}\0{_source_stamp(Path(root), version)}"
+    return memo("verl-allocator", ident, lambda: _analyze_verl(Path(root), version))
 
 
 def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:
@@ -618,9 +630,9 @@ class RuntimeReport:
                 "version": v.version,
                 "origin": self.verl_origin,
                 "set_expandable_segments": v.helper,
-                "setters": [s.__dict__ for s in v.setters],
-                "calls": [{**c.__dict__, "conditions": list(c.conditions)} for c in v.calls],
-                "env_writes": [w.__dict__ for w in v.env_writes],
+                "setters": [s._asdict() for s in v.setters],
+                "calls": [{**c._asdict(), "conditions": list(c.conditions)} for c in v.calls],
+                "env_writes": [w._asdict() for w in v.env_writes],
             },
             "diagnostics": [d.to_json() for d in self.diagnostics],
         }

@@ -13,11 +13,10 @@ the version range where the combination fails.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from packaging.version import Version
 
@@ -49,12 +48,13 @@ def norm(v: Version) -> Version:
     return Version(".".join(map(str, v.release)) + (f".post{v.post}" if v.post is not None else ""))
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
+    """One allocator option of allocator_options.yaml."""
+
     key: str
     since: tuple[Version, ...]  # cuda: one version; npu: the first version on each release line
     type: str
-    params: dict = field(default_factory=dict, hash=False, compare=False)
+    params: dict  # the record's other fields (range, choices, ...)
 
     def accepted_by(self, v: Version) -> bool:
         v = norm(v)
@@ -96,7 +96,7 @@ def npu_has_setter_by_version(v: Version | None) -> bool | None:
     if v is None:
         return None
     since = tuple(V(s) for s in _table()["npu_set_allocator_settings_since"])
-    return Option("_", since, "any").accepted_by(v)
+    return Option("_", since, "any", {}).accepted_by(v)
 
 
 # ---------------------------------------------------------- the parser ----
@@ -118,23 +118,20 @@ def tokenize(text: str) -> list[str]:
     return out
 
 
-@dataclass
-class Entry:
+class Entry(NamedTuple):
     key: str
     value: str | None  # a single value, or the list text "[...]"
     items: list[str] | None = None  # list values, as written (`256:1`, `>:8`)
 
 
-@dataclass
-class Problem:
+class Problem(NamedTuple):
     kind: str  # "malformed" (VL603) | "format" (VL602)
     key: str
     message: str
     help: str
 
 
-@dataclass
-class ParsedConf:
+class ParsedConf(NamedTuple):
     text: str
     entries: list[Entry]
     problems: list[Problem]
@@ -285,6 +282,7 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
     elif t == "backend":
         choices = opt.params["choices"]
         if v not in choices:
+            import difflib  # only for a suggestion: not loaded at start-up
             close = difflib.get_close_matches(v, choices, n=1, cutoff=0.5)
             return f"`{k}:{v}` is not an allocator backend ({', '.join(choices)})", f"write `{k}:{close[0] if close else choices[0]}`"
     elif t == "pow2_le_128":
@@ -315,8 +313,7 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
 # ---------------------------------------------------------- the inputs ----
 
 
-@dataclass
-class AllocInput:
+class AllocInput(NamedTuple):
     """What the allocator checks read, from a script (static) or from the live process."""
 
     env: dict[str, EnvVar]
@@ -346,8 +343,7 @@ class AllocInput:
         return norm(ver) if ver is not None and key in ("torch", "torch_npu") else ver
 
 
-@dataclass
-class Finding:
+class Finding(NamedTuple):
     code: str
     message: str
     key: str
@@ -425,6 +421,7 @@ def check_conf(inp: AllocInput) -> Iterator[Finding]:
             known = [a for a in allocs if e.key in options(a)]
             if not known:
                 union = sorted(set().union(*(options(a) for a in allocs)))
+                import difflib
                 close = difflib.get_close_matches(e.key, union, n=1, cutoff=0.6)
                 other = "npu" if allocs == ("cuda",) else "cuda" if allocs == ("npu",) else None
                 where = " or ".join({"cuda": "CUDA", "npu": "NPU"}[a] for a in allocs)

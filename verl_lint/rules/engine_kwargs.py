@@ -17,32 +17,24 @@ from __future__ import annotations
 
 import ast
 import weakref
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..engine import MISSING, Context, main_ppo, rule
-from ..engine_args import (
-    declared_requirement,
-    load_data,
-    ENGINES,
-    UNKNOWN,
-    ArgSet,
-    Assembly,
-    Evaluator,
-    assembly,
-    rollout_defaults,
-    schema_for,
-)
+from ..data import load_table as load_data
+from ..engine import MISSING, Context, lazy_module, main_ppo, rule
 from ..model import Severity, Unknown
+
+if TYPE_CHECKING:
+    from ..engine_args import ArgSet, Assembly, Evaluator
+
+ea = lazy_module("verl_lint.engine_args")  # loaded when a launch sets engine_kwargs: most never do
 
 ACTOR = "actor_rollout_ref.rollout"
 KW_ENGINES = ("vllm", "sglang")
 
 
-@dataclass(frozen=True)
-class Kwarg:
+class Kwarg(NamedTuple):
     section: str  # the rollout config section, e.g. actor_rollout_ref.rollout
     engine: str  # vllm | sglang
     key: str  # the engine argument
@@ -53,8 +45,7 @@ class Kwarg:
         return f"{self.section}.engine_kwargs.{self.engine}.{self.key}"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     code: str
     kwarg: Kwarg
     message: str
@@ -94,16 +85,16 @@ def kwargs_of(ctx: Context) -> list[Kwarg]:
 
 def _evaluator(ctx: Context, section: str, asm: Assembly | None) -> Evaluator:
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
-    defaults = rollout_defaults(root) if root else {}
+    defaults = ea.rollout_defaults(root) if root else {}
 
     def lookup(path: str):
         full = f"{section}.{path}" if path else section
         v = ctx.get(full)
         if v is MISSING:  # not in the composed config: the RolloutConfig dataclass default
-            return defaults[path] if path in defaults else Evaluator.MISSING
-        return UNKNOWN if isinstance(v, Unknown) else v
+            return defaults[path] if path in defaults else ea.Evaluator.MISSING
+        return ea.UNKNOWN if isinstance(v, Unknown) else v
 
-    return Evaluator(
+    return ea.Evaluator(
         lookup,
         dict(asm.local_exprs) if asm else {},
         dict(asm.module_exprs) if asm else {},
@@ -120,7 +111,7 @@ def _same(a, b) -> bool:
 
 
 def _show(v) -> str:
-    if v is UNKNOWN:
+    if v is ea.UNKNOWN:
         return "unknown"
     if v is None:
         return "null"
@@ -182,7 +173,7 @@ def _knob_value_hint(ctx: Context, kw: Kwarg, ev: Evaluator, knob: str) -> str |
         return None
     v = ev.eval(expr)
     shown = _readable(expr, kw.section).replace(f"{kw.section}.", "")
-    if v is UNKNOWN or isinstance(v, bool):
+    if v is ea.UNKNOWN or isinstance(v, bool):
         return f"`{kw.section}.{knob}=<{shown}>`"
     return f"{_set_hint(ctx, kw.section, knob, v)} (= {shown})"
 
@@ -203,13 +194,13 @@ def analyse(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     for kw in kwargs_of(ctx):
         active = ctx.get(f"{kw.section}.name", None)
-        if isinstance(active, str) and active in ENGINES and active != kw.engine:
+        if isinstance(active, str) and active in ea.ENGINES and active != kw.engine:
             out.append(
                 Finding(
                     "VL705",
                     kw,
                     f"`{kw.path}` is ignored: `{kw.section}.name={active}`, and verl only passes `engine_kwargs.{active}` to the rollout server",
-                    f"move it to `+{kw.section}.engine_kwargs.{active}.<arg>` (with the {ENGINES[active].title} name of the argument), or remove it",
+                    f"move it to `+{kw.section}.engine_kwargs.{active}.<arg>` (with the {ea.ENGINES[active].title} name of the argument), or remove it",
                 )
             )
             continue
@@ -227,9 +218,9 @@ def analyse(ctx: Context) -> list[Finding]:
 
 
 def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
-    info = ENGINES[kw.engine]
-    declared = declared_requirement(str(ctx.app.verl.root), info.dist) if ctx.app.verl else None
-    schema = schema_for(kw.engine, ctx.versions.get(info.key), declared)
+    info = ea.ENGINES[kw.engine]
+    declared = ea.declared_requirement(str(ctx.app.verl.root), info.dist) if ctx.app.verl else None
+    schema = ea.schema_for(kw.engine, ctx.versions.get(info.key), declared)
     if schema is None or kw.key in schema.names.args:
         return None
     if kw.engine == "vllm":
@@ -265,7 +256,7 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return None
-    asm = assembly(root, kw.engine)
+    asm = ea.assembly(root, kw.engine)
     if asm is None:
         return None
     ev = _evaluator(ctx, kw.section, asm)
@@ -279,17 +270,17 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
         if e.overwrites:
             t = ev.truth(e.condition)
             (over_true if t is True else over_unknown if t is None else over_false).append(e)
-    title = ENGINES[kw.engine].title
+    title = ea.ENGINES[kw.engine].title
     user = _show(kw.value)
     mapping = _worker_mapping(kw.engine)
 
     if over_true:
         e = over_true[-1]  # the last assignment wins at run time
         verl_val = ev.eval(e.value)
-        if verl_val is not UNKNOWN and _same(verl_val, kw.value):
+        if verl_val is not ea.UNKNOWN and _same(verl_val, kw.value):
             return None  # verl sets the same value: redundant, harmless
         when = f" (because {_conds(e, kw.section)})" if e.condition else " unconditionally"
-        becomes = f"; your {user} becomes {_show(verl_val)}" if verl_val is not UNKNOWN else ""
+        becomes = f"; your {user} becomes {_show(verl_val)}" if verl_val is not ea.UNKNOWN else ""
         msg = (
             f"`{kw.key}={user}` has no effect: verl overwrites `{kw.key}` after spreading engine_kwargs into the "
             f"{title} server arguments{when} with `{_expr(asm, e.value, kw.section)}`{becomes} ({_where(asm, e.line)})"
@@ -309,12 +300,12 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
                 verl_says = f"verl always passes `{kw.key}={_show(expected)}`"
             else:
                 verl_says = f"verl passes `{_expr(asm, e.value, kw.section)}`" + (
-                    f" = {_show(expected)}" if expected is not UNKNOWN else ", computed per replica"
+                    f" = {_show(expected)}" if expected is not ea.UNKNOWN else ", computed per replica"
                 )
         else:
             # verl sets it itself only under a condition that does not (or may not) hold here:
             # compare with the rollout knob it stands for
-            expected = ev.eval(f"self.config.{knob}") if knob else UNKNOWN
+            expected = ev.eval(f"self.config.{knob}") if knob else ea.UNKNOWN
             knobs = [knob] if knob else (_knobs(ev, conditional.value) if conditional else [])
             if conditional is not None:
                 verl_says = f"verl sets it (to `{_expr(asm, conditional.value, kw.section)}`) only when {_conds(conditional, kw.section)}"
@@ -322,11 +313,11 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
                 verl_says = "verl does not pass it"
             if knob:
                 verl_says += f", and builds its workers from `{kw.section}.{knob}`" + (
-                    f" = {_show(expected)}" if expected is not UNKNOWN else ""
+                    f" = {_show(expected)}" if expected is not ea.UNKNOWN else ""
                 )
             else:
                 verl_says += ", and computes it per replica"
-        if expected is not UNKNOWN and _same(expected, kw.value):
+        if expected is not ea.UNKNOWN and _same(expected, kw.value):
             return None
         maybe = f"; verl replaces it only when {_conds(over_unknown[-1], kw.section)}" if (over_unknown and e is not None) else ""
         where = f" ({_where(asm, anchor.line)})" if anchor is not None and anchor.line else ""
@@ -353,10 +344,10 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     if defaults:
         e = defaults[-1]
         verl_val = ev.eval(e.value)
-        if verl_val is not UNKNOWN and _same(verl_val, kw.value):
+        if verl_val is not ea.UNKNOWN and _same(verl_val, kw.value):
             return None
         knobs = _knobs(ev, e.value)
-        shown = f" = {_show(verl_val)}" if verl_val is not UNKNOWN else ""
+        shown = f" = {_show(verl_val)}" if verl_val is not ea.UNKNOWN else ""
         if knobs:
             msg = (
                 f"`{kw.key}={user}` overrides the value verl passes from `{_expr(asm, e.value, kw.section)}`{shown} "

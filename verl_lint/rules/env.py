@@ -11,22 +11,23 @@ from __future__ import annotations
 import ast
 import fnmatch
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ..engine import Context, main_ppo, rule
-from ..engine_args import ENGINES, load_data, schema_for, snapshot, verl_env_names
+from ..engine import Context, lazy_module, main_ppo, rule
+from ..data import load_table as load_data
 from ..model import EnvVar, RayAttach, Severity
+
+ea = lazy_module("verl_lint.engine_args")  # loaded for VLLM_* variables only
 
 # ------------------------------------------------------------------ facts ----
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(NamedTuple):
     name: str
     value: str | None
     since: str | None
@@ -117,8 +118,7 @@ def _rollout_runs_vllm(ctx: Context) -> bool:
     return name is None or name == "vllm"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     code: str
     message: str
     help: str
@@ -134,7 +134,7 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
     engine = _engine_of(var.name)
     if engine is None:
         return None
-    info = ENGINES[engine]
+    info = ea.ENGINES[engine]
     version = ctx.versions.get(info.key)
     matching = [f for f in facts(engine) if f.name_matches(var.name) and f.value_matches(var.value) and f.verl_ok(ctx.verl_version)]
     if matching:
@@ -147,7 +147,7 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
         else:
             # No release known: a value that crashes some release is reported as such; else the newest release's fact.
             fatal = [f for f in matching if f.code == "VL501"]
-            snap = snapshot(engine)
+            snap = ea.snapshot(engine)
             newest = _ver(snap.versions[-1]) if snap and snap.versions else None
             chosen = fatal[0] if fatal else next((f for f in matching if newest is None or f.holds_at(newest)), None)
             if chosen is not None:
@@ -155,11 +155,11 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
                     engine, var.name
                 )
                 return Finding(chosen.code, f"{_fill(chosen.message, var)} ({note})", _fill(chosen.help, var), chosen.severity)
-    schema = schema_for(engine, version)
+    schema = ea.schema_for(engine, version)
     if schema is None or var.name in schema.names.env:
         return None
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
-    if root and var.name in verl_env_names(root):
+    if root and var.name in ea.verl_env_names(root):
         return None  # verl itself reads or sets it
     if engine == "vllm" and _declared_by("vllm_ascend", var.name):
         return None  # a vllm-ascend variable with a VLLM_ prefix (VLLM_VERSION, VLLM_DP_SIZE_LOCAL...)
@@ -188,7 +188,7 @@ def _flag_hint(engine: str) -> str:
 
 
 def _declared_by(engine: str, name: str) -> bool:
-    snap = snapshot(engine)
+    snap = ea.snapshot(engine)
     return bool(snap and snap.history("env", name))
 
 
@@ -198,11 +198,11 @@ def _replacement_hint(name: str, schema) -> str:
 
 
 def _history(engine: str, name: str) -> str:
-    snap = snapshot(engine)
+    snap = ea.snapshot(engine)
     if not snap:
         return "no bundled snapshot"
     toggles = snap.history("env", name)
-    title = ENGINES[engine].title
+    title = ea.ENGINES[engine].title
     tail = "; pass --vllm-version for a precise finding" if engine == "vllm" else ""
     if not toggles:
         return f"no bundled snapshot declares it{tail}"

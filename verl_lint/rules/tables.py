@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import shlex
-from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -22,16 +20,22 @@ from ..engine import REGISTRY, Context, Rule, main_ppo
 from ..model import Diagnostic, Fix, Severity
 
 
-def _matches(patterns: list[str], key: str) -> str | None:
-    """The part matched by a trailing `.*` ('' for an exact match), or None."""
-    for p in patterns:
-        if p.endswith(".*"):
-            base = p[:-2]
-            if key.startswith(base + "."):
-                return key[len(base) + 1 :]
-        elif p == key or (_GLOB.search(p) and fnmatch.fnmatchcase(key, p)):
+def _matcher(patterns: list[str]):
+    """`match(key)`: the part matched by a trailing `.*` ('' for an exact or glob match), or None.
+    Patterns are sorted once: the callback matches every record against every override."""
+    exact = {p for p in patterns if not p.endswith(".*") and not _GLOB.search(p)}
+    prefixes = tuple(p[:-1] for p in patterns if p.endswith(".*"))  # "a.b.*" -> "a.b."
+    globs = tuple(p for p in patterns if not p.endswith(".*") and _GLOB.search(p))
+
+    def match(key: str) -> str | None:
+        if key in exact:
             return ""
-    return None
+        for base in prefixes:
+            if key.startswith(base):
+                return key[len(base) :]
+        return "" if any(fnmatch.fnmatchcase(key, g) for g in globs) else None
+
+    return match
 
 
 _GLOB = re.compile(r"[*?\[]")
@@ -67,19 +71,18 @@ def _doc(rec: dict, kind: str) -> str:
 def _examples(rec: dict, field: str) -> list[str]:
     out = []
     for ex in rec.get(field) or []:
-        if isinstance(ex, str):
-            out.append(main_ppo(*shlex.split(ex)) if rec.get("module") is None else ex)
+        if isinstance(ex, str):  # an override line as written (a whole script for entry-point records)
+            out.append(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {ex}\n" if rec.get("module") is None else ex)
         else:
             out.append(main_ppo(*ex))
     return out
 
 
-@dataclass
-class _Ineffective:
-    rec: dict
+def _ineffective(rec: dict):
+    """The check of one ineffective_keys.yaml record."""
+    matches = _matcher(rec["keys"])
 
-    def __call__(self, ctx: Context):
-        rec = self.rec
+    def check(ctx: Context):
         if any(ctx.set_by_override(k) for k in rec.get("unless_set") or ()):
             return
         for cond_key, expected in (rec.get("when") or {}).items():
@@ -89,20 +92,21 @@ class _Ineffective:
         for o in ctx.comp.overrides:
             if not o.ok or o.kind not in ("set", "add", "force_add"):
                 continue
-            if _matches(rec["keys"], o.key) is None:
+            if matches(o.key) is None:
                 continue
             value = "<unknown>" if o.value_unknown else _value_text(o.line)
             if rec.get("value") is not None and value != str(rec["value"]):
                 continue
             yield ctx.diag(rec["code"], rec["message"].format(key=o.key, value=value), key=o.key, help=rec["help"].format(key=o.key, value=value), span=o.word.span)
 
+    return check
 
-@dataclass
-class _Removed:
-    rec: dict
 
-    def __call__(self, ctx: Context):
-        rec = self.rec
+def _removed(rec: dict):
+    """The check of one removed_keys.yaml record."""
+    matches = _matcher(rec.get("keys") or [])
+
+    def check(ctx: Context):
         if rec.get("config_name"):
             name = (ctx.app.config_name or "").removesuffix(".yaml")
             if name == rec["config_name"]:
@@ -112,7 +116,7 @@ class _Removed:
         for o in ctx.comp.overrides:
             if o.kind == "hydra":
                 continue
-            rest = _matches(rec.get("keys") or [], o.key)
+            rest = matches(o.key)
             if rest is None:
                 continue
             if rec.get("value") is not None and (o.value_unknown or _value_text(o.line) != str(rec["value"])):
@@ -122,6 +126,8 @@ class _Removed:
             if rec.get("value") is None and rec["severity"] == "error" and o.ok:
                 continue
             yield removed_diag(ctx, rec, o, rest)
+
+    return check
 
 
 def removed_diag(ctx: Context, rec: dict, o, rest: str) -> Diagnostic:
@@ -169,7 +175,7 @@ def _register() -> None:
                 rec["name"],
                 Severity.parse(rec["severity"]),
                 _doc(rec, "ineffective"),
-                _Ineffective(rec),
+                _ineffective(rec),
                 SpecifierSet(rec.get("verl", "")),
                 _examples(rec, "bad"),
                 _examples(rec, "good"),
@@ -177,7 +183,7 @@ def _register() -> None:
             )
         )
     for rec in load_table("removed_keys.yaml") or []:
-        check = None if rec.get("module") else _Removed(rec)
+        check = None if rec.get("module") else _removed(rec)
         REGISTRY.register(
             Rule(
                 rec["code"],
