@@ -9,7 +9,7 @@ The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, el
 * `engine_args/`, `verl-allocator/` — what was read with ast from a verl tree (its engine
                 argument assembly, its allocator code); cheap to rebuild.
 * `tables/`   — the parsed knowledge tables (YAML parsing is most of the rule pack's load
-                time); cheap to rebuild.
+                time), and `specifiers/`, which rules apply to a verl version; cheap to rebuild.
 * `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels), and
   `wheels/`   — engine / torch-npu wheels the tests read. Costly to rebuild (downloads), so
                 `clean` keeps them unless `--all` is given.
@@ -69,10 +69,11 @@ def memo(folder: str, ident: str, compute: Callable[[], T]) -> T:
     return value
 
 
-_BASE_FILE = re.compile(r"^([a-z]+-)?[0-9a-f]{16,64}(\.pickle|\.json|\.\d+\.tmp)$")
-DERIVED = ("bases", "engine_args", "verl-allocator", "tables")  # cheap to rebuild: removed by `clean`
-_WHEEL = re.compile(r"^[A-Za-z0-9_.\-]+(\.whl|-[0-9][0-9A-Za-z.+\-_]*)$")
-_RELEASE_DIR = re.compile(r"^(verl-[0-9A-Za-z.+\-_]+|tmp[0-9A-Za-z_\-]+)$")
+# Names verl-lint writes (compiled on first use by `re`: `clean` is rare, start-up is not).
+_BASE_FILE = r"^([a-z]+-)?[0-9a-f]{16,64}(\.pickle|\.json|\.\d+\.tmp)$"
+DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers")  # cheap to rebuild: removed by `clean`
+_WHEEL = r"^[A-Za-z0-9_.\-]+(\.whl|-[0-9][0-9A-Za-z.+\-_]*)$"
+_RELEASE_DIR = r"^(verl-[0-9A-Za-z.+\-_]+|tmp[0-9A-Za-z_\-]+)$"
 
 
 def _size(p: Path) -> tuple[int, int]:
@@ -122,7 +123,7 @@ def clean(releases: bool = False) -> tuple[int, int]:
         if not folder.is_dir() or folder.is_symlink():
             continue
         for entry in sorted(folder.iterdir()):
-            if entry.is_file() and _BASE_FILE.match(entry.name):
+            if entry.is_file() and re.match(_BASE_FILE, entry.name):
                 f, s = _size(entry)
                 try:
                     entry.unlink()
@@ -138,7 +139,7 @@ def clean(releases: bool = False) -> tuple[int, int]:
         if not releases or not folder.is_dir() or folder.is_symlink():
             continue
         for entry in sorted(folder.iterdir()):
-            if pattern.match(entry.name):
+            if re.match(pattern, entry.name):
                 f, s = _remove_tree(entry)
                 files, size = files + f, size + s
         try:

@@ -65,6 +65,8 @@ def _h():
 
 @dataclass
 class AppliedOverride:
+    """One override of a launch as Hydra applied it (`ok` is False when Hydra rejected it)."""
+
     word: Word
     line: str  # the text Hydra receives (`???` stands in for an unknown value)
     key: str  # dotted key without +/~ (or the group name)
@@ -75,6 +77,8 @@ class AppliedOverride:
 
 @dataclass
 class Composition:
+    """A launch's composed config (None when it does not compose), its overrides and findings."""
+
     app: HydraApp
     config: DictConfig | None
     overrides: list[AppliedOverride] = field(default_factory=list)

@@ -16,25 +16,24 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.nodes import ValueNode
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .compose import Composition
 from .locate import HydraApp
 from .model import Diagnostic, EnvVar, Launch, Severity, Span, Unknown
 
-ALL_VERSIONS = SpecifierSet("")
-
-
 @dataclass
 class Rule:
+    """A registered rule: what it checks and where it applies, its documentation and examples."""
+
     code: str
     name: str
     severity: Severity
     doc: str
     check: Callable[["Context"], Iterable[Diagnostic]] | None  # None: emitted by the pipeline itself
-    verl: SpecifierSet = ALL_VERSIONS
+    verl: str = ""  # a packaging specifier of the verl releases it applies to ('' for all)
     # Example scripts: bad ones must produce this rule, good ones nothing. An example may be
     # a (script, verl specifier) pair when it only holds for some releases.
     bad: list[str | tuple[str, str]] = field(default_factory=list)
@@ -52,16 +51,23 @@ class Rule:
         out = []
         for ex in self.bad if kind == "bad" else self.good:
             script, spec = ex if isinstance(ex, tuple) else (ex, "")
-            if SpecifierSet(spec).contains(version, prereleases=True):
+            if spec_contains(spec, version):
                 out.append(script)
         return out
 
     def applies_to(self, version: Version | None) -> bool:
-        if not str(self.verl):
+        if not self.verl:
             return True
         if version is None:
             return False  # a version-dependent rule never guesses
-        return self.verl.contains(version, prereleases=True)
+        return self.verl in REGISTRY.specs_containing(version)
+
+
+def spec_contains(spec: str, version: Version) -> bool:
+    """`version` is in the packaging specifier `spec` (pre-releases count: dev checkouts)."""
+    from packaging.specifiers import SpecifierSet
+
+    return SpecifierSet(spec).contains(version, prereleases=True)
 
 
 class Registry:
@@ -69,15 +75,32 @@ class Registry:
 
     def __init__(self) -> None:
         self._rules: dict[str, Rule] = {}
+        self._containing: dict[str, frozenset[str]] = {}  # version -> the specifiers containing it
 
     def register(self, rule: Rule) -> Rule:
         if rule.code in self._rules:
             raise ValueError(f"duplicate rule code {rule.code}")
         self._rules[rule.code] = rule
+        self._containing.clear()
         return rule
 
     def unregister(self, code: str) -> None:
         self._rules.pop(code, None)
+        self._containing.clear()
+
+    def specs_containing(self, version: Version) -> frozenset[str]:
+        """The rules' verl specifiers that contain `version`, kept on disk per version and set of
+        specifiers: a process that only lints (the Hydra callback) then never imports
+        packaging.specifiers (~10 ms)."""
+        key = str(version)
+        hit = self._containing.get(key)
+        if hit is None:
+            from .cache import memo
+
+            specs = sorted({r.verl for r in self._rules.values() if r.verl})
+            hit = memo("specifiers", "\0".join([key, *specs]), lambda: frozenset(s for s in specs if spec_contains(s, version)))
+            self._containing[key] = hit
+        return hit
 
     def get(self, code_or_name: str) -> Rule | None:
         if code_or_name in self._rules:
@@ -99,7 +122,7 @@ def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), a
 
     def deco(fn):
         REGISTRY.register(
-            Rule(code, name, Severity.parse(severity), fn.__doc__ or "", fn, SpecifierSet(verl), list(bad), list(good), tuple(apps))
+            Rule(code, name, Severity.parse(severity), fn.__doc__ or "", fn, verl, list(bad), list(good), tuple(apps))
         )
         return fn
 
@@ -212,7 +235,34 @@ class Context:
 _ABSENT = object()
 
 
+def _plain_value(cfg, key: str):
+    """The value at `key` read straight from the nodes when the whole path is plain (dicts down to
+    a value node; no interpolation, missing value, None or list on the way), else `_SLOW`.
+
+    Exactly what `OmegaConf.select` returns there (`ValueNode._value()`), at ~1/15 of its cost:
+    rules read dozens of keys per launch, and the Hydra callback pays that at every job start.
+    """
+    if not isinstance(cfg, DictConfig) or "[" in key:
+        return _SLOW
+    node = cfg
+    for part in key.split("."):
+        if not part or not isinstance(node, DictConfig) or node._is_none() or node._is_missing() or node._is_interpolation():
+            return _SLOW
+        node = node._get_node(part, validate_access=False)
+        if node is None:
+            return _SLOW
+    if isinstance(node, ValueNode) and not node._is_missing() and not node._is_interpolation():
+        return node._value()
+    return _SLOW
+
+
+_SLOW = object()
+
+
 def _select(cfg: DictConfig, key: str):
+    v = _plain_value(cfg, key)
+    if v is not _SLOW:
+        return v
     try:
         v = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_missing=True)
     except MissingMandatoryValue:

@@ -11,7 +11,7 @@ A version-dependent check with an unknown version never claims an installed vers
 the version range where the combination fails.
 """
 
-from __future__ import annotations
+# Real (not postponed) annotations: NamedTuple classes define faster, at every Hydra job start.
 
 import re
 from collections.abc import Iterable, Iterator

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from ..data import load_table
@@ -176,7 +175,7 @@ def _register() -> None:
                 Severity.parse(rec["severity"]),
                 _doc(rec, "ineffective"),
                 _ineffective(rec),
-                SpecifierSet(rec.get("verl", "")),
+                rec.get("verl", ""),
                 _examples(rec, "bad"),
                 _examples(rec, "good"),
                 tuple(rec.get("apps", MAIN_PPO_APPS)),
@@ -191,7 +190,7 @@ def _register() -> None:
                 Severity.parse(rec["severity"]),
                 _doc(rec, "removed"),
                 check,
-                SpecifierSet(f">={rec['removed']}"),
+                f">={rec['removed']}",
                 _examples(rec, "bad"),
                 _examples(rec, "good"),
             )
