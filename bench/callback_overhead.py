@@ -58,19 +58,31 @@ APP = '''\
 import time
 _W0 = time.perf_counter()
 _C0 = time.process_time()
+import gc
 import json
 import sys
 
 import hydra
 
 HEAVY = ("torch", "torch_npu", "vllm", "verl", "ray", "sglang")
+_GC = [0.0, 0.0]  # seconds in collector pauses, start of the current one
+
+
+def _gc_timer(phase, info):
+    if phase == "start":
+        _GC[1] = time.perf_counter()
+    else:
+        _GC[0] += time.perf_counter() - _GC[1]
+
+
+gc.callbacks.append(_gc_timer)
 
 
 @hydra.main(config_path=None, config_name=None, version_base=None)
 def main(cfg):
     w, c = time.perf_counter(), time.process_time()
     heavy = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
-    print("BENCH " + json.dumps({"wall": w - _W0, "cpu": c - _C0, "heavy": heavy}), flush=True)
+    print("BENCH " + json.dumps({"wall": w - _W0, "cpu": c - _C0, "gc": _GC[0], "heavy": heavy}), flush=True)
 
 
 main()
@@ -212,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         return [x * 1000 for x in xs]
 
     d_wall = ms([b["wall"] - a["wall"] for a, b in zip(base, withcb)])
+    # Python's collector pauses (full collections walk Hydra's whole config graph) land in one
+    # run or the other; without them the paired difference is much steadier.
+    d_nogc = ms([(b["wall"] - b["gc"]) - (a["wall"] - a["gc"]) for a, b in zip(base, withcb)])
+    d_gc = ms([b["gc"] - a["gc"] for a, b in zip(base, withcb)])
     d_cpu = ms([b["cpu"] - a["cpu"] for a, b in zip(base, withcb)])
     own = [r["on_job_start_ms"] for r in withcb if r["on_job_start_ms"] is not None]
     heavy = sorted({m for r in withcb for m in r["heavy"]})
@@ -226,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
             "wall_iqr": [q(d_wall)[0], q(d_wall)[2]],
             "cpu_median": statistics.median(d_cpu),
             "cpu_iqr": [q(d_cpu)[0], q(d_cpu)[2]],
+            "wall_without_gc_median": statistics.median(d_nogc),
+            "wall_without_gc_iqr": [q(d_nogc)[0], q(d_nogc)[2]],
+            "gc_median": statistics.median(d_gc),
         },
         "on_job_start_ms_median": statistics.median(own) if own else None,
         "heavy_modules_imported": heavy,
@@ -254,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  added by the callback: {a['wall_median']:.1f} ms wall (IQR {a['wall_iqr'][0]:.0f}..{a['wall_iqr'][1]:.0f}), "
         f"{a['cpu_median']:.1f} ms CPU (IQR {a['cpu_iqr'][0]:.0f}..{a['cpu_iqr'][1]:.0f})"
+    )
+    print(
+        f"  the same without garbage-collector pauses: {a['wall_without_gc_median']:.1f} ms wall "
+        f"(IQR {a['wall_without_gc_iqr'][0]:.0f}..{a['wall_without_gc_iqr'][1]:.0f}); collector pauses differ by {a['gc_median']:.1f} ms"
     )
     print(
         f"  yardstick: `import hydra` takes {reference[0]:.0f} ms wall / {reference[1]:.0f} ms CPU here "
