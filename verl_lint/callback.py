@@ -36,8 +36,9 @@ and the rest still runs (a linter bug never blocks training); `strict=true` turn
 `SystemExit(2)` with the traceback.
 
 The adapter gives the rules a Launch at "<hydra>" (no script: `launch.env` stays empty, the
-process environment is `ctx.env`), a Composition whose config is the job config without the
-`hydra` node and whose overrides are `hydra.overrides.task`, and the verl tree the task
+process environment is `ctx.env`), a Composition whose config is the config Hydra passes (its
+`hydra` node stays: rules read keys by path, and copying verl's config would cost as much as the
+lint) and whose overrides are `hydra.overrides.task`, and the verl tree the task
 function's file (or a file config dir) lives in, else the installed one.
 
 Only the standard library and Hydra (already imported by the app) are imported when this
@@ -52,7 +53,6 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping
-from contextlib import contextmanager
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -93,9 +93,7 @@ def lint_config(
     Span("<environment>", 1, 1) for environment variables. A rule that raises propagates,
     unless `on_error(rule, exception)` is given: then it is called and the other rules run.
     """
-    hydra_node = _hydra_node(cfg)
-    with _job_view(cfg) as job:
-        return _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config_name, on_error)
+    return _lint_job(cfg, _hydra_node(cfg), overrides, env, select, ignore, task_file, config_name, on_error)
 
 
 def _hydra_node(cfg):
@@ -150,35 +148,6 @@ def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config
     for d in diags:
         _add_provenance(d, comp, env_vars, choices, config_name)
     return finalize(diags, select, ignore)
-
-
-@contextmanager
-def _job_view(cfg):
-    """The job config without the `hydra` node, as a view that shares the nodes of `cfg`.
-
-    A deep copy of verl's config costs as much as the whole lint (Hydra already makes one for
-    the task function), so the view re-parents the top-level nodes of `cfg` under a new root
-    for the duration of the lint — the trick `HydraConfig.set_config` plays with the `hydra`
-    node — and puts them back afterwards. `cfg` is never modified otherwise.
-    """
-    from omegaconf import DictConfig, OmegaConf
-
-    if not isinstance(cfg, DictConfig) or "hydra" not in cfg:
-        yield cfg
-        return
-    keys = [k for k in cfg.keys() if k != "hydra"]
-    view = DictConfig({}, flags={"no_deepcopy_set_nodes": True})
-    try:
-        for k in keys:
-            view[k] = cfg._get_node(k)
-        view._set_flag("no_deepcopy_set_nodes", None)
-        OmegaConf.set_struct(view, bool(OmegaConf.is_struct(cfg)))
-        yield view
-    finally:
-        for k in keys:
-            node = cfg._get_node(k)
-            if node is not None:
-                node._set_parent(cfg)
 
 
 def _choices(hydra_node) -> dict[str, str]:
@@ -281,9 +250,7 @@ def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | No
     (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`). Not
     finalized: the caller merges it with `lint_config`.
     """
-    hydra_node = _hydra_node(cfg)
-    with _job_view(cfg) as job:
-        return _live_job(job, hydra_node, task_file, env)
+    return _live_job(cfg, _hydra_node(cfg), task_file, env)
 
 
 def _live_job(job, hydra_node, task_file, env) -> list:
@@ -387,10 +354,9 @@ class VerlLintCallback(Callback):
             self._guard(f"plugin {name}", _import, name)
         self._guard("select/ignore", self._check_codes)
         hydra_node = _hydra_node(config)
-        with _job_view(config) as job:  # one view of the job config for both stages
-            found = self._guard("config rules", _lint_job, job, hydra_node, None, os.environ, self.select, self.ignore,
-                                task_file, None, self._rule_error)
-            live = self._guard("live allocator check", _live_job, job, hydra_node, task_file, os.environ)
+        found = self._guard("config rules", _lint_job, config, hydra_node, None, os.environ, self.select, self.ignore,
+                            task_file, None, self._rule_error)
+        live = self._guard("live allocator check", _live_job, config, hydra_node, task_file, os.environ)
         diags = _merge(list(found or []), live or [], self.select, self.ignore)
         if self.report_path:
             self._guard(f"report {self.report_path}", self._write_report, diags)
