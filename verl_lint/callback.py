@@ -52,6 +52,7 @@ import logging
 import os
 import sys
 import time
+from functools import lru_cache
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -174,6 +175,7 @@ def _config_dirs(hydra_node) -> tuple:
     return tuple(out)
 
 
+@lru_cache(maxsize=8)
 def _verl_tree(task_file: str | None, config_dirs: tuple):
     """The verl the job runs: the tree of the app file or of a config dir, else the installed one."""
     from pathlib import Path

@@ -63,7 +63,7 @@ def _h():
     return _hydra
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class AppliedOverride:
     """One override of a launch as Hydra applied it (`ok` is False when Hydra rejected it)."""
 
@@ -75,7 +75,7 @@ class AppliedOverride:
     ok: bool = True
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class Composition:
     """A launch's composed config (None when it does not compose), its overrides and findings."""
 

@@ -24,7 +24,7 @@ from .compose import Composition
 from .locate import HydraApp
 from .model import Diagnostic, EnvVar, Launch, Severity, Span, Unknown
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class Rule:
     """A registered rule: what it checks and where it applies, its documentation and examples."""
 

@@ -84,7 +84,7 @@ class RayAttach(NamedTuple):
     passed_unknown: bool = False  # a runtime env was passed that cannot be read statically
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class Launch:
     """One Hydra application launch found in a script."""
 

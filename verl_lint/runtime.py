@@ -607,7 +607,7 @@ def rollout_config_default(root: str | Path, field_name: str):
 # ------------------------------------------------------------- report ----
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class RuntimeReport:
     """Everything the live allocator check read from this process and host."""
 
