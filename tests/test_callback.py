@@ -37,7 +37,7 @@ def run_app(tmp_path: Path, tree, *args: str, app: str = "lint_app.py", config_n
     marker = tmp_path / "marker.json"
     if marker.exists():
         marker.unlink()
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VLLM_", "SGLANG_"))}
     # The verl release is importable (as in a real launch) but must not be imported.
     env["PYTHONPATH"] = os.pathsep.join([str(APPS), str(tree.root)])
     env["LINT_APP_MARKER"] = str(marker)
@@ -94,6 +94,13 @@ def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version)
     # torch is installed here and verl is on PYTHONPATH: neither may be imported by the callback.
     assert marker["heavy_modules"] == [], marker["heavy_modules"]
     assert "verl-lint" in out and "stopped the job" not in out
+    # What only some launches need stays unloaded on a clean job without VLLM_* variables or
+    # engine_kwargs (the callback's start-up cost is mostly imports).
+    _, plain = run_app(tmp_path, verl_trees[version], *GOOD)
+    added = set(marker["modules"]) - set(plain["modules"])
+    assert "verl_lint.callback" in added
+    lazy = {"verl_lint.engine_args", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}
+    assert not added & lazy, sorted(added & lazy)
 
 
 def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):

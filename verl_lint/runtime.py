@@ -159,16 +159,28 @@ def _names(d: Path) -> list[str]:
 # -------------------------------------------------- torch / torch-npu APIs ----
 
 
-def _defines(path: Path, name: str) -> int | None:
-    """The line of a top-level `def name` / `name = ...` in `path`, or None (file read with ast;
-    kept on disk per file version: parsing torch's memory.py alone costs ~15 ms per job start)."""
+def _per_file(path: Path, what: str, compute):
+    """`compute()`, a fact about the file `path`, kept on disk per file version: reading torch's
+    sources (a 15 ms parse of memory.py, a 400 KB stub) would cost every job start."""
     from .cache import memo
 
     try:
         st = path.stat()
     except OSError:
         return None
-    return memo("verl-allocator", f"defines\0{path}\0{st.st_size}\0{st.st_mtime_ns}\0{name}", lambda: _parse_defines(path, name))
+    return memo("verl-allocator", f"{what}\0{path}\0{st.st_size}\0{st.st_mtime_ns}", compute)
+
+
+def _defines(path: Path, name: str) -> int | None:
+    """The line of a top-level `def name` / `name = ...` in `path`, or None (file read with ast)."""
+    return _per_file(path, f"defines {name}", lambda: _parse_defines(path, name))
+
+
+def _mentions(path: Path, text: str) -> bool:
+    try:
+        return text in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
 
 
 def _parse_defines(path: Path, name: str) -> int | None:
@@ -240,13 +252,9 @@ def inspect_torch(pkg: Path | None = None) -> AllocatorApi:
     if pkg is None or not (pkg / "cuda" / "memory.py").is_file():
         return AllocatorApi("torch", None, None, setter, None)
     version = _package_version(pkg, "torch") or installed_version("torch")
-    getter = None
-    try:
-        stub = (pkg / "_C" / "__init__.pyi").read_text(encoding="utf-8", errors="replace")
-        if "def _accelerator_getAllocatorSettings" in stub:
-            getter = "torch._C._accelerator_getAllocatorSettings"
-    except OSError:
-        pass
+    stub = pkg / "_C" / "__init__.pyi"
+    has_getter = _per_file(stub, "getter", lambda: _mentions(stub, "def _accelerator_getAllocatorSettings"))
+    getter = "torch._C._accelerator_getAllocatorSettings" if has_getter else None
     return AllocatorApi("torch", str(pkg), version, setter, _defines(pkg / "cuda" / "memory.py", "_set_allocator_settings"), getter)
 
 
