@@ -286,12 +286,12 @@ def test_live_findings_are_merged_and_filtered(composed, monkeypatch):
     import verl_lint.callback as cbmod
 
     live = Diagnostic("VL651", "allocator-api-missing", Severity.ERROR, "live finding", cbmod_span(), key="PYTORCH_CUDA_ALLOC_CONF")
-    monkeypatch.setattr(cbmod, "_live_job", lambda *a, **k: [live])
+    monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: [live])
     cfg = composed(*GOOD)
     with pytest.raises(SystemExit):
         VerlLintCallback().on_job_start(cfg, task_function=None)
     VerlLintCallback(ignore="VL651").on_job_start(cfg, task_function=None)  # filtered: runs
-    monkeypatch.setattr(cbmod, "_live_job", lambda *a, **k: (_ for _ in ()).throw(ImportError("half-written runtime")))
+    monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: (_ for _ in ()).throw(ImportError("half-written runtime")))
     cb = VerlLintCallback()
     cb.on_job_start(cfg, task_function=None)  # fails open
     assert cb.skipped == ["live allocator check"]

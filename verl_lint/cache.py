@@ -7,7 +7,8 @@ The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, el
                 overrides; see compose.py). Cheap to rebuild: the first run after a clean
                 composes each base again with Hydra (~0.2 s each).
 * `engine_args/`, `verl-allocator/` — what was read with ast from a verl tree (its engine
-                argument assembly, its allocator code); cheap to rebuild.
+                argument assembly, its allocator code) and from torch (its allocator setter);
+                cheap to rebuild.
 * `tables/`   — the parsed knowledge tables (YAML parsing is most of the rule pack's load
                 time), and `specifiers/`, which rules apply to a verl version; cheap to rebuild.
 * `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels), and

@@ -52,8 +52,8 @@ import logging
 import os
 import sys
 import time
-from functools import lru_cache
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -94,16 +94,6 @@ def lint_config(
     Span("<environment>", 1, 1) for environment variables. A rule that raises propagates,
     unless `on_error(rule, exception)` is given: then it is called and the other rules run.
     """
-    return _lint_job(cfg, _hydra_node(cfg), overrides, env, select, ignore, task_file, config_name, on_error)
-
-
-def _hydra_node(cfg):
-    from omegaconf import DictConfig
-
-    return cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
-
-
-def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config_name, on_error):
     from omegaconf import OmegaConf
 
     from . import rules as _rules  # noqa: F401 - registers the rule pack
@@ -112,6 +102,7 @@ def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config
     from .environment import installed_versions
     from .model import EnvVar, Launch, Span
 
+    hydra_node = _hydra_node(cfg)
     if overrides is None:
         overrides = list(OmegaConf.select(hydra_node, "overrides.task", default=None) or []) if hydra_node is not None else []
     overrides = [str(o) for o in overrides]
@@ -126,12 +117,12 @@ def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config
 
     anchor = Span(COMMAND_LINE, 1, 1, 1, 1)
     launch = Launch(path="<hydra>", span=anchor, entry_span=anchor, module=None, file=task_file)
-    comp = Composition(app, job)
+    comp = Composition(app, cfg)
     comp.overrides = _applied(overrides, choices)
     launch.overrides = [o.word for o in comp.overrides]
 
     env_vars = {name: EnvVar(name, value, Span(ENVIRONMENT, 1, 1, 1, 1), None, True) for name, value in env.items()}
-    env_vars.update(_ray_env(job, comp, anchor))
+    env_vars.update(_ray_env(cfg, comp, anchor))
 
     versions = {k: parse_version(v) for k, v in installed_versions().items()}
     versions["verl"] = parse_version(tree.version if tree else None)
@@ -149,6 +140,12 @@ def _lint_job(job, hydra_node, overrides, env, select, ignore, task_file, config
     for d in diags:
         _add_provenance(d, comp, env_vars, choices, config_name)
     return finalize(diags, select, ignore)
+
+
+def _hydra_node(cfg):
+    from omegaconf import DictConfig
+
+    return cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
 
 
 def _choices(hydra_node) -> dict[str, str]:
@@ -229,13 +226,13 @@ def _applied(overrides: list[str], choices: dict[str, str]):
     return out
 
 
-def _ray_env(job, comp, anchor) -> dict:
+def _ray_env(cfg, comp, anchor) -> dict:
     """The Ray workers' extra env vars from the config (`ray_kwargs...runtime_env.env_vars`)."""
     from omegaconf import DictConfig, OmegaConf
 
     from .model import EnvVar
 
-    node = OmegaConf.select(job, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
+    node = OmegaConf.select(cfg, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
     if not isinstance(node, DictConfig):
         return {}
     out = {}
@@ -252,20 +249,16 @@ def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | No
     (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`). Not
     finalized: the caller merges it with `lint_config`.
     """
-    return _live_job(cfg, _hydra_node(cfg), task_file, env)
-
-
-def _live_job(job, hydra_node, task_file, env) -> list:
     from omegaconf import DictConfig, OmegaConf
 
     from .runtime import check_allocator
 
-    rollout = OmegaConf.select(job, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
+    rollout = OmegaConf.select(cfg, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
     environ = dict(os.environ if env is None else env)
-    ray_env = OmegaConf.select(job, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
+    ray_env = OmegaConf.select(cfg, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
     if isinstance(ray_env, DictConfig):
         environ.update({str(k): str(v) for k, v in _resolved_items(ray_env)})
-    tree = _verl_tree(task_file, _config_dirs(hydra_node))
+    tree = _verl_tree(task_file, _config_dirs(_hydra_node(cfg)))
     return list(check_allocator(rollout_config=rollout, verl_tree=tree, environ=environ))
 
 
@@ -348,18 +341,16 @@ class VerlLintCallback(Callback):
         start = time.perf_counter()
         task = kwargs.get("task_function")
         task_file = getattr(getattr(task, "__code__", None), "co_filename", None)
-        diags: list = []
         self.skipped = []
         # Each stage fails open on its own: a broken plugin, rule or live check is one warning
         # line and the other stages still run (and may still stop a bad job).
         for name in self.plugins:
             self._guard(f"plugin {name}", _import, name)
         self._guard("select/ignore", self._check_codes)
-        hydra_node = _hydra_node(config)
-        found = self._guard("config rules", _lint_job, config, hydra_node, None, os.environ, self.select, self.ignore,
-                            task_file, None, self._rule_error)
-        live = self._guard("live allocator check", _live_job, config, hydra_node, task_file, os.environ)
-        diags = _merge(list(found or []), live or [], self.select, self.ignore)
+        found = self._guard("config rules", lint_config, config, None, os.environ, select=self.select, ignore=self.ignore,
+                            task_file=task_file, on_error=self._rule_error)
+        live = self._guard("live allocator check", live_findings, config, task_file, os.environ)
+        diags = _merge(found or [], live or [], self.select, self.ignore)
         if self.report_path:
             self._guard(f"report {self.report_path}", self._write_report, diags)
         self.elapsed = time.perf_counter() - start

@@ -16,13 +16,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.nodes import ValueNode
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
+from omegaconf.nodes import ValueNode
 from packaging.version import InvalidVersion, Version
 
 from .compose import Composition
 from .locate import HydraApp
 from .model import Diagnostic, EnvVar, Launch, Severity, Span, Unknown
+
 
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class Rule:

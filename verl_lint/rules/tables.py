@@ -21,7 +21,7 @@ from ..model import Diagnostic, Fix, Severity
 
 def _matcher(patterns: list[str]):
     """`match(key)`: the part matched by a trailing `.*` ('' for an exact or glob match), or None.
-    Patterns are sorted once: the callback matches every record against every override."""
+    The patterns are split by kind once: the callback matches every record against every override."""
     exact = {p for p in patterns if not p.endswith(".*") and not _GLOB.search(p)}
     prefixes = tuple(p[:-1] for p in patterns if p.endswith(".*"))  # "a.b.*" -> "a.b."
     globs = tuple(p for p in patterns if not p.endswith(".*") and _GLOB.search(p))
