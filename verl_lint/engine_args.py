@@ -316,7 +316,8 @@ ENGINES: dict[str, EngineInfo] = {
 
 
 @lru_cache(maxsize=4096)
-def _ver(text: str) -> Version:
+def lenient_version(text: str) -> Version:
+    """`text` as a Version; 0 when it is not one (engine release names from snapshots and tables)."""
     try:
         return Version(text)
     except InvalidVersion:
@@ -338,7 +339,7 @@ class Snapshot:
 
     @staticmethod
     def build(engine: str, per_version: dict[str, EngineNames]) -> "Snapshot":
-        versions = tuple(sorted(per_version, key=_ver))
+        versions = tuple(sorted(per_version, key=lenient_version))
         names: dict[str, dict[str, tuple[str, ...]]] = {}
         for kind in ("args", "env"):
             all_names = set().union(*(getattr(per_version[v], kind) for v in versions)) if versions else set()
@@ -359,10 +360,10 @@ class Snapshot:
         toggles = self.names.get(kind, {}).get(name)
         if not toggles:
             return False
-        v = _ver(version)
+        v = lenient_version(version)
         inside = False
         for t in toggles:
-            if _ver(t) <= v:
+            if lenient_version(t) <= v:
                 inside = not inside
             else:
                 break
@@ -379,7 +380,7 @@ class Snapshot:
 
     def previous(self, version: str) -> str | None:
         """The release read just before `version`."""
-        earlier = [v for v in self.versions if _ver(v) < _ver(version)]
+        earlier = [v for v in self.versions if lenient_version(v) < lenient_version(version)]
         return earlier[-1] if earlier else None
 
     def describe(self, kind: str, name: str, version: str) -> str:
@@ -388,16 +389,16 @@ class Snapshot:
         if not toggles:
             return ""
         title = ENGINES[self.engine].title if self.engine in ENGINES else self.engine
-        v = _ver(version)
+        v = lenient_version(version)
         starts = toggles[0::2]
         ends = toggles[1::2]
         # removed before `version`: the last end <= version
-        past_ends = [e for e in ends if _ver(e) <= v]
+        past_ends = [e for e in ends if lenient_version(e) <= v]
         if past_ends and not self.present(kind, name, version):
             e = past_ends[-1]
             last = self.previous(e)
             return f"removed in {title} {e}" + (f" (last in {last})" if last else "")
-        future = [s for s in starts if _ver(s) > v]
+        future = [s for s in starts if lenient_version(s) > v]
         if future:
             return f"only exists from {title} {future[0]} on"
         return ""
@@ -432,12 +433,12 @@ class Snapshot:
 
 @lru_cache(maxsize=64)
 def _names_at(snap: Snapshot, kind: str, version: str) -> frozenset[str]:
-    v = _ver(version)
+    v = lenient_version(version)
     out = []
     for name, toggles in snap.names.get(kind, {}).items():
         inside = False
         for t in toggles:
-            if _ver(t) <= v:
+            if lenient_version(t) <= v:
                 inside = not inside
             else:
                 break
@@ -550,14 +551,14 @@ def schema_for(engine: str, requested: Version | None, declared: SpecifierSet | 
     snapshot the verl tree `declared` supports, else the newest one."""
     info = ENGINES[engine]
     inst = installed_schema(engine)
-    if inst is not None and (requested is None or _ver(inst.version) == requested):
+    if inst is not None and (requested is None or lenient_version(inst.version) == requested):
         return inst
     snap = snapshot(engine)
     if snap is None or not snap.versions:
         return None
-    versions = sorted(snap.versions, key=_ver)
+    versions = sorted(snap.versions, key=lenient_version)
     if requested is None:
-        supported = [v for v in versions if declared is not None and declared.contains(_ver(v), prereleases=True)]
+        supported = [v for v in versions if declared is not None and declared.contains(lenient_version(v), prereleases=True)]
         v = (supported or versions)[-1]
         which = (
             f"{info.title} {v}, the newest bundled release this verl declares ({info.dist}{declared})"
@@ -573,18 +574,18 @@ def schema_for(engine: str, requested: Version | None, declared: SpecifierSet | 
             confident=False,
             snapshot=snap,
         )
-    exact = [v for v in versions if _ver(v) == requested]
+    exact = [v for v in versions if lenient_version(v) == requested]
     if exact:
         return Schema(engine, exact[0], snap.names_at(exact[0]), "snapshot", snapshot=snap)
-    same_minor = [v for v in versions if _ver(v).release[:2] == requested.release[:2]]
-    below = [v for v in versions if _ver(v) <= requested]
+    same_minor = [v for v in versions if lenient_version(v).release[:2] == requested.release[:2]]
+    below = [v for v in versions if lenient_version(v) <= requested]
     if same_minor:
-        pick = ([v for v in same_minor if _ver(v) <= requested] or same_minor)[-1]
+        pick = ([v for v in same_minor if lenient_version(v) <= requested] or same_minor)[-1]
         confident = True
     else:
         pick = below[-1] if below else versions[0]
         confident = False
-    why = "newer than" if requested > _ver(versions[-1]) else "not one of"
+    why = "newer than" if requested > lenient_version(versions[-1]) else "not one of"
     return Schema(
         engine,
         pick,

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from ..engine import Context, lazy_module, main_ppo, rule, spec_contains
 from ..data import load_table as load_data
@@ -46,9 +46,9 @@ class Fact(NamedTuple):
         return value is not None and re.fullmatch(self.value, value.strip(), re.IGNORECASE) is not None
 
     def holds_at(self, v: Version) -> bool:
-        if self.since and v < _ver(self.since):
+        if self.since and v < ea.lenient_version(self.since):
             return False
-        if self.until and v >= _ver(self.until):
+        if self.until and v >= ea.lenient_version(self.until):
             return False
         return True
 
@@ -65,13 +65,6 @@ class Fact(NamedTuple):
         if self.until:
             return f"{title} < {self.until}"
         return f"every {title} release"
-
-
-def _ver(text: str) -> Version:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return Version("0")
 
 
 @lru_cache(maxsize=None)
@@ -147,7 +140,7 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
             # No release known: a value that crashes some release is reported as such; else the newest release's fact.
             fatal = [f for f in matching if f.code == "VL501"]
             snap = ea.snapshot(engine)
-            newest = _ver(snap.versions[-1]) if snap and snap.versions else None
+            newest = ea.lenient_version(snap.versions[-1]) if snap and snap.versions else None
             chosen = fatal[0] if fatal else next((f for f in matching if newest is None or f.holds_at(newest)), None)
             if chosen is not None:
                 note = f"on {chosen.span_text(info.title)}; no {info.title} version is known{_flag_hint(engine)}: " + _history(
@@ -175,7 +168,7 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
     msg = f"`{var.name}` is not a {info.title} environment variable ({where})"
     if history:
         msg += f"; it {history}"
-    if engine == "vllm" and _ver(schema.version) >= _ver("0.17.0"):
+    if engine == "vllm" and ea.lenient_version(schema.version) >= ea.lenient_version("0.17.0"):
         msg += "; vLLM >= 0.17 logs `Unknown vLLM environment variable detected` for it and otherwise ignores it"
     return Finding(
         "VL504", msg, f"did you mean `{guess[0]}`?" if guess else "check the spelling against the engine's envs.py, or delete the export"
