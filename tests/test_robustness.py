@@ -101,6 +101,86 @@ def test_audit_hook_sees_no_process_and_no_foreign_import(verl_trees, tmp_path):
     assert line == "AUDIT []", line
 
 
+# Installed as `sitecustomize` (first on PYTHONPATH), so it runs before `-m` finds its module.
+HOOK = textwrap.dedent(
+    """
+    import atexit, os, sys
+    HOSTILE = os.environ["HOSTILE_TREE"]
+    events = []
+    def hook(event, args):
+        if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork"):
+            events.append((event, str(args)[:200]))
+    def report():
+        for name, m in list(sys.modules.items()):
+            where = getattr(m, "__file__", None) or ""
+            if where.startswith(HOSTILE):
+                events.append(("module", name))
+        print("AUDIT", events, file=sys.stderr)
+    sys.addaudithook(hook)
+    atexit.register(report)
+    """
+)
+
+
+def _hostile_tree(root: Path, shadow_stdlib: bool) -> None:
+    """Every way a scanned tree could get code run: each module writes a marker when executed."""
+    def evil(rel: str, body: str = "") -> None:
+        f = root / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"open({str(root / 'EXECUTED')!r}, 'a').write({rel!r} + '\\n')\n{body}")
+
+    evil("pip/__init__.py")
+    evil("pip/__main__.py")  # `python -m pip download` run with this tree as the working directory
+    evil("hydra_plugins/__init__.py")  # Hydra's plugin discovery imports every module here
+    evil("hydra_plugins/evil_plugin.py")
+    evil("evilpkg/__init__.py")  # named by pkg:// search paths: Hydra's pkg:// source imports it
+    evil("evilpkg/conf/__init__.py")
+    (root / "evilpkg/conf/extra.yaml").write_text("x: 1\n")
+    evil("lib/evil2/__init__.py")  # importable only through PYTHONPATH=lib
+    evil("lib/evil2/conf/__init__.py")
+    (root / "lib/evil2/conf/other.yaml").write_text("y: 1\n")
+    evil("structmod.py")  # structured:// search paths import a module
+    if shadow_stdlib:
+        evil("argparse.py")  # `python -m` puts the working directory before the standard library
+    evil("app/main.py", "import hydra\n@hydra.main(config_path='conf', config_name='cfg', version_base=None)\ndef main(c):\n    pass\n")
+    (root / "app/conf").mkdir(parents=True, exist_ok=True)
+    (root / "app/conf/cfg.yaml").write_text("hydra:\n  searchpath:\n    - pkg://evil2.conf\na: 1\n")
+    (root / "run.sh").write_text(
+        "python3 -m verl.trainer.main_ppo trainer.nnodes=1\n"
+        "python3 app/main.py a=2\n"
+        "python3 app/main.py hydra.searchpath=[pkg://evilpkg.conf] a=3\n"
+        "python3 app/main.py --config-path=pkg://evilpkg.conf --config-name=extra x=2\n"
+        "python3 app/main.py hydra.searchpath=[structured://structmod] a=3\n"
+    )
+
+
+def _run_in_hostile_tree(tmp_path: Path, argv: list[str], shadow_stdlib: bool, cache: Path, pythonpath: str = ""):
+    tree = tmp_path / "hostile"
+    _hostile_tree(tree, shadow_stdlib)
+    hook_dir = tmp_path / "hook"
+    hook_dir.mkdir()
+    (hook_dir / "sitecustomize.py").write_text(HOOK)
+    env = dict(os.environ, HOSTILE_TREE=str(tree), NO_COLOR="1", VERL_LINT_CACHE_DIR=str(cache))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook_dir), pythonpath.format(tree=tree)) if p)
+    r = subprocess.run([sys.executable, *argv], cwd=tree, capture_output=True, text=True, env=env, timeout=600)
+    audit = [l for l in r.stderr.splitlines() if l.startswith("AUDIT")]
+    executed = (tree / "EXECUTED").read_text() if (tree / "EXECUTED").exists() else ""
+    return r, audit, executed
+
+
+def test_hostile_tree_with_the_working_directory_on_sys_path(tmp_path, verl_trees):
+    """`python -c` keeps the working directory first on sys.path: Hydra's plugin scan and its
+    pkg:// / structured:// sources would import from the tree. Nothing of it may run."""
+    runner = "import sys; from verl_lint.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = ["-c", runner, "check", "--no-cache", "--verl-root", str(verl_trees[NEWEST].root), "run.sh"]
+    r, audit, executed = _run_in_hostile_tree(tmp_path, argv, False, tmp_path / "cache", pythonpath="{tree}/lib")
+    assert audit == ["AUDIT []"], (audit, r.stderr[-2000:])
+    assert executed == "", executed
+    assert "Traceback" not in r.stderr
+    # The launches are still analysed or accounted for: the structured:// one is not analysable.
+    assert "run.sh:5:21: VL007" in r.stdout and "structured://structmod" in r.stdout, r.stdout
+
+
 def test_bad_inputs_each_get_one_line(tmp_path, verl_trees):
     root = str(verl_trees[NEWEST].root)
     (tmp_path / "empty").mkdir()

@@ -25,7 +25,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from . import __version__
-from .locate import HydraApp
+from .locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
 from .model import Diagnostic, Severity, Span, Unknown, Word
 
 # Imported lazily (hydra costs ~100 ms to import).
@@ -45,6 +45,7 @@ def _h():
         from hydra.types import RunMode
 
         setup_globals()
+        _discover_installed_plugins()
 
         class H:
             pass
@@ -61,6 +62,35 @@ def _h():
         H.RunMode = RunMode
         _hydra = H
     return _hydra
+
+
+def _discover_installed_plugins() -> None:
+    """Let Hydra scan for plugins only where installed packages live.
+
+    Hydra imports every module of every `hydra_plugins` package on `sys.path` the first time
+    it needs a plugin (the search path of a compose). A scanned repository is on `sys.path`
+    under `python -m` or `PYTHONPATH=.`, and its `hydra_plugins/` would run. Plugins in
+    site-packages (and beside Hydra) were installed by the user, as in their real launch.
+    Inside a running Hydra app (the callback) the registry already exists and is left alone.
+    """
+    import site
+    import sys
+
+    from hydra.core.plugins import Plugins
+    from hydra.core.singleton import Singleton
+
+    if Plugins in Singleton._instances:
+        return
+    import hydra
+
+    installed = {os.path.realpath(p) for p in (*site.getsitepackages(), site.getusersitepackages())}
+    installed.add(os.path.realpath(os.path.dirname(os.path.dirname(hydra.__file__))))
+    saved = sys.path[:]
+    sys.path[:] = [p for p in saved if p and os.path.realpath(p) in installed]
+    try:
+        Plugins.instance()
+    finally:
+        sys.path[:] = saved
 
 
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
@@ -177,9 +207,11 @@ class Composer:
             if ao is None:
                 continue
             if ao.kind == "hydra" and parsed.get_key_element() == "hydra.searchpath":
-                from .locate import map_searchpath
-
-                searchpath = map_searchpath(parsed.value(), str(Path(w.span.path).parent), [app.verl.root] if app.verl else [])
+                try:
+                    roots = [*([app.verl.root] if app.verl else []), *app.file.parents]  # where the app imports from
+                    searchpath = map_searchpath(parsed.value(), str(Path(w.span.path).parent), roots)
+                except SearchPathError as ex:
+                    raise NotAnalysable(w, str(ex)) from None
                 ao.line = "hydra.searchpath=[" + ",".join(searchpath) + "]"
             applied.append((ao, parsed))
         repo = self._repo(app, searchpath)
@@ -215,8 +247,10 @@ class Composer:
                 # is in command-line order, and a `hydra.run.dir=...` per script does not
                 # make a base of its own.
                 value.append((ao, parsed))
-        if searchpath and not any(l.startswith("hydra.searchpath=") for l in base_lines):
-            base_lines.append("hydra.searchpath=[" + ",".join(searchpath) + "]")
+        if not any(l.startswith("hydra.searchpath=") for l in base_lines):
+            # Always explicit, so Hydra never resolves the primary config's own entries (a
+            # `pkg://` one would import a package): locate mapped them to directories.
+            base_lines.append("hydra.searchpath=[" + ",".join(searchpath or ()) + "]")
         comp.base_lines = tuple(base_lines)
         keep_hydra = any(ao.kind == "hydra" for ao, _ in value)
         cfg = self._base(app, tuple(base_lines), comp, in_base, anchor, keep_hydra)

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import yaml
 
 from .cache import cache_dir
-from .model import Launch
+from .model import Launch, Word
 
 
 class LocateError(Exception):
@@ -279,45 +279,63 @@ def _config_file(d: Path, name: str) -> Path | None:
 
 
 def map_pkg(dotted: str, roots: list[Path]) -> Path | None:
+    """The directory of `pkg://dotted` under `roots`, then under the `sys.path` directories.
+
+    Hydra's own `pkg://` source imports the package (running every parent `__init__`), and so
+    does `importlib.util.find_spec` of a dotted name: the directories are looked up by hand."""
     rel = Path(*[p for p in dotted.strip("/").replace("/", ".").split(".") if p])
-    for r in roots:
+    for r in [*roots, *(Path(e) for e in sys.path if e and os.path.isdir(e))]:
         if (r / rel).is_dir():
             return (r / rel).resolve()
     return None
 
 
+class SearchPathError(Exception):
+    """A `hydra.searchpath` entry verl-lint cannot map to a directory without running code."""
+
+
 def map_searchpath(entries, cwd: str, roots: list[Path]) -> tuple[str, ...]:
-    """`hydra.searchpath` entries as file:// URLs: `pkg://` found under `roots`, relative `file://` against `cwd`."""
+    """`hydra.searchpath` entries as file:// URLs: `pkg://` found under `roots`, relative `file://` against `cwd`.
+
+    Only directories ever reach Hydra: a `pkg://` or `structured://` entry it resolved itself
+    would import a module (from the scanned tree, when that is on `sys.path`). An entry that
+    cannot be mapped raises SearchPathError."""
     out = []
     for e in entries or []:
         e = str(e)
         if e.startswith("pkg://"):
             d = map_pkg(e[len("pkg://") :], roots)
-            if d is not None:
-                out.append(f"file://{d}")
-        elif e.startswith("file://"):
-            rel = e[len("file://") :]
+            if d is None:
+                raise SearchPathError(f"hydra.searchpath entry {e}: package not found in the verl tree, the repository or sys.path")
+            out.append(f"file://{d}")
+        elif e.startswith("file://") or "://" not in e:
+            rel = e[len("file://") :] if e.startswith("file://") else e
             d = next((Path(r, rel) for r in [Path(cwd), *roots] if Path(r, rel).is_dir()), None)
-            out.append(f"file://{d.resolve()}" if d else e)
+            # Hydra skips a directory that does not exist (with a warning), as it would here.
+            out.append(f"file://{d.resolve() if d else Path(cwd, rel)}")
         else:
-            out.append(e)
+            raise SearchPathError(f"hydra.searchpath entry {e}: verl-lint reads only file:// and pkg:// entries (others import code)")
     return tuple(out)
 
 
 def _primary_searchpath(dirs: list[Path], config_name: str | None, launch: Launch, roots) -> tuple[str, ...] | None:
-    if config_name is None:
-        return None
+    if config_name is None or any(w.text and w.text.startswith("hydra.searchpath=") for w in launch.overrides):
+        return None  # a command-line hydra.searchpath replaces the primary's (compose maps it)
     for d in dirs:
         f = _config_file(d, config_name)
         if f is not None:
-            entries = _declared_searchpath(f)
-            return map_searchpath(entries, launch.cwd, roots) if entries else None
+            try:
+                entries = _declared_searchpath(f)
+                return None if entries is None else map_searchpath(entries, launch.cwd, roots)
+            except SearchPathError as ex:
+                raise NotAnalysable(launch.config_name or Word(config_name, launch.entry_span), f"{ex} (in {f.name})") from None
     return None
 
 
 @lru_cache(maxsize=256)
 def _declared_searchpath(f: Path) -> tuple[str, ...] | None:
-    """`hydra.searchpath` of a primary config file (read once per process)."""
+    """`hydra.searchpath` of a primary config file (read once per process); SearchPathError
+    when it is there but not a plain list (compose hands Hydra only the mapped entries)."""
     try:
         text = f.read_text(encoding="utf-8")
     except OSError:
@@ -330,4 +348,8 @@ def _declared_searchpath(f: Path) -> tuple[str, ...] | None:
         return None  # Hydra reports the YAML error itself
     hydra_node = data.get("hydra") if isinstance(data, dict) else None
     entries = hydra_node.get("searchpath") if isinstance(hydra_node, dict) else None
-    return tuple(str(e) for e in entries) if isinstance(entries, list) else None
+    if entries is None:
+        return None
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        raise SearchPathError(f"hydra.searchpath is not a list of strings ({entries!r:.60})")
+    return tuple(entries)
