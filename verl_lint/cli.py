@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .data import MissingTable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             return _rules(args)
         if args.command == "rule":
             return _rule(args)
+    except MissingTable as ex:  # a broken installation: one line, not a smaller rule pack
+        return _error(str(ex))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `verl-lint ... | head`: the reader left; no traceback

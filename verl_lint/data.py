@@ -1,38 +1,42 @@
-"""The knowledge tables of the top-level `rules/` folder (packaged as `verl_lint.knowledge`)."""
+"""The knowledge tables of the top-level `rules/` folder (installed as `verl_lint_knowledge`).
+
+Read as package data only (`importlib.resources`), never by a path relative to this file:
+whatever else is installed beside verl-lint cannot stand in for a table, and a missing table
+is an error, not a rule pack that silently shrinks.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
+from importlib import resources
 
 import yaml
 
-_SOURCE_TREE = Path(__file__).resolve().parent.parent / "rules"
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 
 
-def read_text(name: str) -> str | None:
-    """The text of `name` (e.g. "engine_args/vllm.yaml"), or None when it does not exist."""
-    if _SOURCE_TREE.is_dir():  # a source checkout (or editable install)
-        path = _SOURCE_TREE / name
-        return path.read_text(encoding="utf-8") if path.is_file() else None
-    from importlib import resources
+class MissingTable(RuntimeError):
+    """A knowledge table verl-lint ships is not installed: a broken installation."""
 
-    res = resources.files("verl_lint.knowledge").joinpath(name)
-    return res.read_text(encoding="utf-8") if res.is_file() else None
+
+def read_text(name: str) -> str:
+    """The text of table `name` (e.g. "engine_args/vllm.yaml"); MissingTable when absent."""
+    res = resources.files("verl_lint_knowledge").joinpath(name)
+    try:
+        return res.read_text(encoding="utf-8")
+    except OSError:
+        raise MissingTable(f"verl-lint's knowledge table {name} is not installed (reinstall verl-lint)") from None
 
 
 def load_table(name: str):
-    """The parsed YAML table `name` (the `.yaml` suffix may be omitted), or None when it does
-    not exist. Parsed once per process: do not mutate the result."""
+    """The parsed YAML table `name` (the `.yaml` suffix may be omitted). Parsed once per
+    process: do not mutate the result."""
     return _load(name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
 
 
 @lru_cache(maxsize=None)
 def _load(name: str):
     text = read_text(name)
-    if text is None:
-        return None
     # Parsing is most of the rule pack's load time (~15 ms for the rule tables, ~70 ms for the
     # engine snapshots, even with libyaml), which the Hydra callback pays at every job start.
     from .cache import memo

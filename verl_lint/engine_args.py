@@ -474,9 +474,7 @@ def _read_snapshot_text(text: str) -> dict | None:
 @lru_cache(maxsize=None)
 def snapshot(engine: str) -> Snapshot | None:
     rel = f"engine_args/{engine}.yaml"
-    text = read_text(rel)
-    if text is None:
-        return None
+    text = read_text(rel)  # every engine in ENGINES ships one: a missing table is an error
     table = _read_snapshot_text(text) or load_data(rel)
     return Snapshot.from_table(table) if table else None
 
