@@ -1,10 +1,14 @@
 """Recognise Python/Hydra launches among a script's commands.
 
 Handles `python[3] [flags] -m MOD | FILE.py`, `torchrun [opts] -m MOD | FILE.py`,
-`ray job submit [opts] -- <launch>`, wrappers such as `nohup`, `env A=1`, `exec`,
-`time`, and `$PYTHON`-style interpreters. Hydra's own command-line flags
+`ray job submit [opts] -- [A=1] <launch>`, wrappers such as `nohup`, `env A=1`, `exec`,
+`time`, launchers whose options take values (`srun`, `apptainer exec`, `uv run`, ...),
+and `$PYTHON`-style interpreters. Hydra's own command-line flags
 (`--config-path/-cp`, `--config-name/-cn`, `--config-dir/-cd`) are separated
 from the overrides exactly as Hydra's argparse would.
+
+A command that names a verl entry point but cannot be read as a launch is still returned,
+with the reason in `Launch.not_analysable`: no launch is dropped without a word.
 """
 
 from __future__ import annotations
@@ -17,6 +21,17 @@ from .shell import Command, env_of
 
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
 _WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "setsid", "command", "numactl", "taskset"}
+# Launchers whose options may take separate values (`srun -N 2`, `apptainer exec IMAGE`): the
+# launch starts at the first interpreter after them.
+_PREFIX_LAUNCHERS = {
+    "srun", "mpirun", "mpiexec", "apptainer", "singularity", "docker", "podman", "uv", "conda", "mamba",
+    "micromamba", "pixi", "poetry", "timeout", "sudo", "accelerate",
+}
+# A verl entry point named in a command: `-m verl.x` / `-m recipe.x`, or a `main_*.py` file.
+_ENTRY_MODULE = re.compile(r"^(verl|recipe)(\.\w+)+$")
+_ENTRY_FILE = re.compile(r"(^|/)main_\w+\.py$")
+_ENTRY_IN_TEXT = re.compile(r"-m\s+((?:verl|recipe)(?:\.\w+)+)|([\w./-]*\bmain_\w+\.py)\b")
+_NOT_RUN = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "log", "info"}  # print, do not run, their words
 # python options that take a separate value
 _PY_VALUE_OPTS = {"-X", "-W", "-Q"}
 # torchrun / torch.distributed.run options that take a separate value (when not written with `=`)
@@ -42,7 +57,7 @@ def launches(commands: list[Command], path: str) -> list[Launch]:
         if heads[:2] == ["ray", "start"] and cmd.span.path == path:
             ray_started = RayAttach("ray-start", cmd.span.line, {k: v.value for k, v in env.items()})
             continue
-        launch = _recognise(cmd.words, env, cmd, path)
+        launch = _recognise(cmd.words, env, cmd, path) or _unreadable(cmd, env, path)
         if launch is not None:
             if heads[:3] == ["ray", "job", "submit"]:
                 launch.ray = _job_submit(cmd)
@@ -70,6 +85,10 @@ def _job_submit(cmd: Command) -> RayAttach:
     passed: set[str] = set()
     unknown = False
     words = cmd.words
+    sep = next((j for j, w in enumerate(words) if w.text == "--"), len(words))
+    in_command = frozenset(
+        w.text.split("=", 1)[0] for w in words[sep + 1 :] if w.text and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w.text)
+    )
     for j, w in enumerate(words):
         if w.text == "--":
             break
@@ -80,7 +99,7 @@ def _job_submit(cmd: Command) -> RayAttach:
                 unknown = True
             else:
                 passed |= set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:', val))
-    return RayAttach("job-submit", cmd.span.line, None, frozenset(passed), unknown)
+    return RayAttach("job-submit", cmd.span.line, None, frozenset(passed), unknown, in_command)
 
 
 def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: str) -> Launch | None:
@@ -96,6 +115,18 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
             while i < len(words) and (words[i].text or "").startswith("-"):
                 i += 1
             continue
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t):  # `ray job submit -- A=1 python3 ...` (a shell string)
+            k, v = t.split("=", 1)
+            env = dict(env)
+            env[k] = EnvVar(k, v, words[i].span)
+            i += 1
+            continue
+        if base in _PREFIX_LAUNCHERS:
+            start = _interpreter_after(words, i + 1)
+            if start is None:
+                return None
+            i = start
+            break
         if base == "env":
             i += 1
             while i < len(words):
@@ -129,7 +160,9 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
     if t is None and i + 1 < len(words) and words[i + 1].text == "-m" and not head.from_caller:
         is_python = True
     if not is_python:
-        return None
+        # `$LAUNCHER python3 -m ...`: an unknown prefix command before a real interpreter
+        start = _interpreter_after(words, i + 1) if t is None and not head.from_caller else None
+        return _recognise(words[start:], env, cmd, path) if start is not None else None
     j = i + 1
     while j < len(words):
         a = words[j].text
@@ -162,7 +195,11 @@ def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
     while j < len(words):
         a = words[j].text
         if a is None:
-            return None
+            # `--nproc_per_node=$N`: an option all the same; a bare `$X` could be the entry point.
+            if not words[j].prefix.startswith("-") or "=" not in words[j].prefix:
+                return None
+            j += 1
+            continue
         if a in ("-m", "--module"):
             module_mode = True
             j += 1
@@ -179,6 +216,53 @@ def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
     return None
 
 
+def _interpreter_after(words: list[Word], start: int) -> int | None:
+    """The index of the first python interpreter, torchrun or `ray job submit` at or after `start`."""
+    for k in range(start, len(words)):
+        t = words[k].text
+        if t is None:
+            continue
+        base = os.path.basename(t)
+        if _PYTHON.match(base) or base in ("torchrun", "deepspeed") or (base == "ray" and [w.text for w in words[k + 1 : k + 3]] == ["job", "submit"]):
+            return k
+    return None
+
+
+def _unreadable(cmd: Command, env, path: str) -> Launch | None:
+    """A command that names a verl entry point but was not read as a launch, with the reason."""
+    words = cmd.words
+    head = next((w.text for w in words if not (w.text and re.match(r"^[A-Za-z_]\w*=", w.text))), None)
+    if head is not None and os.path.basename(head) in _NOT_RUN:
+        return None
+    for j, w in enumerate(words):
+        t = w.text
+        if t is None:
+            continue
+        module = t if j and words[j - 1].text == "-m" and _ENTRY_MODULE.match(t) else None
+        file = t if module is None and _ENTRY_FILE.search(t) else None
+        m = None if module or file else _ENTRY_IN_TEXT.search(t) if " " in t else None
+        if not (module or file or m):
+            continue
+        if m is not None:
+            name = m.group(1) or m.group(2)
+            why = f"it runs inside a string (`{head}` of `...{name}...`), which verl-lint does not read as a command"
+        else:
+            name = module or file
+            dark = next((x for x in words[:j] if x.text is None), None)
+            why = (
+                f"an argument before it is only known at run time ({dark.unknown.reason if dark.unknown else 'unknown'})"
+                if dark is not None
+                else "verl-lint does not recognise this way of starting it"
+            )
+        la = Launch(
+            path=path, span=cmd.span, entry_span=w.span, module=module, file=file or (name if m else None),
+            env=dict(env), cwd=cmd.state.cwd, note=cmd.note,
+        )
+        la.not_analysable = f"{name} is started here, but {why}"
+        return la
+    return None
+
+
 def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: str) -> Launch:
     launch = Launch(
         path=path,
@@ -188,6 +272,7 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
         file=file,
         env=dict(env),
         cwd=cmd.state.cwd,
+        note=cmd.note,
     )
     j = 0
     while j < len(args):

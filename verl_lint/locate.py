@@ -133,6 +133,11 @@ def release_tree(version: str) -> VerlTree:
     return VerlTree(dest, read_version(dest) or version, f"verl=={version} (cached release)")
 
 
+def repository_root(start: Path) -> Path | None:
+    """The nearest directory at or above `start` that holds a `.git`: where scripts are run from."""
+    return next((p for p in [start, *start.parents] if (p / ".git").exists()), None)
+
+
 def find_checkout(start: Path) -> VerlTree | None:
     for p in [start, *start.parents]:
         if (p / "verl" / "trainer").is_dir() and (p / "verl" / "__init__.py").is_file():
@@ -238,7 +243,7 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     for flag, word in (("--config-path", launch.config_path), ("--config-name", launch.config_name), ("--config-dir", launch.config_dir)):
         if word is not None and word.text is None:
             raise NotAnalysable(word, f"{flag} is only known at run time ({word.unknown.reason if word.unknown else 'unknown'})")
-    config_path = launch.config_path.text if launch.config_path is not None else main["config_path"]
+    config_path = _run_from_script_dir(launch.config_path.text, launch) if launch.config_path is not None else main["config_path"]
     config_name = launch.config_name.text if launch.config_name is not None else main["config_name"]
     dirs: list[Path] = []
     if launch.config_dir is not None and launch.config_dir.text:
@@ -255,6 +260,22 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
         raise LocateError(f"config '{config_name}' not found in {where}")
     searchpath = _primary_searchpath(dirs, config_name, launch, roots)
     return HydraApp(entry, file, tuple(dirs), config_name, searchpath, tree, main["version_base"])
+
+
+def _run_from_script_dir(path: str, launch: Launch) -> str:
+    """`$(pwd)/conf` is read as run from the repository root (shell.evaluate); when only the
+    script's own directory has `conf`, the script is run from there: use it, and say so."""
+    if launch.path.startswith("<") or not os.path.isabs(path) or os.path.isdir(path):
+        return path
+    here = Path(launch.path).resolve().parent
+    root = repository_root(here)
+    if root is None or root == here or not path.startswith(f"{root}{os.sep}"):
+        return path
+    beside = here / os.path.relpath(path, root)
+    if not beside.is_dir():
+        return path
+    launch.note = f"assuming the script runs from its own directory, where {os.path.relpath(path, root)} is"
+    return str(beside)
 
 
 def _resolve_config_path(config_path: str, file: Path, roots: list[Path]) -> Path:

@@ -82,6 +82,7 @@ class RayAttach(NamedTuple):
     env_at_start: dict | None = None  # {name: value} exported when `ray start` ran
     passed: frozenset = frozenset()  # names given to `ray job submit --runtime-env-json`
     passed_unknown: bool = False  # a runtime env was passed that cannot be read statically
+    entrypoint_env: frozenset = frozenset()  # names set in the job's command itself (`-- A=1 python3 ...`)
 
 
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
@@ -101,6 +102,9 @@ class Launch:
     cwd: str = "."
     caller_args: Span | None = None  # where "$@" adds unknown overrides
     ray: RayAttach | None = None
+    note: str | None = None  # the branch it is in, when the script's own values do not take it
+    # Set when the command names an entry point but cannot be read as a launch: why (a VL007).
+    not_analysable: str | None = None
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import launch as launch_mod
@@ -72,6 +72,10 @@ def lint_text(
     result = shell.evaluate(path, text, roots, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
     for la in launch_mod.launches(result.commands, path):
+        if la.not_analysable:
+            r = REGISTRY.get("VL007")
+            report.diagnostics.append(Diagnostic(r.code, r.name, r.severity, f"this launch was not checked: {la.not_analysable}", la.entry_span, r.summary))
+            continue
         try:
             diags = lint_launch(la, options, composer, script_dir)
         except LocateError as ex:
@@ -93,6 +97,8 @@ def lint_text(
         if diags is None:
             continue  # not a Hydra app (a data-prep script, pip, ...)
         report.launches += 1
+        if la.note:  # a branch the script's own values do not take: say under which condition
+            diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
         report.diagnostics.extend(diags)
     # Suppression comments live in this file; findings in sourced files or on a command line keep theirs.
     own = [d for d in report.diagnostics if d.span.path == path]

@@ -19,6 +19,7 @@ from pathlib import Path
 import tree_sitter as ts
 import tree_sitter_bash as tsb
 
+from .locate import repository_root
 from .model import Diagnostic, EnvVar, Severity, Span, Unknown, Word
 
 _PARSER: ts.Parser | None = None
@@ -102,9 +103,12 @@ class State:
     functions: dict[str, ts.Node] = field(default_factory=dict)
     positional: list[Word] | None = None  # None at top level: the caller's "$@"
     cwd: str = "."
+    # What `$(pwd)` / `$PWD` give: where the script is run from (the caller's directory when it
+    # is known, else the repository root, as scripts are normally run), None after an unknown `cd`.
+    pwd: str | None = None
 
     def copy(self) -> "State":
-        return State(dict(self.vars), dict(self.functions), self.positional, self.cwd)
+        return State(dict(self.vars), dict(self.functions), self.positional, self.cwd, self.pwd)
 
 
 @dataclass
@@ -116,6 +120,7 @@ class Command:
     prefix_env: dict[str, EnvVar]
     words: list[Word]
     state: State
+    note: str | None = None  # under which condition it runs, when not under the script's own values
 
 
 @dataclass
@@ -168,6 +173,10 @@ _ARITH_OPS = {
 # command it belonged to was cut off above it.
 _OVERRIDE_LIKE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@\-]+)+(=|$)")
 
+# Words of substitutions that only compute a directory of the script (see _directory_of).
+_DIR_WORDS = {"cd", "pwd", "dirname", "realpath", "readlink", "-f", "-P", "-L", "--", "&&"}
+_SCRIPT_REFS = {"0", "{0}", "{BASH_SOURCE[0]}", "{BASH_SOURCE}", "BASH_SOURCE", "BASH_SOURCE[0]"}
+
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "e": "\x1b", "0": "\0"}
 
 
@@ -181,6 +190,7 @@ class Evaluator:
         self._reported_unset: set[tuple[str, int]] = set()
         self._call_depth = 0
         self._called: set[str] = set()
+        self._note: str | None = None  # set while evaluating an if-arm that is not taken
 
     # -- entry --------------------------------------------------------------
     def run(self, state: State | None = None) -> tuple[ScriptResult, State]:
@@ -305,7 +315,7 @@ class Evaluator:
         """if/elif/else. A condition the evaluator can decide (`[ "$b" = megatron ]` on known
         values) picks its arm; otherwise each possible arm runs on its own copy and variables
         the arms disagree on become unknown."""
-        arms: list[tuple[list[ts.Node], list[ts.Node]]] = []
+        arms: list[tuple[list[ts.Node], list[ts.Node], int]] = []
         else_body: list[ts.Node] | None = None
         for c in [n, *[c for c in n.children if c.type == "elif_clause"]]:
             cond, body, in_body = [], [], False
@@ -314,29 +324,43 @@ class Evaluator:
                     in_body = True
                 elif x.is_named and x.type not in ("elif_clause", "else_clause", "comment"):
                     (body if in_body else cond).append(x)
-            arms.append((cond, body))
+            arms.append((cond, body, self.src.node_span(c).line))
         else_clause = next((c for c in n.children if c.type == "else_clause"), None)
         if else_clause is not None:
             else_body = [x for x in else_clause.named_children if x.type != "comment"]
         outcomes = []
         decided = False
-        for cond, body in arms:
+        for cond, body, line in arms:
+            if decided:
+                self._untaken(body, state, line)
+                continue
             verdict = self._condition(cond, state)
             self._block(cond, state)  # the condition itself runs
             if verdict is False:
+                self._untaken(body, state, line)
                 continue
             branch = state.copy()
             self._block(body, branch)
             outcomes.append(branch)
-            if verdict is True:
-                decided = True
-                break
+            decided = verdict is True
         if not decided:
             branch = state.copy()
             if else_body is not None:
                 self._block(else_body, branch)
             outcomes.append(branch)
+        elif else_body:
+            self._untaken(else_body, state, self.src.node_span(else_clause).line)
         self._merge(state, outcomes, "set in a branch of an if")
+
+    def _untaken(self, body: list[ts.Node], state: State, line: int) -> None:
+        """An arm the script's own values do not take: its launches are still checked (the
+        user may run it with other values), on a copy of the state, and say so."""
+        if not body:
+            return
+        saved = self._note
+        self._note = saved or f"in the branch at line {line}, which the script's own values do not take"
+        self._block(body, state.copy())
+        self._note = saved
 
     def _condition(self, cond: list[ts.Node], state: State) -> bool | None:
         """The value of a `[ a = b ]` / `[[ a != b ]]` / `[ -z a ]` test on known words, else None."""
@@ -525,7 +549,7 @@ class Evaluator:
                     key=words[0].text.split("=", 1)[0].lstrip("+~"),
                 )
             )
-        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy())
+        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note)
         self.result.commands.append(cmd)
         self._builtin(cmd, state)
 
@@ -560,8 +584,10 @@ class Evaluator:
             target = args[0].text
             if target is None:
                 state.cwd = str(Path(state.cwd) / "<unknown>")
+                state.pwd = None
             else:
                 state.cwd = os.path.normpath(os.path.join(state.cwd, os.path.expanduser(target)))
+                state.pwd = state.pwd and os.path.normpath(os.path.join(state.pwd, os.path.expanduser(target)))
         elif name == "read":
             for a in args:
                 if a.text and not a.text.startswith("-"):
@@ -662,6 +688,9 @@ class Evaluator:
             return [[Seg(str(v), span)]]
         if t in ("command_substitution", "process_substitution"):
             what = self.src.node_text(node)
+            known = self._directory_of(what, state) if t == "command_substitution" else None
+            if known is not None:
+                return [[Seg(known, span)]]
             return [[Seg(None, span, Unknown(f"the output of `{_short(what)}` is only known at run time"))]]
         return [[Seg(self.src.node_text(node), span)]]
 
@@ -712,8 +741,12 @@ class Evaluator:
         if name_node is None or any(c.type == "ERROR" for c in node.children):
             return [[Seg(None, span, Unknown(f"`{_short(text)}` is not understood statically"))]]
         name = self.src.node_text(name_node)
+        if index is None and name.isdigit() and name != "0" and state.positional is None and op in (":-", "-") and operand is not None:
+            return self._expand(operand, state, quoted=True)  # `${1:-ppo_trainer}`: analysed with its default
         if name in ("@", "*") or (index is None and name.isdigit()):
             return self._positional(name, span, state, quoted)
+        if name == "PWD" and name not in state.vars and op is None and state.pwd is not None:
+            return [[Seg(state.pwd, span)]]
         if indirect or (op is not None and op not in (":-", "-", ":=", "=", ":+", "+")):
             if op is None and not indirect and length:
                 pass
@@ -763,6 +796,17 @@ class Evaluator:
         if quoted:
             return [[self._seg_of(w, w.span)]]
         return self._split(w)
+
+    def _directory_of(self, text: str, state: State) -> str | None:
+        """The value of a substitution that only names a directory of the launch: `$(pwd)`, and
+        the script's own directory (`$(dirname "$0")`, `$(cd "$(dirname "$0")" && pwd)`, ...)."""
+        tokens = [t for t in re.split(r"[\s\"'`()$;&]+|(?<=\))", text) if t]
+        rest = [t for t in tokens if t not in _DIR_WORDS]
+        if not rest and tokens in (["pwd"], ["pwd", "-P"], ["pwd", "-L"]):
+            return state.pwd
+        if rest and all(r in _SCRIPT_REFS for r in rest) and "dirname" in tokens:
+            return str(Path(self.src.path).resolve().parent)
+        return None
 
     def _seg_of(self, w: Word, span: Span) -> Seg:
         return Seg(w.text, span, w.unknown, w.from_caller, expanded=True)
@@ -967,6 +1011,8 @@ def evaluate(
     """Evaluate a script. `positional` are its arguments ("$@"; None: unknown), `cwd` where it runs."""
     src = Source(path, text)
     roots = allowed_roots if allowed_roots is not None else [Path(path).resolve().parent]
-    state = State(positional=positional, cwd=cwd or str(Path(path).parent))
+    here = Path(path).resolve().parent
+    pwd = cwd or (str(repository_root(here) or here) if not path.startswith("<") else None)
+    state = State(positional=positional, cwd=cwd or str(Path(path).parent), pwd=pwd)
     result, _ = Evaluator(src, [r.resolve() for r in roots]).run(state)
     return result

@@ -496,8 +496,12 @@ def env_not_propagated(ctx: Context):
         elif mode.kind == "job-submit":
             if name in mode.passed:
                 continue
-            how = "is exported in the submitting shell"
-            why = f"`ray job submit` (line {mode.line}) runs the job on the cluster, where this shell's environment does not exist"
+            if name in mode.entrypoint_env:
+                how = f"is set in the job's command (`ray job submit ... -- {name}=...`, line {mode.line})"
+                why = "that reaches the driver process only; Ray workers inherit the cluster's environment and the job's runtime env"
+            else:
+                how = "is exported in the submitting shell"
+                why = f"`ray job submit` (line {mode.line}) runs the job on the cluster, where this shell's environment does not exist"
         else:
             how = "is exported for a launch that attaches to an existing Ray cluster (RAY_ADDRESS / ray_init.address)"
             why = "the cluster's workers inherit the environment the cluster was started with"

@@ -144,12 +144,16 @@ _limit(
     "VL007",
     "launch-not-analysable",
     "info",
-    """A launch was skipped because its config location is only known at run time.
+    """A launch of a verl entry point that verl-lint could not analyse, and why.
 
     ## What it does
-    Reports a launch whose `--config-path`, `--config-name` or `--config-dir` comes from
-    something the linter cannot know statically (`$(pwd)`, an unset variable), instead of
-    guessing a directory.
+    Every command that starts a verl entry point (`-m verl.…` / `-m recipe.…`, a `main_*.py`)
+    is either analysed or reported here, never skipped in silence. Reported: a launch whose
+    `--config-path`, `--config-name` or `--config-dir` comes from something the linter cannot
+    know statically (`$(pwd)`, an unset variable), one with an argument before the entry point
+    that is only known at run time (`python3 $FLAGS -m …`), one run from inside a string
+    (`bash -c "…"`), and a `hydra.searchpath` entry that cannot be mapped to a directory
+    without importing code (`structured://`, a `pkg://` package that is not found).
 
     ## Why is this bad?
     Nothing in that launch was checked: its overrides may still be wrong.
@@ -159,7 +163,10 @@ _limit(
     default such as `${CONFIG_DIR:-examples/config}`), or lint the command with the real
     value: `verl-lint check -- python3 -m ... --config-path /abs/dir ...`.
     """,
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$(pwd)/config\" trainer.nnodes=1\n"],
+    [
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$CONFIG_DIR\" trainer.nnodes=1\n",
+        "#!/bin/bash\nbash -c \"python3 -m verl.trainer.main_ppo trainer.nnodes=1\"\n",
+    ],
     ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
 )
 

@@ -1,0 +1,109 @@
+"""Every launch is analysed or accounted for: launch forms real scripts use, counted
+independently of the linter's own recognition."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import codes
+
+FORMS = """#!/bin/bash
+nproc_per_node=8
+torchrun --nnodes=1 --nproc_per_node=$nproc_per_node -m verl.trainer.main_ppo trainer.nnodez=1
+torchrun --nproc_per_node=$UNSET_N --master_port $PORT -m verl.trainer.main_ppo trainer.nnodez=1
+ray job submit --address=http://127.0.0.1:8265 -- VLLM_LOGGING_LEVEL=INFO python3 -m verl.trainer.main_ppo trainer.nnodez=1
+srun -N 2 --gres=gpu:8 python3 -m verl.trainer.main_ppo trainer.nnodez=1
+apptainer exec --nv img.sif python3 -m verl.trainer.main_ppo trainer.nnodez=1
+uv run python3 -m verl.trainer.main_ppo trainer.nnodez=1
+$LAUNCH_PREFIX python3 -m verl.trainer.main_ppo trainer.nnodez=1
+timeout 10h python3 -m verl.trainer.main_ppo trainer.nnodez=1 2>&1 | tee log.txt &
+bash -c "python3 -m verl.trainer.main_ppo trainer.nnodes=1"
+python3 $PYFLAGS -m verl.trainer.main_ppo trainer.nnodes=1
+echo "run: python3 -m verl.trainer.main_ppo"
+"""
+# Independently of verl-lint: a line that runs a verl entry point (not one that only prints it).
+ENTRY_LINE = re.compile(r"^(?!\s*(echo|printf)\b).*-m\s+(verl|recipe)\.\w+", re.M)
+
+
+def test_every_entry_point_line_is_analysed_or_reported(lint):
+    report = lint(FORMS)
+    lines = [FORMS[: m.start()].count("\n") + 1 for m in ENTRY_LINE.finditer(FORMS)]
+    analysed = sorted(d.span.line for d in report.diagnostics if d.code == "VL101")  # each analysed launch has one typo
+    skipped = sorted(d.span.line for d in report.diagnostics if d.code == "VL007")
+    assert len(lines) == 10
+    assert analysed == lines[:8], report.diagnostics
+    assert skipped == lines[8:]
+    assert report.launches == 8
+
+
+def test_not_analysable_launches_say_why(lint):
+    report = lint(FORMS)
+    why = {d.span.line: (d.span.col, d.message) for d in report.diagnostics if d.code == "VL007"}
+    assert why[11][0] == 9 and "inside a string (`bash`" in why[11][1]
+    assert why[12][0] == 21 and "$PYFLAGS is not set in the script" in why[12][1]
+
+
+def test_job_command_env_reaches_the_driver_only(lint):
+    report = lint(FORMS)
+    d = next(d for d in report.diagnostics if d.code == "VL505")
+    assert (d.span.line, d.span.col) == (5, 51)
+    assert "is set in the job's command" in d.message and "driver process only" in d.message
+
+
+BRANCHES = """#!/bin/bash
+MODE=fsdp
+if [ "$MODE" = megatron ]; then
+    python3 -m verl.trainer.main_ppo trainer.nnodez=1
+elif [ "$MODE" = fsdp ]; then
+    python3 -m verl.trainer.main_ppo trainer.nnodes=1
+else
+    python3 -m verl.trainer.main_ppo trainer.n_gpus_per_nodes=1
+fi
+"""
+
+
+def test_branches_the_script_does_not_take_are_still_checked(lint):
+    report = lint(BRANCHES)
+    found = {(d.span.line, d.span.col): d.message for d in report.diagnostics}
+    assert codes(report) == ["VL101", "VL101"] and report.launches == 3
+    assert found[(4, 38)].endswith("(in the branch at line 3, which the script's own values do not take)")
+    assert found[(8, 38)].endswith("(in the branch at line 7, which the script's own values do not take)")
+
+
+@pytest.mark.parametrize("mode,line", [("megatron", 4), ("other", 8)])
+def test_the_branch_taken_carries_no_note(lint, mode, line):
+    report = lint(BRANCHES.replace("MODE=fsdp", f"MODE={mode}"))
+    taken = [d for d in report.diagnostics if d.span.line == line]
+    assert len(taken) == 1 and "which the script's own values do not take" not in taken[0].message
+
+
+CWD_FORMS = """#!/bin/bash
+python3 -m verl.trainer.main_ppo --config-path="$(pwd)/examples/a/config" --config-name=my trainer.nnodez=1
+python3 -m verl.trainer.main_ppo --config-path="${PWD}/examples/a/config" --config-name=my trainer.nnodez=1
+python3 -m verl.trainer.main_ppo --config-path="$(cd "$(dirname "$0")" && pwd)/config" --config-name=${1:-my} trainer.nnodez=1
+python3 -m verl.trainer.main_ppo --config-path="$(dirname "${BASH_SOURCE[0]}")/config" --config-name=my trainer.nnodez=1
+python3 -m verl.trainer.main_ppo --config-path="$(pwd)/config" --config-name=my trainer.nnodez=1
+"""
+
+
+def test_config_paths_from_the_working_directory(tmp_path, verl_trees, composer):
+    """`$(pwd)` / `$PWD` are the repository root (where scripts are run from); the script's own
+    directory comes from `$(dirname "$0")` forms; a `$(pwd)` path that only exists beside the
+    script is taken from there, and the finding says so."""
+    from verl_lint.pipeline import Options
+    from verl_lint.runner import lint_file
+
+    (tmp_path / ".git").mkdir()
+    conf = tmp_path / "examples" / "a" / "config"
+    conf.mkdir(parents=True)
+    (conf / "my.yaml").write_text("defaults:\n  - ppo_trainer\n  - _self_\nhydra:\n  searchpath:\n    - pkg://verl.trainer.config\n")
+    script = tmp_path / "examples" / "a" / "run.sh"
+    script.write_text(CWD_FORMS)
+    report = lint_file(script, Options(verl_tree=verl_trees["0.9.1"]), composer)
+    assert not report.errors, report.errors
+    found = [(d.code, d.span.line) for d in report.diagnostics]
+    assert found == [("VL101", n) for n in range(2, 7)], report.diagnostics
+    notes = [d.message.endswith("(assuming the script runs from its own directory, where config is)") for d in report.diagnostics]
+    assert notes == [False, False, False, False, True]
