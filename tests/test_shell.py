@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from verl_lint import shell
 from verl_lint.launch import launches
 from verl_lint.shell import evaluate
 
@@ -174,3 +177,22 @@ def test_conditions_on_known_values_pick_their_branch(tmp_path):
     la, _ = one_launch(text, tmp_path)
     assert [w.text for w in la.overrides] == ["c=m", None, "e=1"]
     assert "branch" in la.overrides[1].unknown.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "shopt -s extglob\nls !(foo)\n",
+        'case "$x" in\n  *.@(sh|bash)) echo;;\nesac\n',
+        "[ \\( -n a \\) ]\n",
+    ],
+)
+def test_grammar_gaps_bash_accepts_are_not_syntax_errors(text):
+    """tree-sitter-bash rejects these; bash parses them: no VL001."""
+    assert shell.parser().parse(text.encode()).root_node.has_error  # still a gap of the grammar
+    assert [d.code for d in shell.evaluate("/tmp/x.sh", text).diagnostics if d.code == "VL001"] == []
+
+
+def test_a_real_syntax_error_is_still_reported():
+    result = shell.evaluate("/tmp/x.sh", "if then\n(\necho hi\n")
+    assert any(d.code == "VL001" for d in result.diagnostics)
