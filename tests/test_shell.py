@@ -196,3 +196,9 @@ def test_grammar_gaps_bash_accepts_are_not_syntax_errors(text):
 def test_a_real_syntax_error_is_still_reported():
     result = shell.evaluate("/tmp/x.sh", "if then\n(\necho hi\n")
     assert any(d.code == "VL001" for d in result.diagnostics)
+
+
+def test_self_append_is_not_a_use_before_assignment():
+    text = 'ARGS="$ARGS --foo"\nARGS="$ARGS --bar"\necho $LATE\nLATE=1\n'
+    found = [(d.code, d.span.line) for d in evaluate("/tmp/x.sh", text).diagnostics]
+    assert found == [("VL002", 3)]

@@ -215,12 +215,17 @@ class Evaluator:
                 name = n.child_by_field_name("name")
                 if name is not None:
                     key = self.src.node_text(name).split("[")[0]
-                    self._assigned_later.setdefault(key, n.start_byte)
+                    self._first_assignment(key, n.start_byte)
             elif n.type in ("for_statement",):
                 v = n.child_by_field_name("variable")
                 if v is not None:
-                    self._assigned_later.setdefault(self.src.node_text(v), n.start_byte)
+                    self._first_assignment(self.src.node_text(v), n.start_byte)
             stack.extend(n.children)
+
+    def _first_assignment(self, name: str, byte: int) -> None:
+        # The walk is not in source order: keep the earliest. `X="$X --flag"` uses X inside
+        # its own first assignment, which is not a use before assignment.
+        self._assigned_later[name] = min(byte, self._assigned_later.get(name, byte))
 
     def _report_parse_errors(self, root: ts.Node) -> None:
         """One finding per innermost ERROR / MISSING node, located on its first line, unless
