@@ -19,7 +19,7 @@ apptainer exec --nv img.sif python3 -m verl.trainer.main_ppo trainer.nnodez=1
 uv run python3 -m verl.trainer.main_ppo trainer.nnodez=1
 $LAUNCH_PREFIX python3 -m verl.trainer.main_ppo trainer.nnodez=1
 timeout 10h python3 -m verl.trainer.main_ppo trainer.nnodez=1 2>&1 | tee log.txt &
-bash -c "python3 -m verl.trainer.main_ppo trainer.nnodes=1"
+su trainer -c "python3 -m verl.trainer.main_ppo trainer.nnodes=1"
 python3 $PYFLAGS -m verl.trainer.main_ppo trainer.nnodes=1
 echo "run: python3 -m verl.trainer.main_ppo"
 """
@@ -41,7 +41,7 @@ def test_every_entry_point_line_is_analysed_or_reported(lint):
 def test_not_analysable_launches_say_why(lint):
     report = lint(FORMS)
     why = {d.span.line: (d.span.col, d.message) for d in report.diagnostics if d.code == "VL007"}
-    assert why[11][0] == 9 and "inside a string (`bash`" in why[11][1]
+    assert why[11][0] == 15 and "inside a string (`su`" in why[11][1]
     assert why[12][0] == 21 and "$PYFLAGS is not set in the script" in why[12][1]
 
 
@@ -107,3 +107,31 @@ def test_config_paths_from_the_working_directory(tmp_path, verl_trees, composer)
     assert found == [("VL101", n) for n in range(2, 7)], report.diagnostics
     notes = [d.message.endswith("(assuming the script runs from its own directory, where config is)") for d in report.diagnostics]
     assert notes == [False, False, False, False, True]
+
+
+NESTED = """#!/bin/bash
+X=1
+bash -c "python3 -m verl.trainer.main_ppo trainer.nnodez=$X"
+CMD="python3 -m verl.trainer.main_ppo trainer.nnodez=2"
+eval "$CMD"
+cat <<EOF | bash
+python3 -m verl.trainer.main_ppo trainer.nnodez=3
+EOF
+ray job submit --address=x -- bash -lc 'python3 -m verl.trainer.main_ppo trainer.nnodez=4'
+bash <<'EOS'
+python3 -m verl.trainer.main_ppo trainer.nnodez=5
+EOS
+python3 -m verl.trainer.main_ppo trainer.nnodez=6
+"""
+
+
+def test_scripts_in_strings_and_here_documents_are_read_in_place(lint):
+    """`bash -c "..."`, `eval "$CMD"`, here-documents fed to bash: their launches are analysed,
+    located in the file (the eval'd one where its string is written)."""
+    report = lint(NESTED)
+    assert [(d.code, d.span.line, d.span.col) for d in report.diagnostics] == [
+        ("VL101", 3, 43), ("VL101", 4, 39), ("VL101", 7, 34), ("VL101", 9, 74), ("VL101", 11, 34), ("VL101", 13, 34)
+    ]
+    assert report.launches == 6
+    again = lint(FORMS)  # the parser is left as it was: the next file parses whole
+    assert again.launches == 8

@@ -57,6 +57,8 @@ def launches(commands: list[Command], path: str) -> list[Launch]:
         if heads[:2] == ["ray", "start"] and cmd.span.path == path:
             ray_started = RayAttach("ray-start", cmd.span.line, {k: v.value for k, v in env.items()})
             continue
+        if cmd.nested:
+            continue  # its script string was read: the launches in it are commands of their own
         launch = _recognise(cmd.words, env, cmd, path) or _unreadable(cmd, env, path)
         if launch is not None:
             if heads[:3] == ["ray", "job", "submit"]:

@@ -45,6 +45,27 @@ class Source:
         self.data = text.encode("utf-8", "surrogatepass")
         self.tree = parser().parse(self.data)
         self._line_starts = [0] + [m.end() for m in re.finditer(b"\n", self.data)]
+        self._init_points()
+
+    def region(self, start: int, end: int) -> "Source":
+        """The same file with only bytes start..end parsed (a string run by `bash -c` or `eval`,
+        a here-document fed to bash): spans stay those of the file."""
+        sub = object.__new__(Source)
+        sub.path, sub.text, sub.data, sub._line_starts = self.path, self.text, self.data, self._line_starts
+        p = parser()
+        p.included_ranges = [ts.Range(self._ts_point(start), self._ts_point(end), start, end)]
+        try:
+            sub.tree = p.parse(self.data)
+        finally:
+            p.included_ranges = []
+        sub._init_points()
+        return sub
+
+    def _ts_point(self, byte: int) -> tuple[int, int]:
+        row = bisect.bisect_right(self._line_starts, byte) - 1
+        return (row, byte - self._line_starts[row])
+
+    def _init_points(self) -> None:
         self._ascii = self.data.isascii()  # columns are byte offsets then (no decoding per span)
         self._points: dict[int, tuple[int, int]] = {}
 
@@ -123,6 +144,7 @@ class Command:
     words: list[Word]
     state: State
     note: str | None = None  # under which condition it runs, when not under the script's own values
+    nested: bool = False  # its string argument was read as a script (`bash -c`, `eval`)
 
 
 @dataclass
@@ -294,6 +316,10 @@ class Evaluator:
             self._command(n, state)
         elif t in ("redirected_statement", "pipeline", "list", "program", "compound_statement", "do_group"):
             for c in n.named_children:
+                if c.type == "heredoc_redirect" and self._feeds_bash(n, c):
+                    body = next((b for b in c.named_children if b.type == "heredoc_body"), None)
+                    if body is not None:
+                        self._nested(body.start_byte, body.end_byte, state.copy())
                 if c.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                     continue
                 self._stmt(c, state)
@@ -558,8 +584,46 @@ class Evaluator:
                 )
             )
         cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note)
+        script = self._script_argument(words)
+        if script is not None:  # `bash -c "..."`, `eval "$CMD"`: its commands are read instead
+            cmd.nested = True
+            self._nested(*script, state if words[0].text == "eval" else state.copy())
         self.result.commands.append(cmd)
         self._builtin(cmd, state)
+
+    def _script_argument(self, words: list[Word]) -> tuple[int, int] | None:
+        """The byte range of a script given as a string to `eval` or `bash -c` (after any
+        launcher: `ray job submit -- bash -c ...`), when that string is written in this file."""
+        arg = None
+        if words[0].text == "eval" and len(words) == 2:
+            arg = words[1]
+        for j, w in enumerate(words[:-2]):
+            if w.text and os.path.basename(w.text) in ("bash", "sh") and re.fullmatch(r"-[a-z]*c[a-z]*", words[j + 1].text or ""):
+                arg = words[j + 2]
+                break
+        if arg is None or arg.text is None or arg.span.path != self.src.path:
+            return None
+        node = self.src.tree.root_node.descendant_for_byte_range(arg.span.start_byte, arg.span.end_byte)
+        if node is None or node.type not in ("string", "raw_string") or (node.start_byte, node.end_byte) != (arg.span.start_byte, arg.span.end_byte):
+            return None
+        return node.start_byte + 1, node.end_byte - 1
+
+    def _feeds_bash(self, stmt: ts.Node, redirect: ts.Node) -> bool:
+        """`bash <<EOF` or `cat <<EOF | bash`: the here-document is a script."""
+        cmds = [c for c in stmt.named_children if c.type == "command"]
+        cmds += [c for p in redirect.named_children if p.type == "pipeline" for c in p.named_children if c.type == "command"]
+        names = [self.src.node_text(c.child_by_field_name("name") or c).strip() for c in cmds]
+        return any(os.path.basename(x) in ("bash", "sh") for x in names)
+
+    def _nested(self, start: int, end: int, state: State) -> None:
+        if self.depth >= MAX_SOURCE_DEPTH or start >= end:
+            return
+        sub = Evaluator(self.src.region(start, end), self.allowed_roots, self.depth + 1)
+        sub._note = self._note
+        sub._collect_assignments(sub.src.tree.root_node)
+        sub._block(sub.src.tree.root_node.children, state)
+        self.result.commands.extend(sub.result.commands)
+        self.result.diagnostics.extend(sub.result.diagnostics)
 
     def _glue(self, prev: Word, fields: list[list[Seg]], node: ts.Node, state: State, span: Span) -> list[list[Seg]]:
         """Join a word split by the grammar back onto the previous word (`$` + NAME + rest)."""
