@@ -10,7 +10,8 @@ A symlink is followed: the file it finally points to is written and the link sta
 editors and the shell's `>` do. Refusing would break deliberate links (a report path linked into
 a shared directory) and protect nothing that `verl-lint ... > FILE` does not already expose.
 Anything but a regular file (directory, device such as /dev/null, FIFO, socket) is refused: a
-rename would replace the node itself, and as root that would destroy /dev/null.
+rename would replace the node itself, and as root that would destroy /dev/null. A file with
+other hard links is detached from them by the rename (they keep the old content), as with editors.
 """
 
 from __future__ import annotations
