@@ -379,11 +379,11 @@ class VerlLintCallback(Callback):
         import json
         from pathlib import Path
 
+        from .files import write_atomic
+
         path = Path(self.report_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([d.to_json() for d in diags], indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps([d.to_json() for d in diags], indent=2, ensure_ascii=False) + "\n")
 
     def _blocking(self, d) -> bool:
         from .model import Severity

@@ -212,9 +212,13 @@ def _check(args, command_argv) -> int:
         return _error(str(ex))
     reports = _run_lint(args, command_argv, settings, options)
     if args.write_baseline:
+        from .files import WriteError
         from .suppress import write_baseline
 
-        n = write_baseline(Path(args.write_baseline), reports)
+        try:
+            n = write_baseline(Path(args.write_baseline), reports)
+        except WriteError as ex:
+            return _error(str(ex))
         print(f"Wrote {n} finding{'s' * (n != 1)} to {args.write_baseline}")
         return EXIT_USAGE if any(r.errors for r in reports) else EXIT_CLEAN
     if args.baseline:
@@ -222,48 +226,58 @@ def _check(args, command_argv) -> int:
 
         try:
             filter_baseline(Path(args.baseline), reports)
-        except (OSError, ValueError) as ex:
+        except ValueError as ex:
             return _error(f"cannot read baseline {args.baseline}: {ex}")
+    failed = 0
     if args.fix or args.diff:
-        reports = _fix(args, command_argv, settings, options, reports)
-    return _emit(reports, args, args.fail_on or settings.fail_on)
+        reports, failed = _fix(args, command_argv, settings, options, reports)
+    return _emit(reports, args, args.fail_on or settings.fail_on, failed)
 
 
 def _fix(args, command_argv, settings, options, reports):
-    """Apply (or, with --diff, show) fixes; the files that changed are linted again."""
+    """Apply (or, with --diff, show) fixes; the files that changed are linted again.
+
+    Returns the reports and how many files could not be written (each told on stderr).
+    """
     from .fix import apply_fixes
 
     changed = 0
     fixed = 0
+    failed = 0
     for r in reports:
         if r.text is None or r.path.startswith("<") or any(d.code == "VL006" for d in r.diagnostics):
             continue
         res = apply_fixes(r.path, r.text, r.diagnostics, unsafe=args.unsafe_fixes, write=not args.diff)
-        if res.skipped_reason:
+        if res.failed:
+            failed += 1
+            print(f"{r.path}: error: not fixed: {res.skipped_reason}", file=sys.stderr)
+        elif res.skipped_reason:
             print(f"{r.path}: fix skipped: {res.skipped_reason}", file=sys.stderr)
         if args.diff:
             sys.stdout.write(res.diff)
         elif res.applied:
             changed += 1
             fixed += res.applied
-    if args.diff:
-        return reports
     if changed:
         print(f"Fixed {fixed} finding{'s' * (fixed != 1)} in {changed} file{'s' * (changed != 1)}", file=sys.stderr)
-        return _run_lint(args, command_argv, settings, options)
-    return reports
+        return _run_lint(args, command_argv, settings, options), failed
+    return reports, failed
 
 
-def _emit(reports, args, fail_on) -> int:
+def _emit(reports, args, fail_on, unfixed: int = 0) -> int:
+    """Write the report (terminal and --output); the exit code. `unfixed`: files --fix could not write."""
+    from .files import WriteError, write_atomic
     from .model import Severity
     from .report import RENDERERS
 
     fmt = args.format or "text"
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    unwritten = None
     if args.output:
-        from .runner import write_atomic
-
-        write_atomic(Path(args.output), RENDERERS[fmt](reports))
+        try:
+            write_atomic(args.output, RENDERERS[fmt](reports))
+        except WriteError as ex:
+            unwritten = str(ex)  # the report still goes to the terminal, then this error
     if getattr(args, "diff", False):
         pass  # the diff was the output
     elif fmt == "text" or args.output:
@@ -273,7 +287,9 @@ def _emit(reports, args, fail_on) -> int:
         for r in reports:
             for e in r.errors:
                 print(str(e), file=sys.stderr)
-    if any(r.errors for r in reports):
+    if unwritten:
+        return _error(unwritten)
+    if unfixed or any(r.errors for r in reports):
         return EXIT_USAGE
     if fail_on == "never":
         return EXIT_CLEAN
@@ -303,9 +319,10 @@ def _upgrade(args) -> int:
     known = {(d.span.path, d.code, d.key, d.span.line, d.span.col) for r in before for d in r.diagnostics}
     for r in after:
         r.diagnostics = [d for d in r.diagnostics if (d.span.path, d.code, d.key, d.span.line, d.span.col) not in known]
+    failed = 0
     if args.fix or args.diff:
-        after = _fix(args, None, settings, after_opts, after)
-    return _emit(after, args, args.fail_on or settings.fail_on)
+        after, failed = _fix(args, None, settings, after_opts, after)
+    return _emit(after, args, args.fail_on or settings.fail_on, failed)
 
 
 def _rules(args) -> int:

@@ -3,19 +3,17 @@
 A fix is a byte-range edit of the script. Edits are applied from the end of the file
 backwards, the result is re-parsed with tree-sitter-bash and must have the same
 command structure (no new syntax errors, the same commands), and the file is written
-atomically only if it still has the content that was linted.
+atomically only if it still has the content that was linted (re-read just before the rename).
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import shlex
 from dataclasses import dataclass, replace
-from pathlib import Path
 
+from .files import WriteError, write_atomic
 from .model import Diagnostic, Fix
-from .runner import write_atomic
 from .shell import Source
 
 
@@ -25,6 +23,7 @@ class FixResult:
     applied: int
     skipped_reason: str = ""
     diff: str = ""
+    failed: bool = False  # the fixes could not be written (skipped_reason says why): an error, not a notice
 
 
 def resolve(fix: Fix, data: bytes) -> Fix | None:
@@ -100,12 +99,8 @@ def apply_fixes(path: str, original: str, diags: list[Diagnostic], unsafe: bool,
         difflib.unified_diff(original.splitlines(True), text.splitlines(True), f"a/{path}", f"b/{path}")
     )
     if write:
-        p = Path(path)
         try:
-            current = p.read_bytes()
-        except OSError as ex:
-            return FixResult(path, 0, f"cannot re-read: {ex}")
-        if hashlib.sha256(current).digest() != hashlib.sha256(data).digest():
-            return FixResult(path, 0, "the file changed since it was read; left unchanged")
-        write_atomic(p, text)
+            write_atomic(path, new, expect=data)
+        except WriteError as ex:
+            return FixResult(path, 0, ex.reason, failed=True)
     return FixResult(path, len(chosen), "", diff)

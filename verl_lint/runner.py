@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import signal
-import tempfile
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -249,29 +248,3 @@ def lint_paths(
         reports.extend(lint_file(f, options, composer, per_file_ignores) for f in files)
     return reports
 
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write a whole file or nothing: a temp file in the same directory, then rename (keeping the mode)."""
-    path = Path(path)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current

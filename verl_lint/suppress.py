@@ -98,18 +98,21 @@ def baseline_entries(reports) -> list[dict]:
     return out
 
 
-def write_baseline(path: Path, reports) -> int:
-    from .runner import write_atomic
+_FIELDS = ("path", "code", "key", "fingerprint")
 
-    entries = sorted(baseline_entries(reports), key=lambda e: (e["path"], e["code"], e["key"], e["fingerprint"]))
+
+def write_baseline(path: Path, reports) -> int:
+    """Record the findings in `path`; raises files.WriteError when it cannot be written."""
+    from .files import write_atomic
+
+    entries = sorted(baseline_entries(reports), key=lambda e: tuple(e[k] for k in _FIELDS))
     write_atomic(path, json.dumps({"version": 1, "findings": entries}, indent=2) + "\n")
     return len(entries)
 
 
 def filter_baseline(path: Path, reports) -> int:
-    """Remove findings recorded in the baseline; returns how many were hidden."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    budget = Counter((e["path"], e["code"], e["key"], e["fingerprint"]) for e in data.get("findings", []))
+    """Remove findings recorded in the baseline; returns how many were hidden. ValueError: not a baseline."""
+    budget = Counter(_load_baseline(path))
     hidden = 0
     for r in reports:
         kept = []
@@ -122,6 +125,33 @@ def filter_baseline(path: Path, reports) -> int:
                 kept.append(d)
         r.diagnostics = kept
     return hidden
+
+
+def _load_baseline(path: Path) -> list[tuple[str, ...]]:
+    """The (path, code, key, fingerprint) of each entry of a --write-baseline file."""
+    from .files import read_regular
+
+    try:
+        data = json.loads(read_regular(path).decode("utf-8"))
+    except OSError as ex:
+        raise ValueError(ex.strerror or str(ex)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as ex:
+        raise ValueError(f"not JSON ({ex})") from None
+    findings = data.get("findings") if isinstance(data, dict) else None
+    if not isinstance(findings, list):
+        found = "an object without a `findings` list" if isinstance(data, dict) else f"a JSON {_json_type(data)}"
+        raise ValueError(f'expected {{"version": 1, "findings": [...]}} as --write-baseline writes it, found {found}')
+    out = []
+    for i, e in enumerate(findings):
+        if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in _FIELDS):
+            raise ValueError(f"findings[{i}] is not an object with string fields {', '.join(_FIELDS)}")
+        out.append(tuple(e[k] for k in _FIELDS))
+    return out
+
+
+def _json_type(value) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 __all__ = ["apply_suppressions", "write_baseline", "filter_baseline", "Severity"]

@@ -197,7 +197,10 @@ def run(args, command_argv: list[str] | None) -> int:
         _say(f"internal error: {what}; running the command unchecked (--strict would stop it)")
 
     if reports is not None:
-        _print_report(reports, fmt, args)
+        unwritten = _print_report(reports, fmt, args)
+        if unwritten:  # a bad --output is a usage error, like a bad flag: nothing runs
+            _say(f"error: {unwritten}")
+            return EXIT_USAGE
         input_errors = sum(len(r.errors) for r in reports)
         threshold = None if fail_on == "never" else Severity.parse(fail_on)
         blocking = [d for r in reports for d in r.diagnostics if threshold is not None and d.severity >= threshold]
@@ -216,7 +219,9 @@ def run(args, command_argv: list[str] | None) -> int:
     return _exec(command_argv)
 
 
-def _print_report(reports, fmt: str, args) -> None:
+def _print_report(reports, fmt: str, args) -> str | None:
+    """The report to stderr and to --output; why --output could not be written, if it could not."""
+    from .files import WriteError, write_atomic
     from .report import RENDERERS
 
     if fmt == "text":
@@ -224,11 +229,13 @@ def _print_report(reports, fmt: str, args) -> None:
         sys.stderr.write(RENDERERS["text"](reports, color=color))
     else:
         sys.stderr.write(RENDERERS[fmt](reports))
-    if args.output:
-        from .runner import write_atomic
-
-        write_atomic(Path(args.output), RENDERERS[fmt](reports))
     sys.stderr.flush()
+    if args.output:
+        try:
+            write_atomic(args.output, RENDERERS[fmt](reports))
+        except WriteError as ex:
+            return str(ex)
+    return None
 
 
 def _exec(argv: list[str]) -> int:
