@@ -135,3 +135,17 @@ def test_scripts_in_strings_and_here_documents_are_read_in_place(lint):
     assert report.launches == 6
     again = lint(FORMS)  # the parser is left as it was: the next file parses whole
     assert again.launches == 8
+
+
+def test_missing_module_or_config_dir_is_a_located_finding(lint):
+    """Not an exit-2 input error that hides the rest of the file: the launch after them is analysed."""
+    report = lint(
+        "python3 -m verl.trainer.main_ppoo trainer.nnodes=1\n"
+        "python3 -m verl.trainer.main_ppo --config-path=nowhere/conf trainer.nnodes=1\n"
+        "python3 -m verl.trainer.main_ppo trainer.nnodez=1\n"
+    )
+    assert not report.errors
+    found = {d.code: d for d in report.diagnostics}
+    assert [(d.code, d.span.line, d.span.col) for d in report.diagnostics] == [("VL009", 1, 12), ("VL106", 2, 34), ("VL101", 3, 34)]
+    assert found["VL009"].help == "did you mean `verl.trainer.main_ppo`?"
+    assert "Primary config directory not found" in found["VL106"].message and found["VL106"].key == "--config-path"

@@ -35,9 +35,20 @@ class LocateError(Exception):
 class ConfigNotFound(Exception):
     """`--config-name` names a config that the config directory does not have."""
 
-    def __init__(self, word, message: str):
+    def __init__(self, word, message: str, help: str = "use one of the config files in that directory", flag: str = "--config-name"):
         super().__init__(message)
         self.word = word
+        self.help = help
+        self.flag = flag
+
+
+class EntryPointNotFound(Exception):
+    """`-m MODULE` names a module the verl tree does not have (python stops with ModuleNotFoundError)."""
+
+    def __init__(self, launch: Launch, message: str, guess: str | None):
+        super().__init__(message)
+        self.launch = launch
+        self.guess = guess
 
 
 class NotAnalysable(Exception):
@@ -228,9 +239,10 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     if launch.module:
         file = _module_file(launch.module, roots)
         if file is None:
-            if launch.module.split(".")[0] in ("verl", "recipe") or (tree and (tree.root / launch.module.split(".")[0]).is_dir()):
-                where = tree.describe() if tree else "no verl tree found (pass --verl-root DIR or --verl VERSION)"
-                raise LocateError(f"module {launch.module} not found in {where}")
+            if tree is not None and (tree.root / launch.module.split(".")[0]).is_dir():
+                raise EntryPointNotFound(launch, f"module {launch.module} is not in {tree.describe()}", _nearest_module(launch.module, tree.root))
+            if launch.module.split(".")[0] in ("verl", "recipe"):
+                raise LocateError(f"module {launch.module} not found: no verl tree found (pass --verl-root DIR or --verl VERSION)")
             return None
     else:
         file = next((r / launch.file for r in roots if (r / launch.file).is_file()), None)
@@ -249,10 +261,19 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     if launch.config_dir is not None and launch.config_dir.text:
         d = Path(launch.cwd, launch.config_dir.text)
         if not d.is_dir():
-            raise LocateError(f"--config-dir {launch.config_dir.text} not found")
+            raise ConfigNotFound(launch.config_dir, f"--config-dir {launch.config_dir.text} not found", "point --config-dir at an existing directory", "--config-dir")
         dirs.append(d.resolve())
     if config_path is not None:
-        dirs.append(_resolve_config_path(config_path, file, roots))
+        try:
+            dirs.append(_resolve_config_path(config_path, file, roots))
+        except LocateError as ex:
+            if launch.config_path is None:
+                raise  # the app's own @hydra.main config_path: not the script's doing
+            raise ConfigNotFound(
+                launch.config_path, f"Primary config directory not found: {ex}",
+                "point --config-path at an existing directory (a relative one is resolved from the app's file, as Hydra does)",
+                "--config-path",
+            ) from None
     if config_name is not None and dirs and not any(_config_file(d, config_name) for d in dirs):
         where = ", ".join(str(d) for d in dirs)
         if launch.config_name is not None:  # the script names a config that does not exist: a finding
@@ -260,6 +281,17 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
         raise LocateError(f"config '{config_name}' not found in {where}")
     searchpath = _primary_searchpath(dirs, config_name, launch, roots)
     return HydraApp(entry, file, tuple(dirs), config_name, searchpath, tree, main["version_base"])
+
+
+def _nearest_module(module: str, root: Path) -> str | None:
+    """The module of the same package with the closest name (`verl.trainer.main_ppoo` -> main_ppo)."""
+    import difflib  # only for a suggestion: not loaded at start-up
+
+    package, _, name = module.rpartition(".")
+    d = root.joinpath(*package.split(".")) if package else root
+    names = sorted(f.stem for f in d.glob("*.py") if f.stem != "__init__") if d.is_dir() else []
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"{package}.{close[0]}" if close and package else (close[0] if close else None)
 
 
 def _run_from_script_dir(path: str, launch: Launch) -> str:

@@ -14,7 +14,7 @@ from .compose import Composer
 from .environment import installed_versions
 from .engine import REGISTRY, Context, Rule, parse_version, run_rules, selected
 from .engine import finalize as engine_finalize
-from .locate import ConfigNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
+from .locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
 from .rules.tables import removed_module_diag
 from .suppress import apply_suppressions
 from .model import Diagnostic, EnvVar, Launch, Severity, Word
@@ -81,11 +81,15 @@ def lint_text(
         except LocateError as ex:
             report.errors.append(InputError(path, str(ex), la.entry_span.line, la.entry_span.col))
             continue
+        except EntryPointNotFound as ex:
+            r = REGISTRY.get("VL009")
+            fix = f"did you mean `{ex.guess}`?" if ex.guess else r.summary
+            report.diagnostics.append(Diagnostic(r.code, r.name, r.severity, f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or ""))
+            continue
         except ConfigNotFound as ex:
             r = REGISTRY.get("VL106")
             report.diagnostics.append(
-                Diagnostic(r.code, r.name, r.severity, f"Hydra cannot compose the config: {ex}", ex.word.span,
-                           "use one of the config files in that directory", "--config-name")
+                Diagnostic(r.code, r.name, r.severity, f"Hydra cannot compose the config: {ex}", ex.word.span, ex.help, ex.flag)
             )
             continue
         except NotAnalysable as ex:
@@ -111,8 +115,8 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
     tree = verl_tree_for(script_dir, options.verl_tree)
     try:
         app = locate_app(la, tree)
-    except LocateError:
-        # An entry point the release removed is a finding with its replacement, not bad input.
+    except (LocateError, EntryPointNotFound):
+        # An entry point the release removed is a finding with its replacement (VL426), not VL009.
         gone = la.module and tree and removed_module_diag(la.module, parse_version(tree.version), la.entry_span)
         if gone:
             return [gone]

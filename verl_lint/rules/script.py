@@ -171,6 +171,30 @@ _limit(
 )
 
 _limit(
+    "VL009",
+    "entry-point-not-found",
+    "error",
+    """The launch runs a module the verl tree does not have.
+
+    ## What it does
+    Looks up `-m MODULE` in the verl tree being linted (a checkout, the installed package, a
+    release, a copy vendored in the repository), by file, without importing anything, and
+    reports a module that is not there, with the closest module of the same package.
+
+    ## Why is this bad?
+    Python stops with `ModuleNotFoundError` before Hydra or Ray start: usually a typo, or an
+    entry point of another verl release. (An entry point a release removed on purpose is
+    VL426, with its replacement.)
+
+    ## Use instead
+    The module the tree has (`verl.trainer.main_ppo`, ...), or lint against the verl you run
+    with `--verl-root` / `--verl`.
+    """,
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppoo trainer.nnodes=1\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
+)
+
+_limit(
     "VL008",
     "broken-line-continuation",
     "error",
