@@ -66,7 +66,7 @@ def _override(rnd: random.Random) -> str:
 
 
 def _statement(rnd: random.Random, depth: int = 0) -> str:
-    k = rnd.randrange(10 if depth < 2 else 6)
+    k = rnd.randrange(14 if depth < 2 else 6)
     var = rnd.choice(VARS)
     if k == 0:
         return f"{var}={_value(rnd)}"
@@ -86,6 +86,15 @@ def _statement(rnd: random.Random, depth: int = 0) -> str:
         return f"for i in 1 2 3; do\n  {_statement(rnd, depth + 1)}\ndone"
     if k == 8:
         return f"run() {{\n  local L={_value(rnd)}\n  {_launch(rnd)}\n}}\nrun"
+    # Scripts inside strings and here-documents (read in place), branches, launchers.
+    if k == 9:
+        return rnd.choice([f'bash -c "{_launch(rnd)}"', f"{var}='{_launch(rnd)}'\neval \"${var}\"", f"srun -N 2 {_launch(rnd)}"])
+    if k == 10:
+        return f"cat <<EOF | bash\n{_launch(rnd)}\nEOF" if rnd.random() < 0.5 else f"bash <<'EOS'\n{_launch(rnd)}\nEOS"
+    if k == 11:
+        return f'if [ "${var}" = a ]; then\n  {_statement(rnd, depth + 1)}\nelif [ "${var}" = b ]; then\n  {_launch(rnd)}\nfi'
+    if k == 12:
+        return f'--config-path="$(pwd)/conf" {_launch(rnd)}' if rnd.random() < 0.3 else f'cd "$(dirname "$0")" && {_launch(rnd)}'
     return f"source ./{rnd.choice(['common.sh', '../x.sh', '/etc/profile'])}"
 
 
