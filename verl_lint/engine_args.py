@@ -853,7 +853,7 @@ def assembly(root: str, engine: str) -> Assembly | None:
         return read_assembly_source(text, engine, rel) if text is not None else None
 
     # Reading verl's sources with ast costs ~0.1 s: kept on disk per file version.
-    a = memo("engine_args", f"assembly\0{p.resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0{engine}", read)
+    a = memo("engine_args", f"assembly\0{p.resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0{engine}", read, (Assembly, type(None)))
     return a if a is not None else fallback_assembly(engine, f"the shape of {rel} was not recognised")
 
 
@@ -948,7 +948,7 @@ def verl_env_names(root: str) -> frozenset[str]:
         return scan()
     from .cache import memo
 
-    return memo("engine_args", f"verl-env\0{key}", scan)
+    return memo("engine_args", f"verl-env\0{key}", scan, frozenset)
 
 
 # ---------------------------------------------------------------- evaluator ----
