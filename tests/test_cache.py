@@ -128,6 +128,23 @@ def test_clean_removes_marked_folders_left_empty(cache_root):
     assert not (cache_root / "tables").exists()
 
 
+def test_crafted_verl_value_is_rejected_before_it_becomes_a_path(tmp_path, cache_root):
+    """`--verl ../../../../victim` would name a directory outside the cache; it is refused as
+    not a version, and nothing outside (or inside) the cache is created or removed."""
+    victim = tmp_path / "victim"
+    (victim / "verl" / "trainer").mkdir(parents=True)
+    (victim / "data.txt").write_text("precious\n")
+    script = tmp_path / "run.sh"
+    script.write_text("echo hi\n")
+    for value in ("../../../../victim", "0.9.1/../../../../victim", "/tmp/x", "0.9.1 ; rm -rf /"):
+        for cmd in (["check", str(script), "--verl", value], ["doctor", "--verl", value]):
+            proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", *cmd], capture_output=True, text=True, cwd=tmp_path)
+            assert proc.returncode == 2, (cmd, proc.stdout, proc.stderr)
+            assert proc.stderr.splitlines() == [f"verl-lint{' doctor' if cmd[0] == 'doctor' else ''}: error: --verl: {value!r} is not a version (e.g. 0.9.1)"]
+    assert (victim / "data.txt").read_text() == "precious\n" and (victim / "verl" / "trainer").is_dir()
+    assert not cache_root.exists()  # not even the releases folder
+
+
 def test_clean_on_a_missing_cache_dir(cache_root):
     assert not cache_root.exists()
     assert cache.clean(releases=True) == (0, 0)
@@ -287,6 +304,12 @@ def test_a_cache_directory_that_is_a_file(tmp_path, verl_trees):
     proc = _cli("check", str(script), "--verl-root", str(verl_trees["0.9.1"].root), VERL_LINT_CACHE_DIR=str(not_a_dir))
     assert proc.returncode == 1 and "VL101" in proc.stdout
     assert proc.stderr.splitlines() == [f"verl-lint: warning: cannot write the cache ({not_a_dir} is not a directory); running without it"]
+    proc = _cli("check", str(script), "--verl", "0.9.1", VERL_LINT_CACHE_DIR=str(not_a_dir))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"verl-lint: error: cannot download verl 0.9.1: no usable cache directory ({not_a_dir} is not a directory);"
+        " pass --verl-root DIR with a verl checkout instead"
+    ]
     assert not_a_dir.read_text() == "a file\n"
     for cmd in (("cache", "clean", "--all"), ("cache", "dir")):
         proc = _cli(*cmd, VERL_LINT_CACHE_DIR=str(not_a_dir))

@@ -96,25 +96,17 @@ class WheelSource(Source):
 
 def fetch_wheel(dist: str, version: str, dest: Path | None = None) -> Path:
     """The wheel of dist==version from the package index, downloaded once without dependencies
-    into `dest` (default: <cache>/wheels). Raises RuntimeError when it cannot be downloaded."""
-    import tempfile
-
-    from .cache import cache_dir
-    from .locate import DownloadError, pip_download
+    into `dest` (default: <cache>/wheels; see download.py). Raises download.DownloadError (a
+    RuntimeError) when it cannot be downloaded."""
+    from .cache import cache_dir, make_dir
+    from .download import DownloadError, wheel
 
     dest = Path(dest) if dest else cache_dir() / "wheels"
-    dest.mkdir(parents=True, exist_ok=True)
-    stem = dist.replace("-", "_")
-    for w in sorted(dest.glob(f"{stem}-{version}-*.whl")):
-        return w
-    with tempfile.TemporaryDirectory(dir=dest) as tmp:
-        try:
-            wheel = pip_download(dist, version, Path(tmp))
-        except DownloadError as ex:
-            raise RuntimeError(str(ex)) from None
-        target = dest / wheel.name
-        wheel.replace(target)
-    return target
+    try:
+        make_dir(dest)
+    except OSError as ex:
+        raise DownloadError(f"cannot download {dist} {version}: cannot create {dest} ({ex.strerror or ex})") from None
+    return wheel(dist, version, dest)
 
 
 def _parse(text: str | None) -> ast.Module | None:
