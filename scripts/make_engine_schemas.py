@@ -2,7 +2,7 @@
 """Regenerate the bundled engine schema snapshots in rules/engine_args/ from real wheels.
 
 For every release listed (or given with --versions) the wheel is downloaded from the package
-index without dependencies (`pip download --no-deps --only-binary :all:`) into a cache, its
+index without dependencies (verl_lint/download.py: its JSON API, no pip) into a cache, its
 source files are read straight from the zip with `ast` (nothing is installed or imported), and
 the names are stored per engine as toggle points (see `verl_lint.engine_args.Snapshot`):
 

@@ -20,7 +20,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 @pytest.fixture(scope="session")
 def verl_trees():
-    """{version: VerlTree} of real releases (`pip download verl==X --no-deps`, unpacked, cached)."""
+    """{version: VerlTree} of real releases (the wheel from the package index, unpacked, cached)."""
     return {v: release_tree(v) for v in RELEASES}
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,25 +82,67 @@ def test_warm_run_hits_the_disk_cache_with_identical_results_and_clean_forgets(c
     assert _result(third) == _result(first)
 
 
-def test_clean_all_removes_releases_and_only_what_verl_lint_wrote(cache_root):
-    bases = cache_root / "bases"
-    bases.mkdir(parents=True)
-    (bases / ("a" * 32 + ".pickle")).write_bytes(b"x" * 100)
-    (bases / ("b" * 32 + ".4242.tmp")).write_bytes(b"x" * 10)
-    (bases / "notes.txt").write_text("not ours\n")  # e.g. VERL_LINT_CACHE_DIR pointed at a used directory
-    rel = cache_root / "releases" / "verl-0.9.1" / "verl"
-    rel.mkdir(parents=True)
-    (rel / "version").write_text("0.9.1\n")
-    (cache_root / "releases" / "keep-me").mkdir()
+def _written(root: Path) -> int:
+    """How many entries verl-lint wrote in the derived folders (what `clean` removes)."""
+    return sum(1 for name in cache.DERIVED for _ in (root / name).glob("*.pickle"))
 
-    assert cache.usage()["bases"] == (3, 100 + 10 + len("not ours\n"))
-    assert cache.clean() == (2, 110)
-    assert (bases / "notes.txt").is_file()
-    assert (cache_root / "releases" / "verl-0.9.1").is_dir()
-    assert cache.clean(releases=True) == (1, len("0.9.1\n"))
-    assert not (cache_root / "releases" / "verl-0.9.1").exists()
-    assert (cache_root / "releases" / "keep-me").is_dir()
+
+def test_clean_all_removes_only_marked_entries(cache_root):
+    """Everything verl-lint creates in the cache is tagged; `clean --all` (a real process)
+    removes only that, whatever else sits in the cache directory."""
+    assert cache.memo("bases", "x", lambda: {"a": 1}, dict) == {"a": 1}  # a marked folder with one entry
+    [entry] = (cache_root / "bases").glob("*.pickle")
+    assert cache.is_marked(cache_root / "bases")
+    assert (cache_root / "bases" / "CACHEDIR.TAG").read_bytes().startswith(b"Signature: 8a477f597d28d172789f06886806bc55")
+    releases = cache.make_dir(cache_root / "releases")
+    ours = cache.new_entry(releases)  # how release_tree creates a release, then renames it into place
+    (ours / "verl").mkdir()
+    (ours / "verl" / "version").write_text("0.9.1\n")
+    ours.rename(releases / "verl-0.9.1")
+    # Not verl-lint's, though named like its entries: never removed.
+    (cache_root / "bases" / "notes.txt").write_text("not ours\n")
+    (cache_root / "bases" / "mine").mkdir()
+    (cache_root / "bases" / "mine" / ("a" * 32 + ".pickle")).write_bytes(b"x")
+    (releases / "verl-0.7.1" / "verl").mkdir(parents=True)  # an unmarked release-like directory
+    (releases / "keep-me").write_text("x\n")
+    (cache_root / "engine_args").mkdir()  # an unmarked folder with a hash-named file
+    (cache_root / "engine_args" / ("b" * 32 + ".pickle")).write_bytes(b"x")
+    (cache_root / "wheels").mkdir()
+    (cache_root / "wheels" / "vllm-0.1.0-py3-none-any.whl").write_bytes(b"x")
+
+    proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", "cache", "clean", "--all"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.startswith("removed 3 files")  # the entry, and the release's version file and tag
+    assert not entry.exists() and not (releases / "verl-0.9.1").exists()
+    for kept in ("bases/notes.txt", f"bases/mine/{'a' * 32}.pickle", "releases/verl-0.7.1/verl", "releases/keep-me",
+                 f"engine_args/{'b' * 32}.pickle", "wheels/vllm-0.1.0-py3-none-any.whl"):  # fmt: skip
+        assert (cache_root / kept).exists(), kept
+    assert cache.is_marked(cache_root / "bases")  # still holds other files: kept, still tagged
     assert cache.clean(releases=True) == (0, 0)  # idempotent
+
+
+def test_clean_removes_marked_folders_left_empty(cache_root):
+    cache.memo("tables", "y", lambda: [1], list)
+    size = cache.entry("tables", "y").stat().st_size
+    assert cache.clean() == (1, size)
+    assert not (cache_root / "tables").exists()
+
+
+def test_crafted_verl_value_is_rejected_before_it_becomes_a_path(tmp_path, cache_root):
+    """`--verl ../../../../victim` would name a directory outside the cache; it is refused as
+    not a version, and nothing outside (or inside) the cache is created or removed."""
+    victim = tmp_path / "victim"
+    (victim / "verl" / "trainer").mkdir(parents=True)
+    (victim / "data.txt").write_text("precious\n")
+    script = tmp_path / "run.sh"
+    script.write_text("echo hi\n")
+    for value in ("../../../../victim", "0.9.1/../../../../victim", "/tmp/x", "0.9.1 ; rm -rf /"):
+        for cmd in (["check", str(script), "--verl", value], ["doctor", "--verl", value]):
+            proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", *cmd], capture_output=True, text=True, cwd=tmp_path)
+            assert proc.returncode == 2, (cmd, proc.stdout, proc.stderr)
+            assert proc.stderr.splitlines() == [f"verl-lint{' doctor' if cmd[0] == 'doctor' else ''}: error: --verl: {value!r} is not a version (e.g. 0.9.1)"]
+    assert (victim / "data.txt").read_text() == "precious\n" and (victim / "verl" / "trainer").is_dir()
+    assert not cache_root.exists()  # not even the releases folder
 
 
 def test_clean_on_a_missing_cache_dir(cache_root):
@@ -148,11 +192,126 @@ def test_cli_no_cache_flag_and_cache_command(cache_root, tmp_path, verl_trees, c
     cache.add_arguments(parser)
     assert cache.run(parser.parse_args(["dir"])) == 0
     assert str(cache_root) in capsys.readouterr().out
+    written = _written(cache_root)  # the base, and whatever tables this process had not loaded yet
     assert cache.run(parser.parse_args(["clean"])) == 0
-    assert "removed 1 file" in capsys.readouterr().out
+    assert f"removed {written} file" in capsys.readouterr().out
     assert not (cache_root / "bases").exists()
-    if "cache" in cli._parser()._subparsers._group_actions[0].choices:
-        cli.main(["check", str(p), "--verl-root", root])
-        assert cli.main(["cache", "clean", "--all"]) == 0
-        assert "removed 1 file" in capsys.readouterr().out
-        assert not (cache_root / "bases").exists()
+    cli.main(["check", str(p), "--verl-root", root])
+    written = _written(cache_root)
+    assert cli.main(["cache", "clean", "--all"]) == 0
+    assert f"removed {written} file" in capsys.readouterr().out
+    assert not (cache_root / "bases").exists()
+
+
+def _cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, cwd=cwd, env={**os.environ, **env}
+    )
+
+
+def test_cache_keys_follow_the_code_that_produced_them(tmp_path):
+    """Every cached value is keyed on a digest of verl-lint's own files: changing one (a knowledge
+    table touched, a module edited, in a copy of the package) makes the old entries unreachable."""
+    import os
+    import shutil
+
+    src = Path(cache.__file__).resolve().parent
+    copy = tmp_path / "src"
+    shutil.copytree(src, copy / "verl_lint", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(src.parent / "rules", copy / "rules")
+    probe = (
+        "import os, verl_lint.cache as c; print(c.__file__); print(c.code_digest()); "
+        "print(c.memo('tables', 'probe', lambda: os.environ['VALUE'], str))"
+    )
+
+    def run(value: str) -> list[str]:
+        env = {**os.environ, "PYTHONPATH": str(copy), "VERL_LINT_CACHE_DIR": str(tmp_path / "cache"), "VALUE": value}
+        proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.splitlines()
+
+    where, first, value = run("one")
+    assert where.startswith(str(copy)) and value == "one"
+    assert run("two")[1:] == [first, "one"]  # the same code: the cached value
+    table = copy / "rules" / "env_vars.yaml"
+    st = table.stat()
+    os.utime(table, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    _, touched, value = run("three")
+    assert touched != first and value == "three"
+    with open(copy / "verl_lint" / "shell.py", "a") as f:
+        f.write("# edited\n")
+    _, edited, value = run("four")
+    assert edited not in (first, touched) and value == "four"
+
+
+def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl_trees):
+    """The per-file time limit firing while a base composes is VL005 for that run, and nothing
+    is stored: the next run (same process, then a new one on the same cache) composes it."""
+    from verl_lint.compose import _h
+    from verl_lint.pipeline import Options
+    from verl_lint.runner import lint_file
+
+    tree = verl_trees["0.9.1"]
+    _h()  # Hydra imported, rules loaded (warm-up below): the limit fires inside the composition (~0.2 s)
+    warm = tmp_path / "warm.sh"
+    warm.write_text(SCRIPT.replace("main_ppo ", "main_ppo --config-name ppo_megatron_trainer "))
+    composer = Composer()
+    lint_file(warm, Options(verl_tree=tree), composer)
+    script = tmp_path / "run.sh"
+    script.write_text(SCRIPT)
+
+    timed = lint_file(script, Options(verl_tree=tree, timeout=0.05), composer)
+    assert [d.code for d in timed.diagnostics] == ["VL005"]
+    assert composer.stats["base_misses"] == 2  # the timed run was composing its base when stopped
+    assert len(composer._bases) == 1 and len(list((cache_root / "bases").glob("*.pickle"))) == 1  # the warm-up's
+
+    again = lint_file(script, Options(verl_tree=tree), composer)
+    assert [d.code for d in again.diagnostics] == ["VL101"]
+    proc = _cli("check", str(script), "--verl-root", str(tree.root))
+    assert proc.returncode == 1 and "VL101" in proc.stdout and "VL106" not in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_wrong_type_and_corrupt_entries_are_ignored_and_rewritten(cache_root, tmp_path, verl_trees):
+    """Every entry of a filled cache replaced by a pickle of the wrong type (a list where a dict,
+    a config or a frozenset is expected) or by garbage: the next run gives the same result, no
+    traceback, and rewrites them."""
+    import pickle
+
+    script = tmp_path / "run.sh"
+    script.write_text(SCRIPT)
+    args = ("check", str(script), "--verl-root", str(verl_trees["0.9.1"].root))
+    first = _cli(*args)
+    assert first.returncode == 1 and first.stderr == ""
+    entries = sorted(cache_root.glob("*/*.pickle"))
+    assert {e.parent.name for e in entries} >= {"bases", "tables", "specifiers"}
+    wrong = pickle.dumps([1, 2, 3])
+    for i, e in enumerate(entries):
+        e.write_bytes(wrong if i % 3 else b"\x80\x05garbage")
+    second = _cli(*args)
+    assert (second.returncode, second.stdout, second.stderr) == (first.returncode, first.stdout, first.stderr)
+    assert all(e.read_bytes() not in (wrong, b"\x80\x05garbage") for e in entries)
+
+
+def test_a_cache_directory_that_is_a_file(tmp_path, verl_trees):
+    """VERL_LINT_CACHE_DIR naming a regular file: one warning line and the run works without the
+    cache; a run that needs a download stops with one error line (exit 2)."""
+    not_a_dir = tmp_path / "cache"
+    not_a_dir.write_text("a file\n")
+    script = tmp_path / "run.sh"
+    script.write_text(SCRIPT)
+    proc = _cli("check", str(script), "--verl-root", str(verl_trees["0.9.1"].root), VERL_LINT_CACHE_DIR=str(not_a_dir))
+    assert proc.returncode == 1 and "VL101" in proc.stdout
+    assert proc.stderr.splitlines() == [f"verl-lint: warning: cannot write the cache ({not_a_dir} is not a directory); running without it"]
+    proc = _cli("check", str(script), "--verl", "0.9.1", VERL_LINT_CACHE_DIR=str(not_a_dir))
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"verl-lint: error: cannot download verl 0.9.1: no usable cache directory ({not_a_dir} is not a directory);"
+        " pass --verl-root DIR with a verl checkout instead"
+    ]
+    assert not_a_dir.read_text() == "a file\n"
+    for cmd in (("cache", "clean", "--all"), ("cache", "dir")):
+        proc = _cli(*cmd, VERL_LINT_CACHE_DIR=str(not_a_dir))
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert not_a_dir.read_text() == "a file\n"

@@ -1,4 +1,4 @@
-"""`verl-lint cache`: where the on-disk cache lives, and cleaning it.
+"""`verl-lint cache`: where the on-disk cache lives, what goes in it, and cleaning it.
 
 The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, else
 `~/.cache/verl-lint`) holds:
@@ -12,13 +12,18 @@ The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, el
 * `tables/`   — the parsed knowledge tables (YAML parsing is most of the rule pack's load
                 time), and `specifiers/`, which rules apply to a verl version; cheap to rebuild.
 * `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels), and
-  `wheels/`   — engine / torch-npu wheels the tests read. Costly to rebuild (downloads), so
+  `wheels/`   — engine wheels the tests and scripts read. Costly to rebuild (downloads), so
                 `clean` keeps them unless `--all` is given.
 
-Only entries verl-lint writes are removed (hash-named `*.pickle`/`*.json` and temp files
-in the derived folders, `verl-*` and temp directories in `releases/`, `*.whl` and unpacked
-wheel directories in `wheels/`), so a cache directory pointed somewhere unexpected never
-loses anything else.
+Every directory verl-lint creates here carries a `CACHEDIR.TAG` (the Cache Directory Tagging
+Specification, https://bford.info/cachedir/): backup and archiving tools that honour it skip
+the cache, and `clean` removes only what is marked — marked entry directories (releases) and
+the hash-named files (`*.pickle`, `*.whl`, their `*.tmp`) inside marked folders. A cache
+directory pointed somewhere unexpected, or anything placed in it by hand, never loses a file.
+(Folders written by verl-lint versions before the tags are left alone; delete them by hand.)
+
+Every cached value is keyed on `code_digest()`, a digest of verl-lint's own files, so a
+changed or upgraded linter never reads what another one stored.
 """
 
 from __future__ import annotations
@@ -26,11 +31,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
+
+TAG = "CACHEDIR.TAG"
+_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
+_TAG_TEXT = _SIGNATURE + (
+    b"\n# This directory was created by verl-lint; `verl-lint cache clean` may remove it.\n"
+    b"# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
 
 
 def cache_dir() -> Path:
@@ -41,40 +55,155 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-def memo(folder: str, ident: str, compute: Callable[[], T]) -> T:
-    """`compute()`, kept on disk as a pickle under `folder/`, named by a hash of `ident`.
+# ------------------------------------------------------------ markers ----
 
-    `ident` must name everything the value depends on (with verl-lint's version). A missing or
-    corrupt entry is computed again; a read-only cache only costs time. Writes are atomic
-    renames, so concurrent runs never read a half-written entry.
-    """
+
+def is_marked(d: Path) -> bool:
+    """`d` is a directory verl-lint created: a real directory (not a symlink) with its tag file."""
+    try:
+        if not stat.S_ISDIR(os.lstat(d).st_mode) or not stat.S_ISREG(os.lstat(d / TAG).st_mode):
+            return False
+        with open(d / TAG, "rb") as f:
+            return f.read(len(_SIGNATURE)) == _SIGNATURE
+    except OSError:
+        return False
+
+
+def new_entry(parent: Path) -> Path:
+    """A new marked directory with a temporary name in `parent`, to be filled and then renamed
+    into place (so an entry is either absent or complete)."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(dir=parent, prefix="tmp"))
+    (d / TAG).write_bytes(_TAG_TEXT)
+    return d
+
+
+def make_dir(path: Path) -> Path:
+    """`path`, created with its tag when missing (its parents as plain directories).
+
+    Created under a temporary name and renamed, so a directory is tagged only when verl-lint
+    made it, and two runs creating it at once both succeed. Raises OSError when it cannot be
+    (e.g. the cache directory is a regular file)."""
+    if not path.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = new_entry(path.parent)
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not path.is_dir():  # not another run that got there first
+                raise
+    return path
+
+
+def why_unusable(ex: OSError) -> str:
+    """What is wrong with the cache directory, for a one-line message."""
+    root = cache_dir()
+    if root.exists() and not root.is_dir():
+        return f"{root} is not a directory"
+    return f"{root}: {ex.strerror or ex}"
+
+
+_WARNED = False
+
+
+def unusable(ex: OSError) -> None:
+    """Say once per process that the cache cannot be written; the run goes on without it."""
+    global _WARNED
+    if not _WARNED:
+        _WARNED = True
+        print(f"verl-lint: warning: cannot write the cache ({why_unusable(ex)}); running without it", file=sys.stderr)
+
+
+# ------------------------------------------------------------ entries ----
+
+_CODE: str | None = None
+
+
+def code_digest() -> str:
+    """A digest of verl-lint's own code and knowledge tables, computed once per process.
+
+    Part of every cache key, so a changed or upgraded linter never reads what another one
+    stored. Stat-based (relative path, size and mtime_ns of each `.py`/`.yaml` file), not
+    content-based: ~1 ms instead of reading ~2 MB at every Hydra job start (the callback's
+    budget is 50 ms), and installers and editors always change a file's mtime or size."""
+    global _CODE
+    if _CODE is None:
+        import hashlib
+
+        from .data import _SOURCE_TREE  # the knowledge tables of a source checkout (installed: inside the package)
+
+        h = hashlib.sha256()
+        for root in (Path(__file__).resolve().parent, _SOURCE_TREE):
+            stack = [root] if root.is_dir() else []
+            while stack:
+                with os.scandir(stack.pop()) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+                for e in entries:
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name != "__pycache__" and not e.name.startswith("."):
+                            stack.append(Path(e.path))
+                    elif e.name.endswith((".py", ".yaml", ".yml")):
+                        st = e.stat()
+                        h.update(f"{root.name}/{os.path.relpath(e.path, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        _CODE = h.hexdigest()
+    return _CODE
+
+
+def entry(folder: str, ident: str, root: Path | None = None) -> Path:
+    """The file of a cached value in `folder/` (or `root`), named by a hash of `ident` and of
+    verl-lint's own code. `ident` must name everything else the value depends on."""
     import hashlib
+
+    name = hashlib.sha256(f"{code_digest()}\0{ident}".encode()).hexdigest()[:32]
+    return (root or cache_dir() / folder) / f"{name}.pickle"
+
+
+def store(path: Path, data: bytes) -> None:
+    """Write a cache entry: to a temp file, then an atomic rename, so concurrent runs never read
+    half of one. A cache that cannot be written only costs time (said once)."""
+    import tempfile
+
+    try:
+        make_dir(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as ex:
+        unusable(ex)
+
+
+def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[type, ...] | Callable[[object], bool]) -> T:
+    """`compute()`, kept on disk as a pickle under `folder/` (see `entry`).
+
+    `kind` is what `compute` returns: a type (or tuple of types), or a check function. An entry
+    that is missing, corrupt or not of that kind is computed again and rewritten."""
     import pickle
 
-    from . import __version__
-
-    name = hashlib.sha256(f"{__version__}\0{ident}".encode()).hexdigest()[:32]
-    path = cache_dir() / folder / f"{name}.pickle"
+    path = entry(folder, ident)
     try:
-        return pickle.loads(path.read_bytes())
+        value = pickle.loads(path.read_bytes())
+        if isinstance(value, kind) if isinstance(kind, (type, tuple)) else kind(value):
+            return value
     except Exception:  # noqa: BLE001 - a missing or corrupt entry is a miss
         pass
     value = compute()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    store(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     return value
 
 
-# Names verl-lint writes (compiled on first use by `re`: `clean` is rare, start-up is not).
-_BASE_FILE = r"^([a-z]+-)?[0-9a-f]{16,64}(\.pickle|\.json|\.\d+\.tmp)$"
+# -------------------------------------------------------------- clean ----
+
 DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers")  # cheap to rebuild: removed by `clean`
-_WHEEL = r"^[A-Za-z0-9_.\-]+(\.whl|-[0-9][0-9A-Za-z.+\-_]*)$"
-_RELEASE_DIR = r"^(verl-[0-9A-Za-z.+\-_]+|tmp[0-9A-Za-z_\-]+)$"
+# Files verl-lint writes in its folders: hash-named pickles, wheels, and their temp files
+# (compiled on first use by `re`: `clean` is rare, start-up is not).
+_FILE = r"^([0-9a-f]{16,64}\.pickle|[A-Za-z0-9_.+!\-]+\.whl)(\.[A-Za-z0-9_]+\.tmp)?$"
 
 
 def _size(p: Path) -> tuple[int, int]:
@@ -110,44 +239,45 @@ def _remove_tree(p: Path) -> tuple[int, int]:
     return files, size
 
 
-def clean(releases: bool = False) -> tuple[int, int]:
-    """Remove the cached bases (and the downloaded releases with `releases=True`).
+def _remove_folder_if_empty(folder: Path) -> None:
+    """Remove a marked folder that holds nothing but its tag (a file written meanwhile keeps it)."""
+    try:
+        if os.listdir(folder) == [TAG]:
+            os.unlink(folder / TAG)
+            try:
+                folder.rmdir()
+            except OSError:
+                (folder / TAG).write_bytes(_TAG_TEXT)  # something arrived meanwhile: still ours
+    except OSError:
+        pass
 
-    Returns (files removed, bytes freed). Safe to run while another verl-lint runs:
-    a removed base is composed again; a half-written one is never read (writes are
-    atomic renames).
+
+def clean(releases: bool = False) -> tuple[int, int]:
+    """Remove the derived entries (and the downloaded releases and wheels with `releases=True`):
+    only marked directories and the hash-named files inside marked folders.
+
+    Returns (files removed, bytes freed). Safe to run while another verl-lint runs: a removed
+    entry is computed again; a half-written one is never read (writes are atomic renames).
     """
     root = cache_dir()
     files = size = 0
-    for name in DERIVED:
+    for name in (*DERIVED, "releases", "wheels") if releases else DERIVED:
         folder = root / name
-        if not folder.is_dir() or folder.is_symlink():
+        if not is_marked(folder):
             continue
-        for entry in sorted(folder.iterdir()):
-            if entry.is_file() and re.match(_BASE_FILE, entry.name):
-                f, s = _size(entry)
-                try:
-                    entry.unlink()
-                except OSError:
-                    continue
+        for item in sorted(folder.iterdir()):
+            if is_marked(item) or (stat.S_ISREG(_lstat_mode(item)) and re.match(_FILE, item.name)):
+                f, s = _remove_tree(item)
                 files, size = files + f, size + s
-        try:
-            folder.rmdir()  # only if nothing else is left in it
-        except OSError:
-            pass
-    for name, pattern in (("releases", _RELEASE_DIR), ("wheels", _WHEEL)):
-        folder = root / name
-        if not releases or not folder.is_dir() or folder.is_symlink():
-            continue
-        for entry in sorted(folder.iterdir()):
-            if re.match(pattern, entry.name):
-                f, s = _remove_tree(entry)
-                files, size = files + f, size + s
-        try:
-            folder.rmdir()
-        except OSError:
-            pass
+        _remove_folder_if_empty(folder)
     return files, size
+
+
+def _lstat_mode(p: Path) -> int:
+    try:
+        return os.lstat(p).st_mode
+    except OSError:
+        return 0
 
 
 def usage() -> dict[str, tuple[int, int]]:
@@ -183,10 +313,12 @@ def run(args) -> int:
         return 0
     if cmd == "dir" or cmd is None:
         print(root)
+        if root.exists() and not root.is_dir():
+            print(f"verl-lint: warning: cache directory {root} is not a directory; runs go without the cache", file=sys.stderr)
         for name, (files, size) in usage().items():
             print(f"  {name + '/':<16} {files:5d} files  {_human(size)}")
         return 0
     return 2
 
 
-__all__ = ["cache_dir", "memo", "clean", "usage", "add_arguments", "run"]
+__all__ = ["cache_dir", "code_digest", "entry", "store", "memo", "make_dir", "new_entry", "is_marked", "clean", "usage", "add_arguments", "run"]

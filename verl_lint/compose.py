@@ -24,7 +24,6 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from . import __version__
 from .locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
 from .model import Diagnostic, Severity, Span, Unknown, Word
 
@@ -303,11 +302,15 @@ class Composer:
         key = (app.config_dirs, app.config_name, base_lines, app.version_base, keep_hydra)
         blob = self._bases.get(key)
         if blob is None:
-            blob = self._load_disk(app, key)
+            path = self._disk_path(app, key)
+            blob = _load_disk(path) if path else None
             if blob is None:
                 self.stats["base_misses"] += 1
                 blob = self._compose_base(app, base_lines, keep_hydra)
-                self._store_disk(app, key, blob)
+                if path:
+                    from .cache import store
+
+                    store(path, blob if isinstance(blob, bytes) else pickle.dumps(blob))
             else:
                 self.stats["base_disk_hits"] += 1
             self._bases[key] = blob
@@ -325,7 +328,8 @@ class Composer:
             cfg = loader.load_configuration(
                 config_name=app.config_name, overrides=list(base_lines), run_mode=h.RunMode.RUN, from_shell=True
             )
-        except Exception as ex:  # noqa: BLE001 - reported as a located diagnostic
+        except Exception as ex:  # noqa: BLE001 - a config's own error is reported as a located diagnostic
+            _raise_unless_config_error(ex)
             return ComposeError(_describe(ex))
         if not keep_hydra:  # kept only for launches with hydra.* value overrides to apply
             with open_dict(cfg):
@@ -359,39 +363,42 @@ class Composer:
         import hydra
         import omegaconf
 
-        from .cache import cache_dir
+        from .cache import entry
 
-        ident = repr((key, self._tree_digest(app), hydra.__version__, omegaconf.__version__, __version__))
-        name = hashlib.sha256(ident.encode()).hexdigest()[:32]
-        return (self.cache_root or cache_dir() / "bases") / f"{name}.pickle"
+        ident = repr((key, self._tree_digest(app), hydra.__version__, omegaconf.__version__))
+        return entry("bases", ident, self.cache_root)
 
-    def _load_disk(self, app: HydraApp, key: tuple) -> bytes | Exception | None:
-        p = self._disk_path(app, key)
-        if p is None or not p.is_file():
-            return None
-        try:
-            data = p.read_bytes()
-            obj = pickle.loads(data)
-        except Exception:  # noqa: BLE001 - a corrupt cache entry is a miss
-            return None
-        if isinstance(obj, ComposeError):
-            return obj
-        return data
 
-    def _store_disk(self, app: HydraApp, key: tuple, blob: bytes | Exception) -> None:
-        p = self._disk_path(app, key)
-        if p is None:
-            return
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(blob if isinstance(blob, bytes) else pickle.dumps(blob))
-            os.replace(tmp, p)
-        except OSError:
-            pass
+def _load_disk(path: Path) -> bytes | ComposeError | None:
+    """A stored base (the pickled config) or a config's stored error; None for a missing,
+    corrupt or wrong-type entry (composed again and rewritten)."""
+    try:
+        data = path.read_bytes()
+        obj = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - a corrupt cache entry is a miss
+        return None
+    if isinstance(obj, ComposeError):
+        return obj
+    return data if isinstance(obj, DictConfig) else None
 
 
 # ------------------------------------------------------------ errors ----
+
+
+def _raise_unless_config_error(ex: BaseException) -> None:
+    """Re-raise what a config cannot cause: the per-file time limit firing (runner._Timeout),
+    RecursionError, MemoryError, an I/O error. Only what Hydra, OmegaConf and YAML raise for
+    bad configs (the same for the same files, so it may be cached) becomes VL106."""
+    import yaml
+    from omegaconf.errors import OmegaConfBaseException
+
+    config_errors = (_h().HydraException, OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError, LookupError)
+    seen = set()
+    while ex is not None and id(ex) not in seen:  # Hydra wraps errors (`raise ... from ex`): check the chain
+        seen.add(id(ex))
+        if not isinstance(ex, config_errors):
+            raise ex
+        ex = ex.__cause__
 
 
 def _first_line(ex: BaseException) -> str:

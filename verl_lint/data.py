@@ -41,4 +41,9 @@ def _load(name: str):
     # engine snapshots, even with libyaml), which the Hydra callback pays at every job start.
     from .cache import memo
 
-    return memo("tables", f"{yaml.__version__}\0{_LOADER.__name__}\0{text}", lambda: yaml.load(text, Loader=_LOADER))
+    return memo("tables", f"{yaml.__version__}\0{_LOADER.__name__}\0{text}", lambda: yaml.load(text, Loader=_LOADER), _is_table)
+
+
+def _is_table(value) -> bool:
+    """What a knowledge table parses to: a mapping or a list of records (or nothing)."""
+    return value is None or isinstance(value, dict) or (isinstance(value, list) and all(isinstance(r, dict) for r in value))

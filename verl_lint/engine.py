@@ -99,7 +99,7 @@ class Registry:
             from .cache import memo
 
             specs = sorted({r.verl for r in self._rules.values() if r.verl})
-            hit = memo("specifiers", "\0".join([key, *specs]), lambda: frozenset(s for s in specs if spec_contains(s, version)))
+            hit = memo("specifiers", "\0".join([key, *specs]), lambda: frozenset(s for s in specs if spec_contains(s, version)), frozenset)
             self._containing[key] = hit
         return hit
 

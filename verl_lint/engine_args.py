@@ -96,25 +96,17 @@ class WheelSource(Source):
 
 def fetch_wheel(dist: str, version: str, dest: Path | None = None) -> Path:
     """The wheel of dist==version from the package index, downloaded once without dependencies
-    into `dest` (default: <cache>/wheels). Raises RuntimeError when it cannot be downloaded."""
-    import tempfile
-
-    from .cache import cache_dir
-    from .locate import DownloadError, pip_download
+    into `dest` (default: <cache>/wheels; see download.py). Raises download.DownloadError (a
+    RuntimeError) when it cannot be downloaded."""
+    from .cache import cache_dir, make_dir
+    from .download import DownloadError, wheel
 
     dest = Path(dest) if dest else cache_dir() / "wheels"
-    dest.mkdir(parents=True, exist_ok=True)
-    stem = dist.replace("-", "_")
-    for w in sorted(dest.glob(f"{stem}-{version}-*.whl")):
-        return w
-    with tempfile.TemporaryDirectory(dir=dest) as tmp:
-        try:
-            wheel = pip_download(dist, version, Path(tmp))
-        except DownloadError as ex:
-            raise RuntimeError(str(ex)) from None
-        target = dest / wheel.name
-        wheel.replace(target)
-    return target
+    try:
+        make_dir(dest)
+    except OSError as ex:
+        raise DownloadError(f"cannot download {dist} {version}: cannot create {dest} ({ex.strerror or ex})") from None
+    return wheel(dist, version, dest)
 
 
 def _parse(text: str | None) -> ast.Module | None:
@@ -851,7 +843,7 @@ def assembly(root: str, engine: str) -> Assembly | None:
         return read_assembly_source(text, engine, rel) if text is not None else None
 
     # Reading verl's sources with ast costs ~0.1 s: kept on disk per file version.
-    a = memo("engine_args", f"assembly\0{p.resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0{engine}", read)
+    a = memo("engine_args", f"assembly\0{p.resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0{engine}", read, (Assembly, type(None)))
     return a if a is not None else fallback_assembly(engine, f"the shape of {rel} was not recognised")
 
 
@@ -946,7 +938,7 @@ def verl_env_names(root: str) -> frozenset[str]:
         return scan()
     from .cache import memo
 
-    return memo("engine_args", f"verl-env\0{key}", scan)
+    return memo("engine_args", f"verl-env\0{key}", scan, frozenset)
 
 
 # ---------------------------------------------------------------- evaluator ----

@@ -15,7 +15,6 @@ import ast
 import importlib.util
 import os
 import shutil
-import sys
 import tempfile
 import zipfile
 from functools import lru_cache
@@ -24,7 +23,6 @@ from typing import NamedTuple
 
 import yaml
 
-from .cache import cache_dir
 from .model import Launch, Word
 
 
@@ -103,45 +101,60 @@ def tree_at(root: Path, origin: str) -> VerlTree:
     return VerlTree(root, read_version(root), origin)
 
 
-class DownloadError(Exception):
-    pass
-
-
-def pip_download(dist: str, version: str, into: Path) -> Path:
-    """The wheel of `dist==version`, downloaded without dependencies into `into` (the only place
-    verl-lint starts a process: `--verl VERSION` and the tests' wheel fixtures, both opt-in)."""
-    import subprocess
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", f"{dist}=={version}", "--no-deps", "--only-binary=:all:", "-d", str(into), "-q"],
-        capture_output=True,
-        text=True,
-    )
-    wheels = sorted(Path(into).glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        last = (proc.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
-        raise DownloadError(f"cannot download {dist}=={version} from the package registry ({last})")
-    return wheels[0]
-
-
 def release_tree(version: str) -> VerlTree:
-    """A verl release from the registry, downloaded once without dependencies and unpacked."""
-    dest = cache_dir() / "releases" / f"verl-{version}"
+    """A verl release from the package index (`--verl VERSION`): downloaded once without
+    dependencies (download.py: no pip, hash-checked) and unpacked into `<cache>/releases`."""
+    from . import download
+    from .cache import cache_dir, make_dir, new_entry, why_unusable
+
+    try:
+        version = download.exact_version(version)  # before it becomes a path
+    except download.DownloadError as ex:
+        raise LocateError(f"--verl: {ex}") from None
+    releases = cache_dir() / "releases"
+    dest = releases / f"verl-{version}"
+    tree = VerlTree(dest, read_version(dest) or version, f"verl=={version} (cached release)")
     if (dest / "verl" / "trainer").is_dir():
-        return VerlTree(dest, read_version(dest) or version, f"verl=={version} (cached release)")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        try:
-            wheel = pip_download("verl", version, Path(tmp))
-        except DownloadError as ex:
-            raise LocateError(f"{ex}; pass --verl-root DIR with a verl checkout instead") from None
-        unpack = Path(tmp) / "unpacked"
+        return tree
+    hint = "; pass --verl-root DIR with a verl checkout instead"
+    try:
+        tmp = new_entry(make_dir(releases))
+    except OSError as ex:
+        raise LocateError(f"cannot download verl {version}: no usable cache directory ({why_unusable(ex)}){hint}") from None
+    try:
+        wheel = download.wheel("verl", version, tmp)
         with zipfile.ZipFile(wheel) as zf:
-            zf.extractall(unpack)
-        if dest.exists():
-            shutil.rmtree(dest, ignore_errors=True)
-        os.replace(unpack, dest)
-    return VerlTree(dest, read_version(dest) or version, f"verl=={version} (cached release)")
+            zf.extractall(tmp)  # member names with .. or a leading / are made safe by zipfile
+        wheel.unlink()
+        if not (tmp / "verl" / "trainer").is_dir():
+            raise LocateError(f"the verl {version} wheel has no verl/trainer package{hint}")
+        _put_release(tmp, dest, hint)
+    except (download.DownloadError, OSError, zipfile.BadZipFile) as ex:
+        raise LocateError(f"{ex}{hint}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # already gone when renamed into place
+    return tree._replace(version=read_version(dest) or version)
+
+
+def _put_release(tmp: Path, dest: Path, hint: str) -> None:
+    """Rename the unpacked release into place. Two first runs at once: the second rename fails
+    and finds the first one's release, which has the same content."""
+    from .cache import is_marked
+
+    for _ in range(2):
+        try:
+            os.rename(tmp, dest)
+            return
+        except OSError:
+            if (dest / "verl" / "trainer").is_dir():
+                return
+            if not is_marked(dest):
+                raise LocateError(f"{dest} exists and is not a verl release verl-lint downloaded; remove it{hint}") from None
+            # A damaged release verl-lint wrote: moved aside atomically (onto an empty temp dir), removed.
+            aside = tempfile.mkdtemp(dir=dest.parent)
+            os.rename(dest, aside)
+            shutil.rmtree(aside, ignore_errors=True)
+    raise LocateError(f"cannot put verl into {dest}{hint}")
 
 
 def repository_root(start: Path) -> Path | None:

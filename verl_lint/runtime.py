@@ -159,7 +159,7 @@ def _names(d: Path) -> list[str]:
 # -------------------------------------------------- torch / torch-npu APIs ----
 
 
-def _per_file(path: Path, what: str, compute):
+def _per_file(path: Path, what: str, compute, kind: type | tuple[type, ...]):
     """`compute()`, a fact about the file `path`, kept on disk per file version: reading torch's
     sources (a 15 ms parse of memory.py, a 400 KB stub) would cost every job start."""
     from .cache import memo
@@ -168,12 +168,12 @@ def _per_file(path: Path, what: str, compute):
         st = path.stat()
     except OSError:
         return None
-    return memo("verl-allocator", f"{what}\0{path}\0{st.st_size}\0{st.st_mtime_ns}", compute)
+    return memo("verl-allocator", f"{what}\0{path}\0{st.st_size}\0{st.st_mtime_ns}", compute, kind)
 
 
 def _defines(path: Path, name: str) -> int | None:
     """The line of a top-level `def name` / `name = ...` in `path`, or None (file read with ast)."""
-    return _per_file(path, f"defines {name}", lambda: _parse_defines(path, name))
+    return _per_file(path, f"defines {name}", lambda: _parse_defines(path, name), (int, type(None)))
 
 
 def _mentions(path: Path, text: str) -> bool:
@@ -253,7 +253,7 @@ def inspect_torch(pkg: Path | None = None) -> AllocatorApi:
         return AllocatorApi("torch", None, None, setter, None)
     version = _package_version(pkg, "torch") or installed_version("torch")
     stub = pkg / "_C" / "__init__.pyi"
-    has_getter = _per_file(stub, "getter", lambda: _mentions(stub, "def _accelerator_getAllocatorSettings"))
+    has_getter = _per_file(stub, "getter", lambda: _mentions(stub, "def _accelerator_getAllocatorSettings"), bool)
     getter = "torch._C._accelerator_getAllocatorSettings" if has_getter else None
     return AllocatorApi("torch", str(pkg), version, setter, _defines(pkg / "cuda" / "memory.py", "_set_allocator_settings"), getter)
 
@@ -493,7 +493,7 @@ def analyze_verl(root: str | Path, version: str | None = None) -> VerlAllocatorC
     from .cache import memo
 
     ident = f"{root}\0{version}\0{_source_stamp(Path(root), version)}"
-    return memo("verl-allocator", ident, lambda: _analyze_verl(Path(root), version))
+    return memo("verl-allocator", ident, lambda: _analyze_verl(Path(root), version), VerlAllocatorCode)
 
 
 def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:

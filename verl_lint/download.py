@@ -1,0 +1,162 @@
+"""Wheels from the package index, without pip: no process is started and nothing is read from
+the current directory (a `pip/` package in a scanned repository is never what runs).
+
+The index's JSON simple API (PEP 691) lists a project's files with their sha256. The wheel of
+the exact version asked for is downloaded with urllib to a temp file next to its destination,
+checked against that hash and renamed into place. `VERL_LINT_INDEX_URL` names another index
+(default https://pypi.org/simple); it must serve the JSON API, as PyPI does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+INDEX_ENV = "VERL_LINT_INDEX_URL"
+DEFAULT_INDEX = "https://pypi.org/simple"
+_JSON = "application/vnd.pypi.simple.v1+json"
+_TIMEOUT = 60  # seconds without an answer before giving up
+_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")  # a project name (PEP 508)
+
+
+class DownloadError(RuntimeError):
+    """A wheel cannot be downloaded; a clear one-line message."""
+
+
+def exact_version(text: str) -> str:
+    """`text` as a normalized version ('0.9.1'), safe to put in a file name; else DownloadError."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return str(Version(text))
+    except (InvalidVersion, TypeError):
+        raise DownloadError(f"{text!r} is not a version (e.g. 0.9.1)") from None
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def index_url() -> str:
+    return (os.environ.get(INDEX_ENV) or DEFAULT_INDEX).rstrip("/")
+
+
+def _get(url: str, accept: str | None = None, missing: str | None = None):
+    """An open urllib response; network and HTTP failures become DownloadError (`missing` is the
+    message for HTTP 404)."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    try:
+        return urllib.request.urlopen(req, timeout=_TIMEOUT)  # noqa: S310 - http(s) only, checked by the callers
+    except urllib.error.HTTPError as ex:
+        raise DownloadError(missing if missing and ex.code == 404 else f"{url} answered HTTP {ex.code} {ex.reason}") from None
+    except (urllib.error.URLError, OSError, ValueError) as ex:
+        raise DownloadError(f"cannot reach {url} ({getattr(ex, 'reason', None) or ex})") from None
+
+
+def _files(dist: str) -> tuple[str, list[dict]]:
+    """(page URL, file entries) of `dist` on the index."""
+    import http.client
+    import json
+
+    page = f"{index_url()}/{_canonical(dist)}/"
+    if not page.startswith(("https://", "http://")):
+        raise DownloadError(f"{INDEX_ENV}={index_url()!r} is not an http(s) URL")
+    try:
+        with _get(page, _JSON, missing=f"{dist} is not on the package index {index_url()}") as r:
+            body = r.read()
+    except (OSError, http.client.HTTPException) as ex:
+        raise DownloadError(f"cannot read {page} ({ex})") from None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise DownloadError(f"{page} is not a JSON simple API page (PEP 691); set {INDEX_ENV} to an index that serves one")
+    return page, [f for f in files if isinstance(f, dict)]
+
+
+def _pick(dist: str, version: str, files: list[dict]) -> dict:
+    """The wheel entry of dist==version: a pure-Python one, else one for this interpreter, else
+    any (only its Python sources are read, which are the same in every platform's wheel)."""
+    from packaging.tags import sys_tags
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
+    want = Version(version)
+    wheels: list[tuple[dict, frozenset]] = []
+    seen: set[Version] = set()
+    for f in files:
+        name = f.get("filename")
+        if not isinstance(name, str) or not name.endswith(".whl") or "/" in name or "\\" in name:
+            continue
+        try:
+            project, ver, _build, tags = parse_wheel_filename(name)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if project != _canonical(dist):
+            continue
+        seen.add(ver)
+        if ver == want and isinstance(f.get("url"), str):
+            wheels.append((f, tags))
+    if not wheels:
+        newest = f" (newest: {max(seen)})" if seen else ""
+        raise DownloadError(f"{dist} {version} has no wheel on the package index {index_url()}{newest}")
+    for f, tags in wheels:
+        if any(t.abi == "none" and t.platform == "any" for t in tags):
+            return f
+    rank = {t: i for i, t in enumerate(sys_tags())}
+    best = min(wheels, key=lambda w: (min((rank.get(t, len(rank)) for t in w[1])), w[0]["filename"]))
+    return best[0]
+
+
+def wheel(dist: str, version: str, into: Path) -> Path:
+    """The wheel of `dist==version` (no dependencies) in the directory `into`: the one already
+    there, else downloaded, its sha256 checked against the index. Raises DownloadError."""
+    import hashlib
+    import http.client
+    import tempfile
+    from urllib.parse import urljoin
+
+    if not _NAME.match(dist):
+        raise DownloadError(f"{dist!r} is not a package name")
+    version = exact_version(version)
+    into = Path(into)
+    for w in sorted(into.glob(f"{_canonical(dist).replace('-', '_')}-{version}-*.whl")):
+        return w
+    page, files = _files(dist)
+    chosen = _pick(dist, version, files)
+    name = chosen["filename"]
+    expected = (chosen.get("hashes") or {}).get("sha256") if isinstance(chosen.get("hashes"), dict) else None
+    if not isinstance(expected, str):
+        raise DownloadError(f"the package index gives no sha256 for {name}; not downloaded")
+    url = urljoin(page, chosen["url"])
+    if not url.startswith(("https://", "http://")):
+        raise DownloadError(f"the package index links {name} to {url!r}, not an http(s) URL")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=into, prefix=f"{name}.", suffix=".tmp")
+    except OSError as ex:
+        raise DownloadError(f"cannot write into {into} ({ex.strerror or ex})") from None
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out, _get(url) as r:
+            while chunk := r.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != expected.lower():
+            raise DownloadError(f"{name} does not match the sha256 the package index gives ({url}); not used")
+        target = into / name
+        os.replace(tmp, target)
+        return target
+    except (OSError, http.client.HTTPException) as ex:
+        raise DownloadError(f"cannot download {url} ({getattr(ex, 'strerror', None) or ex})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+__all__ = ["DownloadError", "INDEX_ENV", "DEFAULT_INDEX", "exact_version", "index_url", "wheel"]
