@@ -41,9 +41,9 @@ process environment is `ctx.env`), a Composition whose config is the config Hydr
 lint) and whose overrides are `hydra.overrides.task`, and the verl tree the task
 function's file (or a file config dir) lives in, else the installed one.
 
-Only the standard library and Hydra (already imported by the app) are imported when this
-module loads; the rule engine is imported on first use. Nothing here imports torch,
-torch-npu, vllm or verl's Python modules.
+Only the standard library, Hydra (already imported by the app) and verl_lint.terminal are
+imported when this module loads; the rule engine is imported on first use. Nothing here
+imports torch, torch-npu, vllm or verl's Python modules.
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ from functools import lru_cache
 from typing import Any
 
 from hydra.experimental.callback import Callback
+
+from .terminal import safe  # findings quote config values, which may come from any YAML file
 
 log = logging.getLogger("verl_lint")
 
@@ -439,7 +441,7 @@ def _merge(static: list, live: list, select, ignore) -> list:
 
 def _one_line(d) -> str:
     key = f" {d.key}:" if d.key else ""
-    return f"{d.code} [{d.severity}]{key} {d.message}" + (f" (help: {d.help})" if d.help else "")
+    return safe(f"{d.code} [{d.severity}]{key} {d.message}" + (f" (help: {d.help})" if d.help else ""))
 
 
 def format_block(blocking: list, others: list, fail_on: str) -> str:
@@ -451,10 +453,10 @@ def format_block(blocking: list, others: list, fail_on: str) -> str:
         "",
     ]
     for d in list(blocking) + list(others):
-        lines.append(f"  {d.code} [{d.severity}] {d.key or '-'}")
-        lines.append(f"      {d.message}")
+        lines.append(f"  {d.code} [{d.severity}] {safe(d.key or '-')}")
+        lines.append(f"      {safe(d.message)}")
         if d.help:
-            lines.append(f"      help: {d.help}")
+            lines.append(f"      help: {safe(d.help)}")
         lines.append("")
     lines.append(
         "Fix the config, or let the job run anyway with "

@@ -128,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _error(msg: str) -> int:
-    print(f"verl-lint: error: {msg}", file=sys.stderr)
+    from .terminal import safe
+
+    print(f"verl-lint: error: {safe(msg)}", file=sys.stderr)  # msg may quote a scanned file
     return EXIT_USAGE
 
 
