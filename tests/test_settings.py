@@ -32,7 +32,7 @@ def check(tmp_path: Path, settings: str, *flags: str) -> subprocess.CompletedPro
         ('per-file-ignores = {"legacy/*.sh" = ["VLX9"]}', 'unknown rule code or name "VLX9"'),
         ("severity = 3", 'severity = 3: must be a table of rule code = "error" | "warning" | "info"'),
         ('severity = {VL312 = "fatal"}', 'severity = {"VL312": "fatal"}: the severity of VL312 must be one of error, warning, info'),
-        ('severity = {VL9999 = "error"}', '"VL9999" is not a rule code or name'),
+        ('severity = {VL9999 = "error"}', 'unknown rule code or name "VL9999"'),
         ('severity = {VL3 = "error"}', '"VL3" is a prefix: name one rule'),
         ("exclude = 7", "exclude = 7: must be a string or a list of strings (path globs)"),
         ("select = [1]", "select = [1]: must be a string or a list of strings (rule codes, prefixes or names)"),

@@ -25,8 +25,9 @@ Parameters (each also as `+hydra.callbacks.verl_lint.NAME=VALUE`):
   plugins      modules to import first (e.g. ones that register extra rules).
 
 `on_job_start` sees the real composed config (with Hydra's `hydra` node; a value that does not
-resolve, e.g. `${oc.env:UNSET}`, is Unknown to the rules that read it) and the real environment. It runs every config rule, the environment rules on
-`os.environ` plus the config's Ray `runtime_env.env_vars`, and the live allocator check.
+resolve, e.g. `${oc.env:UNSET}`, is Unknown to the rules that read it) and the real
+environment. It runs every config rule, the environment rules on `os.environ` plus the
+config's Ray `runtime_env.env_vars`, and the live allocator check.
 
 Aborting must bypass Hydra: hydra 1.3 catches any `Exception` a callback raises and turns
 it into a warning (`hydra/_internal/callbacks.py`, `Callbacks._notify`), and the job runs

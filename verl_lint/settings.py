@@ -142,10 +142,7 @@ def _severity(value: Any) -> dict[str, Severity]:
     for code, sev in _table(value, 'rule code = "error" | "warning" | "info"').items():
         rule = REGISTRY.get(code)  # one rule, by code or name: not a prefix
         if rule is None:
-            if any(r.code.startswith(code) for r in REGISTRY):
-                raise _Bad(f"{show(code)} is a prefix: name one rule (a code such as \"VL301\" or a rule name)")
-            known = [r.code for r in REGISTRY] + [r.name for r in REGISTRY]
-            raise _Bad(f"{show(code)} is not a rule code or name{did_you_mean(code, known)} (see `verl-lint rules`)")
+            raise _Bad(code_problem(code) or f"{show(code)} is a prefix: name one rule (a code such as \"VL301\" or a rule name)")
         problem = choice_problem(sev, SEVERITIES)
         if problem:
             raise _Bad(f"the severity of {code} {problem}")
