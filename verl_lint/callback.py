@@ -341,18 +341,23 @@ class VerlLintCallback(Callback):
         strict: bool = False,
         plugins: Any = None,
     ) -> None:
-        from .settings import FAIL_ON, choice_problem, show
+        from .model import Severity
 
         # A bad parameter must not stop the job (unless strict): it is kept as one line for
-        # on_job_start, where logging is set up, and a safe value stands in for it.
+        # on_job_start, where logging is set up, and a safe value stands in for it. The
+        # messages come from verl_lint.settings, imported only then (a clean start skips it).
         self.problems: list[tuple[str, str]] = []  # (what is wrong, what stands in for it)
         flag = False if strict is None else _flag(strict)
         if flag is None:
+            from .settings import show
+
             self.problems.append((f"strict={show(strict)}: must be true or false (or yes/no, 1/0)", "Taken as false"))
         self.strict = bool(flag)
         self.fail_on = "error" if fail_on is None else str(fail_on).strip().lower()
-        problem = choice_problem(self.fail_on, FAIL_ON)
-        if problem:
+        if self.fail_on != "never" and self.fail_on.upper() not in Severity.__members__:  # settings.FAIL_ON
+            from .settings import FAIL_ON, choice_problem, show
+
+            problem = choice_problem(self.fail_on, FAIL_ON)
             self.problems.append((f"fail_on={show(fail_on)}: {problem}", "Findings are only logged"))
             self.fail_on = "never"
         self.select = _codes(select)
@@ -397,6 +402,8 @@ class VerlLintCallback(Callback):
         self._internal_error(f"rule {rule.code} ({rule.name})", ex)
 
     def _code_problems(self) -> list[tuple[str, str]]:
+        if not (self.select or self.ignore):
+            return []
         from .settings import code_problem
 
         named = [("select", c) for c in self.select] + [("ignore", c) for c in self.ignore]

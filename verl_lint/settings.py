@@ -16,8 +16,8 @@ from typing import Any
 from .model import Severity
 from .terminal import safe
 
-FAIL_ON = ("error", "warning", "info", "never")
-SEVERITIES = ("error", "warning", "info")
+SEVERITIES = tuple(str(s) for s in sorted(Severity, reverse=True))  # error, warning, info
+FAIL_ON = (*SEVERITIES, "never")
 
 
 @dataclass
@@ -142,7 +142,8 @@ def _severity(value: Any) -> dict[str, Severity]:
     for code, sev in _table(value, 'rule code = "error" | "warning" | "info"').items():
         rule = REGISTRY.get(code)  # one rule, by code or name: not a prefix
         if rule is None:
-            raise _Bad(code_problem(code) or f"{show(code)} is a prefix: name one rule (a code such as \"VL301\" or a rule name)")
+            prefix = f"{show(code)} is a prefix: name one rule (a code such as \"VL301\" or a rule name)"
+            raise _Bad(code_problem(code) or prefix)
         problem = choice_problem(sev, SEVERITIES)
         if problem:
             raise _Bad(f"the severity of {code} {problem}")
