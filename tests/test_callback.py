@@ -100,6 +100,7 @@ def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version)
     added = set(marker["modules"]) - set(plain["modules"])
     assert "verl_lint.callback" in added
     lazy = {"verl_lint.engine_args", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}
+    lazy.add("verl_lint.settings")  # only a bad parameter needs its messages
     assert not added & lazy, sorted(added & lazy)
 
 
@@ -184,6 +185,81 @@ def test_a_broken_plugin_fails_open(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[no_such_plugin_module]", *GOOD)
     assert proc.returncode == 0 and marker is not None, output(proc)
     assert "ModuleNotFoundError" in output(proc)
+
+
+# --------------------------------------------------------- bad settings ----
+
+UNSET = "${oc.env:VERL_LINT_TEST_UNSET_VAR}"
+
+
+@pytest.mark.parametrize("value, runs", [("'false'", True), ("no", True), ("0", True), ("false", True), ("'yes'", False)])
+def test_strict_given_as_a_string(tmp_path, verl_trees, value, runs):
+    # `strict='false'` reaches the callback as the string 'false' (Hydra's grammar: `false` is a
+    # bool, `0` an int, `no` and a quoted value strings); bool('false') would be True.
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", f"{CB}.strict={value}", *GOOD)
+    out = output(proc)
+    if runs:
+        assert proc.returncode == 0 and marker is not None, out
+        assert "boom rule exploded; skipped it, the job continues" in out
+    else:
+        assert proc.returncode == 2 and marker is None, out
+        assert "stopping the job (strict=true)" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "setting, says",
+    [
+        ("fail_on=errors", 'fail_on="errors": must be one of error, warning, info, never; did you mean "error"?'),
+        ("select=[VL30l,VL1]", 'select: unknown rule code or name "VL30l"'),
+        ("ignore=unknown-config-keys", 'ignore: unknown rule code or name "unknown-config-keys"; did you mean "unknown-config-key"?'),
+        ("strict=maybe", 'strict="maybe": must be true or false'),
+    ],
+)
+def test_a_bad_setting_is_one_warning_and_the_job_runs(tmp_path, verl_trees, setting, says):
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.{setting}", *GOOD)
+    out = output(proc)
+    assert proc.returncode == 0 and marker is not None, out
+    lines = [line for line in out.splitlines() if "bad setting" in line]
+    assert len(lines) == 1 and says in lines[0] and "[WARNING]" in lines[0], out
+    assert "the job continues (strict=true would stop it)" in lines[0]
+    assert "Traceback" not in out and "Error in call to target" not in out
+
+
+def test_a_bad_fail_on_does_not_block_on_findings(tmp_path, verl_trees):
+    # The intended threshold is unknown: the findings are logged and the job runs.
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=nevr", *BAD)
+    out = output(proc)
+    assert proc.returncode == 0 and marker is not None, out
+    assert 'did you mean "never"?' in out and "VL301 [error]" in out
+
+
+@pytest.mark.parametrize("setting", ["fail_on=errors", "select=[VL30l]"])
+def test_a_bad_setting_with_strict_stops_the_job_in_one_line(tmp_path, verl_trees, setting):
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.{setting}", f"{CB}.strict=true", *GOOD)
+    out = output(proc)
+    assert proc.returncode == 2 and marker is None, out
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, out
+    assert lines[0].startswith("verl-lint: bad setting ") and lines[0].endswith("Stopping the job (strict=true)"), lines[0]
+
+
+@pytest.mark.parametrize("override", [f"+foo={UNSET}", f"trainer.project_name={UNSET}"])
+def test_an_unresolvable_override_leaves_the_other_rules_running(tmp_path, verl_trees, override):
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, override, *BAD)
+    out = output(proc)
+    assert proc.returncode == 1 and marker is None, out
+    assert "VL301 [error]" in proc.stderr
+    assert "internal error" not in out and "skipped" not in out
+
+
+def test_an_unresolvable_value_is_unknown_only_to_the_rules_that_read_it(tmp_path, verl_trees):
+    # VL301 needs train_batch_size, now unknown: silent. VL304 reads the mini-batch: still stops the job.
+    bad = [f"data.train_batch_size={UNSET}", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6"]
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, *bad)
+    out = output(proc)
+    assert proc.returncode == 1 and marker is None, out
+    assert "VL304 [error]" in proc.stderr and "VL301" not in proc.stderr
+    assert "internal error" not in out
 
 
 def test_hydra_swallows_exceptions_from_callbacks(tmp_path, verl_trees):
@@ -278,8 +354,10 @@ def test_callback_in_process_blocks_with_systemexit(composed, capsys, tmp_path):
     assert "VL301 [error] " in err and "Traceback" not in err
     assert any(i["code"] == "VL301" for i in json.loads((tmp_path / "r.json").read_text()))
     VerlLintCallback(fail_on="never").on_job_start(cfg, task_function=lambda c: None)  # no exception
-    with pytest.raises(ValueError):
-        VerlLintCallback(fail_on="sometimes")
+    # A bad parameter does not raise (Hydra would stop the launch on it): it is kept for on_job_start.
+    cb = VerlLintCallback(fail_on="sometimes", strict="nope")
+    assert (cb.fail_on, cb.strict) == ("never", False)
+    assert [p.split("=")[0] for p, _ in cb.problems] == ["strict", "fail_on"]
 
 
 def test_live_findings_are_merged_and_filtered(composed, monkeypatch):

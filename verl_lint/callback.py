@@ -19,13 +19,15 @@ Parameters (each also as `+hydra.callbacks.verl_lint.NAME=VALUE`):
   select       codes/prefixes/names to run (list or comma-separated string).
   ignore       codes/prefixes/names to skip.
   report_path  also write the JSON report (the `--format json` list) to this file.
-  strict       false (default): if verl-lint itself fails, warn in one line and let the
-               job run. true: stop the job instead.
+  strict       false (default): if verl-lint itself fails or a parameter here is bad, warn
+               in one line and let the job run. true: stop the job instead. A bool, or one
+               of the strings true/false/yes/no/1/0.
   plugins      modules to import first (e.g. ones that register extra rules).
 
-`on_job_start` sees the real composed config (with Hydra's `hydra` node, every value
-resolvable) and the real environment. It runs every config rule, the environment rules on
-`os.environ` plus the config's Ray `runtime_env.env_vars`, and the live allocator check.
+`on_job_start` sees the real composed config (with Hydra's `hydra` node; a value that does not
+resolve, e.g. `${oc.env:UNSET}`, is Unknown to the rules that read it) and the real
+environment. It runs every config rule, the environment rules on `os.environ` plus the
+config's Ray `runtime_env.env_vars`, and the live allocator check.
 
 Aborting must bypass Hydra: hydra 1.3 catches any `Exception` a callback raises and turns
 it into a warning (`hydra/_internal/callbacks.py`, `Callbacks._notify`), and the job runs
@@ -41,9 +43,9 @@ process environment is `ctx.env`), a Composition whose config is the config Hydr
 lint) and whose overrides are `hydra.overrides.task`, and the verl tree the task
 function's file (or a file config dir) lives in, else the installed one.
 
-Only the standard library and Hydra (already imported by the app) are imported when this
-module loads; the rule engine is imported on first use. Nothing here imports torch,
-torch-npu, vllm or verl's Python modules.
+Only the standard library, Hydra (already imported by the app) and verl_lint.terminal are
+imported when this module loads; the rule engine is imported on first use. Nothing here
+imports torch, torch-npu, vllm or verl's Python modules.
 """
 
 from __future__ import annotations
@@ -58,13 +60,14 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from .terminal import safe  # findings quote config values, which may come from any YAML file
+
 log = logging.getLogger("verl_lint")
 
 COMMAND_LINE = "<command line>"
 ENVIRONMENT = "<environment>"
 RAY_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
 EXIT_FINDINGS, EXIT_INTERNAL = 1, 2
-FAIL_ON = ("error", "warning", "info", "never")
 ENABLE_LINE = "+hydra.callbacks.verl_lint._target_=verl_lint.callback.VerlLintCallback"
 
 
@@ -104,7 +107,10 @@ def lint_config(
 
     hydra_node = _hydra_node(cfg)
     if overrides is None:
-        overrides = list(OmegaConf.select(hydra_node, "overrides.task", default=None) or []) if hydra_node is not None else []
+        task = OmegaConf.select(hydra_node, "overrides.task", default=None) if hydra_node is not None else None
+        # The override text as typed: iterating the list would resolve a `${oc.env:UNSET}` in it
+        # and fail for every rule; the value itself is Unknown only to the rules that read it.
+        overrides = OmegaConf.to_container(task, resolve=False) if task is not None else []
     overrides = [str(o) for o in overrides]
     env = os.environ if env is None else env
     choices = _choices(hydra_node)
@@ -310,6 +316,19 @@ def _codes(value) -> tuple[str, ...]:
     return tuple(x.strip() for item in items for x in str(item).split(",") if x.strip())
 
 
+_FLAGS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean parameter as Hydra hands it over, or None if it is not one.
+
+    `strict=false` arrives as a bool, `strict='false'` (or YAML `strict: 'no'`) as a string,
+    `strict=1` as an int: bool('false') would be True."""
+    if isinstance(value, bool):
+        return value
+    return _FLAGS.get(str(value).strip().lower()) if isinstance(value, (int, str)) else None
+
+
 class VerlLintCallback(Callback):
     """Lint the job's config and environment in `on_job_start`, before the task function runs."""
 
@@ -322,14 +341,28 @@ class VerlLintCallback(Callback):
         strict: bool = False,
         plugins: Any = None,
     ) -> None:
-        fail_on = str(fail_on).strip().lower()
-        if fail_on not in FAIL_ON:
-            raise ValueError(f"verl-lint: fail_on must be one of {', '.join(FAIL_ON)}, not {fail_on!r}")
-        self.fail_on = fail_on
+        from .model import Severity
+
+        # A bad parameter must not stop the job (unless strict): it is kept as one line for
+        # on_job_start, where logging is set up, and a safe value stands in for it. The
+        # messages come from verl_lint.settings, imported only then (a clean start skips it).
+        self.problems: list[tuple[str, str]] = []  # (what is wrong, what stands in for it)
+        flag = False if strict is None else _flag(strict)
+        if flag is None:
+            from .settings import show
+
+            self.problems.append((f"strict={show(strict)}: must be true or false (or yes/no, 1/0)", "Taken as false"))
+        self.strict = bool(flag)
+        self.fail_on = "error" if fail_on is None else str(fail_on).strip().lower()
+        if self.fail_on != "never" and self.fail_on.upper() not in Severity.__members__:  # settings.FAIL_ON
+            from .settings import FAIL_ON, choice_problem, show
+
+            problem = choice_problem(self.fail_on, FAIL_ON)
+            self.problems.append((f"fail_on={show(fail_on)}: {problem}", "Findings are only logged"))
+            self.fail_on = "never"
         self.select = _codes(select)
         self.ignore = _codes(ignore)
         self.report_path = str(report_path) if report_path else None
-        self.strict = bool(strict)
         self.plugins = _codes(plugins)
         self.diagnostics: list = []  # the last job's findings
         self.elapsed = 0.0  # seconds spent in the last on_job_start
@@ -344,9 +377,10 @@ class VerlLintCallback(Callback):
         self.skipped = []
         # Each stage fails open on its own: a broken plugin, rule or live check is one warning
         # line and the other stages still run (and may still stop a bad job).
-        for name in self.plugins:
+        for name in self.plugins:  # first: a plugin may register rules that select/ignore name
             self._guard(f"plugin {name}", _import, name)
-        self._guard("select/ignore", self._check_codes)
+        for problem, instead in self.problems + (self._guard("select/ignore", self._code_problems) or []):
+            self._bad_setting(problem, instead)
         found = self._guard("config rules", lint_config, config, None, os.environ, select=self.select, ignore=self.ignore,
                             task_file=task_file, on_error=self._rule_error)
         live = self._guard("live allocator check", live_findings, config, task_file, os.environ)
@@ -367,13 +401,22 @@ class VerlLintCallback(Callback):
     def _rule_error(self, rule, ex: Exception) -> None:
         self._internal_error(f"rule {rule.code} ({rule.name})", ex)
 
-    def _check_codes(self) -> None:
-        from . import rules as _rules  # noqa: F401 - the full rule pack
-        from .engine import REGISTRY
+    def _code_problems(self) -> list[tuple[str, str]]:
+        if not (self.select or self.ignore):
+            return []
+        from .settings import code_problem
 
-        for code in self.select + self.ignore:
-            if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
-                log.warning("verl-lint: unknown rule code or name %r in select/ignore (see `verl-lint rules`)", code)
+        named = [("select", c) for c in self.select] + [("ignore", c) for c in self.ignore]
+        return [(f"{name}: {problem}", "It matches no rule") for name, code in named if (problem := code_problem(code))]
+
+    def _bad_setting(self, problem: str, instead: str) -> None:
+        """One line for a bad parameter: a warning and the job runs, or (strict) the job stops."""
+        if self.strict:
+            _flush_logs()
+            sys.stderr.write(f"verl-lint: bad setting {problem}. Stopping the job (strict=true)\n")
+            sys.stderr.flush()
+            raise SystemExit(EXIT_INTERNAL)
+        log.warning("verl-lint: bad setting %s. %s; the job continues (strict=true would stop it)", problem, instead)
 
     def _write_report(self, diags) -> None:
         import json
@@ -439,7 +482,7 @@ def _merge(static: list, live: list, select, ignore) -> list:
 
 def _one_line(d) -> str:
     key = f" {d.key}:" if d.key else ""
-    return f"{d.code} [{d.severity}]{key} {d.message}" + (f" (help: {d.help})" if d.help else "")
+    return safe(f"{d.code} [{d.severity}]{key} {d.message}" + (f" (help: {d.help})" if d.help else ""))
 
 
 def format_block(blocking: list, others: list, fail_on: str) -> str:
@@ -451,10 +494,10 @@ def format_block(blocking: list, others: list, fail_on: str) -> str:
         "",
     ]
     for d in list(blocking) + list(others):
-        lines.append(f"  {d.code} [{d.severity}] {d.key or '-'}")
-        lines.append(f"      {d.message}")
+        lines.append(f"  {d.code} [{d.severity}] {safe(d.key or '-')}")
+        lines.append(f"      {safe(d.message)}")
         if d.help:
-            lines.append(f"      help: {d.help}")
+            lines.append(f"      help: {safe(d.help)}")
         lines.append("")
     lines.append(
         "Fix the config, or let the job run anyway with "

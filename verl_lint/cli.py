@@ -131,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _error(msg: str) -> int:
-    print(f"verl-lint: error: {msg}", file=sys.stderr)
+    from .terminal import safe
+
+    print(f"verl-lint: error: {safe(msg)}", file=sys.stderr)  # msg may quote a scanned file
     return EXIT_USAGE
 
 
@@ -141,16 +143,18 @@ class UsageError(Exception):
 
 def _options(args, settings, tree):
     """Options from flags and settings (flags win); raises UsageError on a bad value."""
-    from .engine import REGISTRY
     from .pipeline import Options
+    from .settings import code_problem
 
+    for flag, values in (("--select", args.select), ("--ignore", args.ignore)):  # settings: checked on load
+        for code in _split(values):
+            problem = code_problem(code)
+            if problem:
+                raise UsageError(f"{flag}: {problem}")
     select = _split(args.select) or settings.select
     if select:
         select += settings.extend_select
     ignore = _split(args.ignore) + settings.ignore
-    for code in select + ignore:
-        if not any(r.code.startswith(code) or r.name == code for r in REGISTRY):
-            raise UsageError(f"unknown rule code or name {code!r} (see `verl-lint rules`)")
     # `source` may follow files inside the scanned tree (a directory given, or a file's directory).
     scanned = [Path(p).resolve() for p in getattr(args, "paths", None) or ()]
     roots = tuple(dict.fromkeys(p if p.is_dir() else p.parent for p in scanned))

@@ -17,6 +17,7 @@ from .engine import finalize as engine_finalize
 from .locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
 from .rules.tables import removed_module_diag
 from .suppress import apply_suppressions
+from .terminal import safe
 from .model import Diagnostic, EnvVar, Launch, Severity, Word
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -48,9 +49,9 @@ class InputError:
     line: int = 0
     col: int = 0
 
-    def __str__(self) -> str:
+    def __str__(self) -> str:  # printed to a terminal: the path and message may come from a hostile tree
         loc = f"{self.path}:{self.line}:{self.col}" if self.line else self.path
-        return f"{loc}: error: {self.message}"
+        return safe(f"{loc}: error: {self.message}")
 
 
 @dataclass

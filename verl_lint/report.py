@@ -9,6 +9,7 @@ from . import __version__
 from .engine import REGISTRY
 from .model import Severity
 from .pipeline import FileReport, stats
+from .terminal import safe
 
 _COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.INFO: "\033[1;36m"}
 _RESET = "\033[0m"
@@ -17,14 +18,18 @@ _RESET = "\033[0m"
 def _frame(text: str | None, d, color: bool) -> list[str]:
     if not text or d.span.line < 1:
         return []
-    lines = text.splitlines()
+    lines = text.split("\n")  # the lines spans count: a form feed or a lone \r ends none
     if d.span.line > len(lines):
         return []
-    src = lines[d.span.line - 1].expandtabs(1)
+    raw = lines[d.span.line - 1].removesuffix("\r").expandtabs(1)  # tab: 1 column, as spans count it
+    src = safe(raw)
     width = len(str(d.span.line))
     start = max(d.span.col, 1)
-    end = d.span.end_col if d.span.end_line == d.span.line and d.span.end_col > start else len(src) + 1
-    caret = " " * (start - 1) + "^" * max(1, min(end, len(src) + 1) - start)
+    end = d.span.end_col if d.span.end_line == d.span.line and d.span.end_col > start else len(raw) + 1
+    end = min(end, len(raw) + 1)
+    # Escaped controls are wider than one column: the caret goes under their escaped text.
+    left = len(safe(raw[: start - 1])) + max(0, start - 1 - len(raw))
+    caret = " " * left + "^" * max(1, len(safe(raw[: end - 1])) - left)
     if color:
         caret = _COLORS[d.severity] + caret + _RESET
     pad = " " * width
@@ -40,10 +45,10 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
             sev = str(d.severity)
             if color:
                 sev = _COLORS[d.severity] + sev + _RESET
-            out.append(f"{d.span.path}:{d.span.line}:{d.span.col}: {d.code} [{sev}] {d.message}")
+            out.append(f"{safe(d.span.path)}:{d.span.line}:{d.span.col}: {d.code} [{sev}] {safe(d.message)}")
             out.extend(_frame(r.text, d, color))
             if d.help:
-                out.append(f"  = help: {d.help}")
+                out.append(f"  = help: {safe(d.help)}")
             out.append("")
     if show_summary:
         s = stats(reports)
@@ -81,8 +86,8 @@ def _rel(path: str) -> str:
 def render_github(reports: list[FileReport]) -> str:
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
-    def esc(s: str) -> str:
-        return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    def esc(s: str) -> str:  # controls (\r too) escaped visibly first; a newline is GitHub's %0A
+        return safe(s, newline=True).replace("%", "%25").replace("\n", "%0A")
 
     def prop(s: str) -> str:
         return esc(s).replace(":", "%3A").replace(",", "%2C")
@@ -167,11 +172,12 @@ def render_junit(reports: list[FileReport]) -> str:
     cases = []
     failures = 0
     for r in reports:
+        # Control characters are not allowed in XML 1.0, escaped or not.
         items = [str(e) for e in r.errors] + [
-            f"{d.span.line}:{d.span.col} {d.code} [{d.severity}] {d.message}" + (f" (help: {d.help})" if d.help else "")
+            safe(f"{d.span.line}:{d.span.col} {d.code} [{d.severity}] {d.message}" + (f" (help: {d.help})" if d.help else ""))
             for d in r.diagnostics
         ]
-        name = quoteattr(_rel(r.path))
+        name = quoteattr(safe(_rel(r.path)))
         if items:
             failures += 1
             body = escape("\n".join(items))

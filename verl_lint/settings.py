@@ -1,26 +1,29 @@
-"""`[tool.verl-lint]` settings from pyproject.toml (or `--config FILE`)."""
+"""`[tool.verl-lint]` settings from pyproject.toml (or `--config FILE`), checked against one table.
+
+A bad setting is one line naming the file, the setting and the problem, with what is allowed
+and the nearest allowed value (`fail-on = "errors"` → did you mean "error"?).
+"""
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .model import Severity
+from .terminal import safe
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
-KNOWN = {
-    "select", "ignore", "extend-select", "per-file-ignores", "exclude", "fail-on",
-    "verl-root", "verl-version", "severity", "max-file-size", "timeout",
-}
+SEVERITIES = tuple(str(s) for s in sorted(Severity, reverse=True))  # error, warning, info
+FAIL_ON = (*SEVERITIES, "never")
 
 
 @dataclass
 class Settings:
+    """The defaults of every setting; SETTINGS below says what each may be."""
+
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
@@ -35,6 +38,138 @@ class Settings:
     root: Path = Path(".")  # paths in the file are relative to it
 
 
+def show(value: Any) -> str:
+    """A value as TOML would spell it (near enough), short and safe to print."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return safe(text if len(text) <= 60 else text[:57] + "...")
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """`; did you mean "x"?` for the closest choice, or ""."""
+    import difflib  # only on a bad value: the Hydra callback's clean start does not pay for it
+
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {show(close[0])}?" if close else ""
+
+
+def choice_problem(value: Any, allowed: Iterable[str]) -> str | None:
+    """None if `value` is one of `allowed`, else what is wrong with it (one clause)."""
+    allowed = tuple(allowed)
+    if isinstance(value, str) and value in allowed:
+        return None
+    hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
+    return f"must be one of {', '.join(allowed)}{hint}"
+
+
+def code_problem(code: str) -> str | None:
+    """None if `code` names rules (a code, a code prefix or a rule name), else what is wrong.
+
+    The one check of rule codes, for flags, settings and the Hydra callback's parameters."""
+    from . import rules as _rules  # noqa: F401 - the rule pack registers itself
+    from .engine import REGISTRY
+
+    if code and any(r.code.startswith(code) or r.name == code for r in REGISTRY):
+        return None
+    known = [r.code for r in REGISTRY] + [r.name for r in REGISTRY]
+    return f"unknown rule code or name {show(code)}{did_you_mean(code, known)} (see `verl-lint rules`)"
+
+
+# ------------------------------------------------------------- the table ----
+
+
+class _Bad(ValueError):
+    """A value that does not fit its setting; the message says what it must be."""
+
+
+def _strings(value: Any, what: str) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        raise _Bad(f"must be a string or a list of strings ({what})")
+    return tuple(items)
+
+
+def _codes(value: Any) -> tuple[str, ...]:
+    codes = _strings(value, "rule codes, prefixes or names")
+    for code in codes:
+        problem = code_problem(code)
+        if problem:
+            raise _Bad(problem)
+    return codes
+
+
+def _globs(value: Any) -> tuple[str, ...]:
+    return _strings(value, "path globs")
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise _Bad("must be a non-empty string" + (" (quote it)" if isinstance(value, (int, float)) else ""))
+    return value
+
+
+def _fail_on(value: Any) -> str:
+    problem = choice_problem(value, FAIL_ON)
+    if problem:
+        raise _Bad(problem)
+    return value
+
+
+def _number(minimum: float, above: bool, what: str) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # not NaN
+        if not ok or value < minimum or (above and value == minimum) or value == float("inf"):
+            raise _Bad(f"must be a number {'>' if above else '>='} {minimum:g} ({what})")
+        return float(value)
+
+    return check
+
+
+def _table(value: Any, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise _Bad(f"must be a table of {what}")
+    return value
+
+
+def _per_file_ignores(value: Any) -> dict[str, tuple[str, ...]]:
+    return {glob: _codes(codes) for glob, codes in _table(value, "glob = [rule codes]").items()}
+
+
+def _severity(value: Any) -> dict[str, Severity]:
+    from . import rules as _rules  # noqa: F401 - the rule pack registers itself
+    from .engine import REGISTRY
+
+    out = {}
+    for code, sev in _table(value, 'rule code = "error" | "warning" | "info"').items():
+        rule = REGISTRY.get(code)  # one rule, by code or name: not a prefix
+        if rule is None:
+            prefix = f"{show(code)} is a prefix: name one rule (a code such as \"VL301\" or a rule name)"
+            raise _Bad(code_problem(code) or prefix)
+        problem = choice_problem(sev, SEVERITIES)
+        if problem:
+            raise _Bad(f"the severity of {code} {problem}")
+        out[rule.code] = Severity.parse(sev)  # findings carry the code
+    return out
+
+
+# name -> (Settings field, check: the value to keep, or _Bad saying what the value must be).
+SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "select": ("select", _codes),
+    "ignore": ("ignore", _codes),
+    "extend-select": ("extend_select", _codes),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "exclude": ("exclude", _globs),
+    "fail-on": ("fail_on", _fail_on),
+    "verl-root": ("verl_root", _text),  # a path relative to the settings file
+    "verl-version": ("verl_version", _text),
+    "severity": ("severity", _severity),
+    "max-file-size": ("max_file_size", _number(0, above=True, what="MiB")),
+    "timeout": ("timeout", _number(0, above=False, what="seconds per file; 0: no limit")),
+}
+
+
+# -------------------------------------------------------------- loading ----
+
+
 def find_pyproject(start: Path) -> Path | None:
     start = start.resolve()
     for p in [start if start.is_dir() else start.parent, *start.parents]:
@@ -45,40 +180,41 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def load_settings(config: str | None, start: Path) -> Settings:
+    """The settings in `config` or the nearest pyproject.toml; ValueError (one line) on a bad one."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+
     path = Path(config) if config else find_pyproject(start)
     if path is None:
         return Settings()
+    where = safe(str(path))
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as ex:
-        raise ValueError(f"cannot read settings {path}: {ex}") from None
-    table = data.get("tool", {}).get("verl-lint") if "tool" in data else data.get("verl-lint", data if config else None)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as ex:
+        raise ValueError(f"cannot read settings {where}: {safe(str(ex))}") from None
+    tool = data.get("tool")
+    if tool is not None:
+        table = tool.get("verl-lint") if isinstance(tool, dict) else None
+    else:  # --config FILE may hold a bare [verl-lint] table or the settings at top level
+        table = data.get("verl-lint", data if config else None)
     if not table:
         return Settings(root=path.parent)
-    unknown = set(table) - KNOWN
-    if unknown:
-        raise ValueError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))} in [tool.verl-lint]")
-
-    def codes(name: str) -> tuple[str, ...]:
-        v = table.get(name, [])
-        return tuple([v] if isinstance(v, str) else v)
-
-    fail_on = table.get("fail-on", "error")
-    if fail_on not in ("error", "warning", "info", "never"):
-        raise ValueError(f"{path}: fail-on must be error, warning, info or never")
-    root = path.parent
-    verl_root = table.get("verl-root")
-    return Settings(
-        select=codes("select"),
-        ignore=codes("ignore"),
-        extend_select=codes("extend-select"),
-        per_file_ignores={k: tuple([v] if isinstance(v, str) else v) for k, v in table.get("per-file-ignores", {}).items()},
-        exclude=codes("exclude"),
-        fail_on=fail_on,
-        verl_root=str(root / verl_root) if verl_root else None,
-        verl_version=table.get("verl-version"),
-        severity={k: Severity.parse(v) for k, v in table.get("severity", {}).items()},
-        max_file_size=float(table.get("max-file-size", 4.0)),
-        timeout=float(table.get("timeout", 20.0)),
-        root=root,
-    )
+    if not isinstance(table, dict):
+        raise ValueError(f"{where}: [tool.verl-lint] must be a table of settings, not {show(table)}")
+    values: dict[str, Any] = {}
+    for name, value in table.items():
+        if name not in SETTINGS:
+            raise ValueError(
+                f"{where}: unknown setting {show(name)} in [tool.verl-lint]{did_you_mean(name, SETTINGS)}"
+                f" (settings: {', '.join(SETTINGS)})"
+            )
+        attr, check = SETTINGS[name]
+        try:
+            values[attr] = check(value)
+        except _Bad as ex:
+            raise ValueError(f"{where}: [tool.verl-lint] {name} = {show(value)}: {ex}") from None
+    if "verl_root" in values:
+        values["verl_root"] = str(path.parent / values["verl_root"])
+    return Settings(**values, root=path.parent)

@@ -1,0 +1,90 @@
+"""`[tool.verl-lint]` settings through the real CLI: a bad one is one line and exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import NEWEST
+
+BAD_SIZES = "python3 -m verl.trainer.main_ppo data.train_batch_size=1000 actor_rollout_ref.rollout.n=5 trainer.nnodes=6\n"
+
+
+def check(tmp_path: Path, settings: str, *flags: str) -> subprocess.CompletedProcess:
+    (tmp_path / "pyproject.toml").write_text("[tool.verl-lint]\n" + settings + "\n", encoding="utf-8")
+    (tmp_path / "run.sh").write_text(BAD_SIZES)
+    cmd = [sys.executable, "-m", "verl_lint.cli", "check", "run.sh", "--verl", NEWEST, "--no-cache", *flags]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+
+@pytest.mark.parametrize(
+    "setting, says",
+    [
+        # Each of these ended in a Python traceback, a message not naming the setting, or was accepted.
+        ('fail_on = "error"', 'unknown setting "fail_on" in [tool.verl-lint]; did you mean "fail-on"?'),
+        ('fail-on = "errors"', 'fail-on = "errors": must be one of error, warning, info, never; did you mean "error"?'),
+        ("per-file-ignores = 5", "per-file-ignores = 5: must be a table of glob = [rule codes]"),
+        ('per-file-ignores = {"legacy/*.sh" = 3}', 'per-file-ignores = {"legacy/*.sh": 3}: must be a string or a list of strings'),
+        ('per-file-ignores = {"legacy/*.sh" = ["VLX9"]}', 'unknown rule code or name "VLX9"'),
+        ("severity = 3", 'severity = 3: must be a table of rule code = "error" | "warning" | "info"'),
+        ('severity = {VL312 = "fatal"}', 'severity = {"VL312": "fatal"}: the severity of VL312 must be one of error, warning, info'),
+        ('severity = {VL9999 = "error"}', 'unknown rule code or name "VL9999"'),
+        ('severity = {VL3 = "error"}', '"VL3" is a prefix: name one rule'),
+        ("exclude = 7", "exclude = 7: must be a string or a list of strings (path globs)"),
+        ("select = [1]", "select = [1]: must be a string or a list of strings (rule codes, prefixes or names)"),
+        ('ignore = ["unknown-config-keys"]', 'unknown rule code or name "unknown-config-keys"; did you mean "unknown-config-key"?'),
+        ("extend-select = 5", "extend-select = 5: must be a string or a list of strings"),
+        ('timeout = "soon"', 'timeout = "soon": must be a number >= 0 (seconds per file; 0: no limit)'),
+        ("max-file-size = -1", "max-file-size = -1: must be a number > 0 (MiB)"),
+        ("verl-root = 5", "verl-root = 5: must be a non-empty string (quote it)"),
+        ("verl-version = 0.9", "verl-version = 0.9: must be a non-empty string (quote it)"),  # 0.10 would read as 0.1
+    ],
+)
+def test_a_bad_setting_is_one_line_and_exit_2(tmp_path, setting, says):
+    proc = check(tmp_path, setting)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"verl-lint: error: {tmp_path / 'pyproject.toml'}: "), lines[0]
+    assert says in lines[0], lines[0]
+
+
+def test_a_bad_flag_code_names_the_flag(tmp_path):
+    proc = check(tmp_path, "", "--select", "VL3,unknown-config-keys")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        'verl-lint: error: --select: unknown rule code or name "unknown-config-keys"; '
+        'did you mean "unknown-config-key"? (see `verl-lint rules`)\n'
+    )
+
+
+def test_every_setting_of_the_readme_is_accepted_and_applied(tmp_path):
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "old.sh").write_text(BAD_SIZES)
+    (tmp_path / "third_party").mkdir()
+    (tmp_path / "third_party" / "x.sh").write_text(BAD_SIZES)
+    settings = """
+select = ["VL1", "VL3"]
+extend-select = "VL0"
+ignore = ["VL107"]
+per-file-ignores = { "legacy/*.sh" = ["VL3"] }
+exclude = ["third_party/"]
+fail-on = "warning"
+verl-version = "0.9.1"
+severity = { VL301 = "warning", "mini-batch-not-divisible-by-dp" = "info" }
+max-file-size = 1
+timeout = 0
+"""
+    (tmp_path / "pyproject.toml").write_text("[tool.verl-lint]\n" + settings, encoding="utf-8")
+    (tmp_path / "run.sh").write_text(BAD_SIZES)
+    cmd = [sys.executable, "-m", "verl_lint.cli", "check", ".", "--format", "json", "--no-cache"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1, proc.stderr  # fail-on = "warning" and VL301 lowered to a warning
+    found = {(Path(d["path"]).name, d["code"], d["severity"]) for d in json.loads(proc.stdout)}
+    assert found == {("run.sh", "VL301", "warning"), ("run.sh", "VL304", "info")}

@@ -1,0 +1,23 @@
+"""Text from scanned files made safe to print: control characters shown, never obeyed.
+
+A hostile script (or its file name, or a key or value in it) may carry ESC sequences that
+recolour, move the cursor, rewrite the title or hide lines, BEL, backspace or carriage return
+that overwrite what was printed, C1 controls (8-bit CSI), or bidi overrides that display
+code in another order than it runs. Every one of them is printed as a visible escape instead.
+"""
+
+from __future__ import annotations
+
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c != 0x09}
+_ESCAPES.update({c: f"\\u{c:04x}" for c in _BIDI})
+# Undecodable bytes (read with surrogateescape) as the byte they were: printed raw they are
+# either a crash (strict stdout) or the raw byte again (e.g. 0x9b, an 8-bit CSI).
+_ESCAPES.update({c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)})
+_KEEP_NEWLINE = {c: e for c, e in _ESCAPES.items() if c != 0x0A}
+
+
+def safe(text: str, newline: bool = False) -> str:
+    """`text` with every control character, bidi control and undecodable byte escaped
+    (`\\x1b`, `\\u202e`); tab is kept, and newline too when `newline` is true."""
+    return text.translate(_KEEP_NEWLINE if newline else _ESCAPES)
