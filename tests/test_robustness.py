@@ -66,7 +66,7 @@ AUDIT = textwrap.dedent(
     events = []
     ALLOWED = set(sys.stdlib_module_names) | {
         "hydra", "omegaconf", "yaml", "_yaml", "antlr4", "tree_sitter", "tree_sitter_bash", "packaging",
-        "verl_lint", "hydra_plugins", "typing_extensions", "importlib_resources", "tomli", "conftest",
+        "verl_lint", "hydra_plugins", "typing_extensions", "importlib_resources", "tomli", "conftest", "pathspec",
         "attr",  # omegaconf imports attrs to recognise attrs classes
         "org",  # the stdlib's `copy` probes for Jython's org.python.core (a failed import)
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,11 +37,12 @@ class Settings:
 
 
 def find_pyproject(start: Path) -> Path | None:
-    start = start.resolve()
-    for p in [start if start.is_dir() else start.parent, *start.parents]:
-        f = p / "pyproject.toml"
-        if f.is_file():
-            return f
+    # realpath and isfile never raise: a symlink loop or an unreadable directory given as a
+    # path is reported by the file collection, not here.
+    start = Path(os.path.realpath(start))
+    for p in [start if os.path.isdir(start) else start.parent, *start.parents]:
+        if os.path.isfile(p / "pyproject.toml"):
+            return p / "pyproject.toml"
     return None
 
 
