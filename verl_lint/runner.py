@@ -30,8 +30,13 @@ if TYPE_CHECKING:
 POOL_MIN_FILES = 24
 
 
+_NOTED: set[str] = set()
+
+
 def _note(message: str) -> None:
-    print(message, file=sys.stderr)
+    if message not in _NOTED:  # `upgrade` and `--fix` collect the same paths twice
+        _NOTED.add(message)
+        print(message, file=sys.stderr)
 
 
 def collect(
@@ -135,7 +140,7 @@ def _git_dir(top: Path) -> Path:
     """The directory holding `info/exclude`: `.git`, or for a worktree or submodule (where `.git`
     is a file `gitdir: DIR`) that DIR's common directory."""
     git = top / ".git"
-    if git.is_dir():
+    if os.path.isdir(git):
         return git
     try:
         line = _read_bounded(git, 4096)[0].decode("utf-8", "replace").strip()
@@ -165,7 +170,7 @@ class _Ignores:
         self.exclude = self.compile(settings.exclude) if settings.exclude else None
         self.exclude_base = settings.root.resolve()
         self.max_bytes = int(settings.max_file_size * 2**20)
-        self.specs: dict[str, GitIgnoreSpec] = {}  # a directory relative to the top ("" for the top) -> its .gitignore
+        self.specs: dict[str, GitIgnoreSpec | None] = {}  # a directory relative to the top ("" for the top) -> its .gitignore
         self.root_ignored = False
         self.top = next((p for p in [self.root, *self.root.parents] if os.path.exists(p / ".git")), None) if use_ignore_files else None
         if self.top is None:
@@ -226,7 +231,7 @@ class _Ignores:
 
 
 def _key(rel: Path) -> str:
-    return "" if rel == Path(".") else rel.as_posix()
+    return rel.as_posix() if rel.parts else ""
 
 
 def _read_bounded(path: Path, max_bytes: int) -> tuple[bytes, int]:
