@@ -153,11 +153,7 @@ _KINDS = {stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket", stat.S_IFCHR: "characte
 
 
 class NotRegularFile(OSError):
-    """A FIFO, socket, device or directory where a script file was expected."""
-
-    def __init__(self, path: Path, kind: str):
-        super().__init__(f"not a regular file ({kind})")
-        self.path, self.kind = path, kind
+    """A FIFO, socket, device or directory where a file to read was expected."""
 
 
 def file_kind(mode: int) -> str | None:
@@ -170,13 +166,13 @@ def open_regular(path: Path):
     opening a FIFO blocks until a writer comes, and opening a device can act on it."""
     kind = file_kind(os.stat(path).st_mode)
     if kind:
-        raise NotRegularFile(path, kind)
+        raise NotRegularFile(f"not a regular file ({kind})")
     # O_NONBLOCK: if it became a FIFO after the stat, open returns instead of waiting.
     f = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)), "rb")
     kind = file_kind(os.fstat(f.fileno()).st_mode)
     if kind:
         f.close()
-        raise NotRegularFile(path, kind)
+        raise NotRegularFile(f"not a regular file ({kind})")
     return f
 
 
