@@ -109,6 +109,22 @@ def test_ignore_files_are_read_as_git_reads_them(repo):
     assert got == {s.removeprefix("sub/") for s in git_scripts(repo, "sub/*.sh")}, r.stderr
 
 
+@pytest.mark.parametrize("index_version", ["2", "3", "4"])
+def test_tracked_files_are_never_ignored(repo, index_version):
+    """`git add -f` tracks a file despite the ignore files; git lists it, read from git's index."""
+    git(repo, "add", "-f", "top.sh", "build/x.sh", "sub/deep/d.tmp.sh")
+    if index_version != "2":  # intent to add: the first entry gets the extended flags of v3+
+        git(repo, "add", "-N", "a/b/c.sh")
+    git(repo, "update-index", "--index-version", index_version)
+    assert (repo / ".git" / "index").read_bytes()[4:8] == int(index_version).to_bytes(4, "big")
+    expected = git_scripts(repo)
+    assert {"top.sh", "build/x.sh"} <= expected and "build" not in {s.split("/")[0] for s in expected - {"build/x.sh"}}
+    got, r = linted(".", cwd=repo)
+    assert got == expected, r.stderr
+    got, r = linted("build", cwd=repo)
+    assert got == {"build/x.sh"}, r.stderr
+
+
 def test_no_ignore_lints_everything(repo):
     got, r = linted("--no-ignore", ".", cwd=repo)
     assert got == set(SCRIPTS), r.stderr

@@ -7,6 +7,7 @@ import fnmatch
 import os
 import signal
 import stat
+import struct
 import sys
 import tempfile
 import threading
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from .compose import Composer
@@ -136,21 +137,57 @@ def _walk(root: Path, ignores: _Ignores, note: Callable[[str], None], error: Cal
                 yield f, fst
 
 
-def _git_dir(top: Path) -> Path:
-    """The directory holding `info/exclude`: `.git`, or for a worktree or submodule (where `.git`
-    is a file `gitdir: DIR`) that DIR's common directory."""
+def _git_dirs(top: Path) -> tuple[Path, Path]:
+    """The git directory (it holds `index`) and the common one (`info/exclude`): both `.git`, except
+    in a worktree or submodule, where `.git` is a file `gitdir: DIR` and DIR may name its common one."""
     git = top / ".git"
     if os.path.isdir(git):
-        return git
+        return git, git
     try:
         line = _read_bounded(git, 4096)[0].decode("utf-8", "replace").strip()
     except OSError:
-        return git
+        return git, git
     gitdir = top / line.removeprefix("gitdir:").strip()
     try:
-        return gitdir / _read_bounded(gitdir / "commondir", 4096)[0].decode("utf-8", "replace").strip()
+        return gitdir, gitdir / _read_bounded(gitdir / "commondir", 4096)[0].decode("utf-8", "replace").strip()
     except OSError:
-        return gitdir
+        return gitdir, gitdir
+
+
+def _tracked(index: Path) -> set[str]:
+    """The paths in git's index, read without running git: tracked files, which ignore files never
+    hide. Empty when there is no index or it is in a form not read here (over 64 MiB, split)."""
+    try:
+        data, size = _read_bounded(index, 64 * 2**20)
+    except OSError:
+        return set()
+    if size > 64 * 2**20 or len(data) < 12 or data[:4] != b"DIRC":
+        return set()
+    version, count = struct.unpack(">II", data[4:12])
+    paths: set[str] = set()
+    pos, name = 12, b""
+    try:
+        for _ in range(count):
+            start = pos
+            # 40 bytes of stat data, a 20-byte object id, 16 bits of flags (+16 more if extended).
+            (flags,) = struct.unpack(">H", data[pos + 60 : pos + 62])
+            pos += 64 if version >= 3 and flags & 0x4000 else 62
+            if version == 4:  # the name is the previous one, less N bytes, plus a suffix
+                strip = data[pos] & 0x7F
+                while data[pos] & 0x80:
+                    pos += 1
+                    strip = ((strip + 1) << 7) | (data[pos] & 0x7F)
+                end = data.index(b"\0", pos + 1)
+                name = name[: len(name) - strip] + data[pos + 1 : end]
+                pos = end + 1
+            else:  # NUL-padded to a multiple of 8 bytes
+                end = data.index(b"\0", pos)
+                name = data[pos:end]
+                pos = start + ((end - start + 8) & ~7)
+            paths.add(name.decode("utf-8", "surrogateescape"))
+    except (struct.error, ValueError, IndexError):
+        return set()
+    return paths
 
 
 class _Ignores:
@@ -159,8 +196,9 @@ class _Ignores:
     Git's rules: `.git/info/exclude`, then the `.gitignore` of each directory from the top of the
     work tree down, each with patterns relative to its own directory; a deeper file overrides a
     higher one and within a file the last matching line wins; nothing below an ignored directory
-    is seen. The pattern language (`**`, `!`, anchoring, `dir/`) is pathspec's, not fnmatch.
-    A personal `core.excludesFile` is not read: results do not depend on who runs the linter."""
+    is seen, except tracked files (in git's index), which are never ignored. The pattern language
+    (`**`, `!`, anchoring, `dir/`) is pathspec's, not fnmatch. A personal `core.excludesFile` is
+    not read: results do not depend on who runs the linter."""
 
     def __init__(self, root: Path, settings: Settings, use_ignore_files: bool, note: Callable[[str], None]):
         from pathspec import GitIgnoreSpec  # only a directory walk needs it
@@ -175,7 +213,10 @@ class _Ignores:
         self.top = next((p for p in [self.root, *self.root.parents] if os.path.exists(p / ".git")), None) if use_ignore_files else None
         if self.top is None:
             return
-        self.info = self._spec(_git_dir(self.top) / "info" / "exclude", follow=True)
+        gitdir, common = _git_dirs(self.top)
+        self.info = self._spec(common / "info" / "exclude", follow=True)
+        self.tracked = _tracked(gitdir / "index")
+        self.tracked_dirs = {d.as_posix() for f in self.tracked for d in PurePosixPath(f).parents}
         self.base = self.root.relative_to(self.top)
         # The directories from the top down to the root: their .gitignore files apply, and if one
         # of them is ignored, so is everything in the walk.
@@ -219,6 +260,8 @@ class _Ignores:
         return self.top is not None and self._git_ignored((self.base / rel).as_posix(), is_dir)
 
     def _git_ignored(self, rel: str, is_dir: bool) -> bool:
+        if rel in (self.tracked_dirs if is_dir else self.tracked):
+            return False  # git lists tracked files wherever they are (`git add -f`)
         suffix = "/" * is_dir  # so that `dir/` patterns match directories only
         result = self.info.check_file(rel + suffix).include if self.info else None
         parts = rel.split("/")
