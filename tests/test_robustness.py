@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import subprocess
 import sys
 import textwrap
@@ -66,7 +67,7 @@ AUDIT = textwrap.dedent(
     events = []
     ALLOWED = set(sys.stdlib_module_names) | {
         "hydra", "omegaconf", "yaml", "_yaml", "antlr4", "tree_sitter", "tree_sitter_bash", "packaging",
-        "verl_lint", "hydra_plugins", "typing_extensions", "importlib_resources", "tomli", "conftest",
+        "verl_lint", "hydra_plugins", "typing_extensions", "importlib_resources", "tomli", "conftest", "pathspec",
         "attr",  # omegaconf imports attrs to recognise attrs classes
         "org",  # the stdlib's `copy` probes for Jython's org.python.core (a failed import)
     }
@@ -249,3 +250,57 @@ def test_fuzz_generated_scripts(fuzz_env, tmp_path_factory, seed):
     text = fuzz.script(random.Random(seed))
     problems = fuzz.check_case(text, tmp_path_factory.mktemp("fuzz"), options, composer)
     assert not problems, f"{problems}\n---\n{text}"
+
+
+# ------------------------------------------------------------ bounded reads ----
+
+
+def test_fifos_sockets_and_devices_are_never_opened(tmp_path):
+    """In a tree they are skipped with a note; named explicitly they are input errors. Opening the
+    FIFO would block forever and reading /dev/zero would never end: the time limit fails a regression."""
+    from test_walk import SCRIPT, linted
+
+    t = tmp_path / "t"
+    t.mkdir()
+    (t / "ok.sh").write_text(SCRIPT)
+    os.mkfifo(t / "fifo.sh")
+    os.mkfifo(t / "pipe")  # no extension: the shebang sniff must not open it either
+    os.symlink("/dev/zero", t / "zero.sh")
+    os.symlink("/dev/null", t / "null.sh")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(t / "sock.sh"))
+        got, r = linted("t", cwd=tmp_path)
+        assert got == {"t/ok.sh"} and r.returncode == 0, r.stderr
+        assert sorted(r.stderr.splitlines()) == [
+            "t/fifo.sh: skipped: not a regular file (FIFO)",
+            "t/null.sh: skipped: not a regular file (character device)",
+            "t/pipe: skipped: not a regular file (FIFO)",
+            "t/sock.sh: skipped: not a regular file (socket)",
+            "t/zero.sh: skipped: not a regular file (character device)",
+        ]
+        got, r = linted("t/fifo.sh", "t/pipe", "t/zero.sh", "t/null.sh", "t/sock.sh", "t/ok.sh", cwd=tmp_path)
+    assert got == {"t/ok.sh"} and r.returncode == 2
+    assert r.stderr.splitlines() == [
+        "t/fifo.sh: error: not a regular file (FIFO)",
+        "t/pipe: error: not a regular file (FIFO)",
+        "t/zero.sh: error: not a regular file (character device)",
+        "t/null.sh: error: not a regular file (character device)",
+        "t/sock.sh: error: not a regular file (socket)",
+    ]
+
+
+def test_reads_stop_at_the_size_limit(tmp_path):
+    """A huge file is refused by its size before reading; a file whose size says 0 but that has
+    more (procfs) is read only to the limit + 1 byte."""
+    from test_walk import run_cli
+
+    with open(tmp_path / "huge.bin", "wb") as f:
+        f.truncate(64 << 30)  # sparse: 64 GiB by stat, nothing on disk
+    os.symlink(tmp_path / "huge.bin", tmp_path / "link.sh")
+    os.symlink("/proc/self/maps", tmp_path / "maps.sh")  # the linter's own memory map: > 1 KiB
+    (tmp_path / "small.sh").write_text("echo hi\n")
+    r = run_cli("check", "--max-file-size", "0.001", "link.sh", "maps.sh", "small.sh", cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "link.sh:1:1: VL004 [error] the file is 65536.0 MiB, over the 1048 bytes limit; not analysed" in r.stdout
+    assert "maps.sh:1:1: VL004 [error] the file is over the 1048 bytes limit; not analysed" in r.stdout
+    assert "small.sh" not in r.stdout and "2 of 3 scripts" in r.stdout

@@ -135,7 +135,7 @@ def test_usage_and_missing_command(tmp_path):
 
 def test_missing_script_is_an_input_error(tmp_path):
     proc = wrap(tmp_path, "--", "bash", "nope.sh")
-    assert proc.returncode == 2 and "cannot read the script" in proc.stderr
+    assert proc.returncode == 2 and "nope.sh: error: cannot read: No such file or directory" in proc.stderr
 
 
 def test_verl_lint_run_subcommand_when_wired(tmp_path):
@@ -211,3 +211,70 @@ def test_executable_script_runs_and_is_linted(tmp_path, script):
     assert proc.returncode == 1 and not marker.exists() and "VL301" in proc.stderr, proc.stderr
     proc = wrap(tmp_path, "--verl", NEWEST, "--", "./train.sh", *GOOD, env={"MARKER": str(marker)})
     assert proc.returncode == 3 and marker.exists(), proc.stderr
+
+
+# ------------------------------------------------- bounded: time, size, what is opened ----
+# Each command prints "ran" only if it runs; the wrapper runs under a time and memory limit, so
+# a regression that reads /dev/zero or blocks on a FIFO fails instead of hanging.
+
+# A launch the linter analyses but bash never reaches.
+RAN = '#!/bin/bash\nif [ -n "$VERL_LINT_TEST_NEVER_SET" ]; then\n  python3 -m verl.trainer.main_ppo trainer.nnodes=1\nfi\necho ran\n'
+
+
+def bounded_wrap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "verl_lint.wrapper", *args], capture_output=True, text=True, cwd=tmp_path,
+        env=dict(os.environ, NO_COLOR="1"), timeout=120, preexec_fn=limit,
+    )  # fmt: skip
+
+
+def test_analysis_over_the_time_limit_runs_the_command_unless_strict(tmp_path):
+    (tmp_path / "train.sh").write_text(RAN)
+    proc = bounded_wrap(tmp_path, "--verl", NEWEST, "--timeout", "1e-6", "--", "bash", "train.sh")
+    assert proc.returncode == 0 and proc.stdout == "ran\n", proc.stderr
+    assert proc.stderr == (
+        "verl-lint: the analysis took longer than 1e-06 s (--timeout); running the command unchecked (--strict would stop it)\n"
+    )
+    proc = bounded_wrap(tmp_path, "--verl", NEWEST, "--timeout", "1e-6", "--strict", "--", "bash", "train.sh")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr == "verl-lint: the analysis took longer than 1e-06 s (--timeout); not running the command (--strict)\n"
+    # Within the limit the launch is analysed, and the clean script runs.
+    proc = bounded_wrap(tmp_path, "--verl", NEWEST, "--", "bash", "train.sh")
+    assert proc.returncode == 0 and proc.stdout == "ran\n" and "1 launches" in proc.stderr, proc.stderr
+
+
+def test_linter_failure_on_a_real_script_runs_the_command_unless_strict(tmp_path):
+    """Expansions nested 3000 deep exhaust the analyser's recursion: a linter failure, not the script's."""
+    (tmp_path / "deep.sh").write_text('X="' + "${A:-" * 3000 + "a" + "}" * 3000 + '"\necho ran\n')
+    proc = bounded_wrap(tmp_path, "--", "bash", "deep.sh")
+    assert proc.returncode == 0 and proc.stdout == "ran\n", proc.stderr
+    assert proc.stderr.startswith("verl-lint: internal error: RecursionError: ") and proc.stderr.count("\n") == 1
+    assert proc.stderr.endswith("; running the command unchecked (--strict would stop it)\n")
+    proc = bounded_wrap(tmp_path, "--strict", "--", "bash", "deep.sh")
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.endswith("; not running the command (--strict)\n")
+
+
+def test_script_is_read_within_the_size_limit(tmp_path):
+    (tmp_path / "big.sh").write_text("# padding\n" * 200 + "echo ran\n")  # 2 KiB
+    proc = bounded_wrap(tmp_path, "--max-file-size", "0.001", "--", "bash", "big.sh")
+    assert proc.returncode == 1 and proc.stdout == "", proc.stderr
+    assert "big.sh:1:1: VL004 [error] the file is 2009 bytes, over the 1048 bytes limit; not analysed" in proc.stderr
+    assert "verl-lint: not running: bash big.sh (1 finding at or above --fail-on=error)" in proc.stderr
+    proc = bounded_wrap(tmp_path, "--", "bash", "big.sh")  # under the default 4 MiB: linted, clean, run
+    assert proc.returncode == 0 and proc.stdout == "ran\n", proc.stderr
+
+
+def test_fifo_and_device_scripts_are_never_opened(tmp_path):
+    """`bash fifo` would block the read forever, `bash /dev/zero` would never end: input errors."""
+    os.mkfifo(tmp_path / "fifo.sh")
+    os.symlink("/dev/zero", tmp_path / "zero.sh")
+    for name, kind in (("fifo.sh", "FIFO"), ("zero.sh", "character device")):
+        proc = bounded_wrap(tmp_path, "--", "bash", name)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+        assert f"{name}: error: not a regular file ({kind})" in proc.stderr
+        assert f"verl-lint: not running: bash {name} (1 input error)" in proc.stderr

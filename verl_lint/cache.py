@@ -132,10 +132,13 @@ def code_digest() -> str:
     if _CODE is None:
         import hashlib
 
-        from .data import _SOURCE_TREE  # the knowledge tables of a source checkout (installed: inside the package)
+        import importlib.util
 
+        # The knowledge tables' package (top-level, so find_spec runs nothing): its directory.
+        spec = importlib.util.find_spec("verl_lint_knowledge")
+        tables = [Path(d) for d in (spec.submodule_search_locations or [])] if spec else []
         h = hashlib.sha256()
-        for root in (Path(__file__).resolve().parent, _SOURCE_TREE):
+        for root in (Path(__file__).resolve().parent, *tables):
             stack = [root] if root.is_dir() else []
             while stack:
                 with os.scandir(stack.pop()) as it:

@@ -20,6 +20,7 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="lint scripts, directories, or a command given after --")
     c.add_argument("paths", nargs="*", help="scripts or directories (recursively: *.sh, *.bash, sh shebangs)")
+    c.add_argument("--no-ignore", action="store_true", help="in directories, also lint what .gitignore and .git/info/exclude ignore")
     _common(c)
     _output_flags(c)
     c.add_argument("--baseline", help="report only findings not recorded in this baseline file")
@@ -156,8 +157,8 @@ def _options(args, settings, tree):
         select += settings.extend_select
     ignore = _split(args.ignore) + settings.ignore
     # `source` may follow files inside the scanned tree (a directory given, or a file's directory).
-    scanned = [Path(p).resolve() for p in getattr(args, "paths", None) or ()]
-    roots = tuple(dict.fromkeys(p if p.is_dir() else p.parent for p in scanned))
+    scanned = [Path(os.path.realpath(p)) for p in getattr(args, "paths", None) or ()]  # never raises, even on a loop
+    roots = tuple(dict.fromkeys(p if os.path.isdir(p) else p.parent for p in scanned))
     given = {"vllm": args.vllm_version, "sglang": args.sglang_version, "vllm_ascend": args.vllm_ascend_version}
     versions = {k: v for k, v in given.items() if v}
     return Options(
@@ -198,7 +199,7 @@ def _settings(args, start: Path | None = None):
 def _run_lint(args, command_argv, settings, options):
     from .runner import collect, lint_paths
 
-    targets, errors = collect(args.paths, settings)
+    targets, errors = collect(args.paths, settings, use_ignore_files=not getattr(args, "no_ignore", False))
     reports = lint_paths(
         targets, options, command_argv, use_cache=not args.no_cache, per_file_ignores=settings.per_file_ignores, jobs=args.jobs
     )

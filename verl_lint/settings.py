@@ -7,6 +7,7 @@ and the nearest allowed value (`fail-on = "errors"` → did you mean "error"?).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -171,11 +172,12 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 
 
 def find_pyproject(start: Path) -> Path | None:
-    start = start.resolve()
-    for p in [start if start.is_dir() else start.parent, *start.parents]:
-        f = p / "pyproject.toml"
-        if f.is_file():
-            return f
+    # realpath and isfile never raise: a symlink loop or an unreadable directory given as a
+    # path is reported by the file collection, not here.
+    start = Path(os.path.realpath(start))
+    for p in [start if os.path.isdir(start) else start.parent, *start.parents]:
+        if os.path.isfile(p / "pyproject.toml"):
+            return p / "pyproject.toml"
     return None
 
 

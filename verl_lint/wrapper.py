@@ -9,8 +9,9 @@ stderr (the command's stdout stays its own; `--output FILE` also writes it to a 
 Only if the lint passes (no finding at or above `--fail-on`, no input error) does the
 process replace itself with the command (`os.execvp`): the command's exit code and signals
 are its own, and no verl-lint process stays around. `--dry-run` lints and shows what would
-run. If verl-lint itself fails, the command runs anyway after a one-line warning
-(`--strict` stops instead): a linter bug must not block a launch.
+run. If verl-lint itself fails or the analysis exceeds `--timeout`, the command runs anyway
+after a one-line warning (`--strict` stops instead): a linter bug must not block a launch. The
+script is read within `--max-file-size` (over it: VL004, an error finding like any other).
 
 Exit codes without exec: 1 findings at or above --fail-on, 2 usage or input errors,
 126/127 the command cannot be executed / is not found (as a shell reports them).
@@ -120,22 +121,26 @@ def _arg_words(argv: list[str], first: int):
 def lint_command(argv: list[str], options, composer, cwd: str | None = None) -> list:
     """FileReports for a command line: its launch, or the script it runs with its "$@"."""
     from .pipeline import FileReport, InputError, command_script, lint_text
+    from .runner import read_script
 
     cwd = cwd or os.getcwd()
     call = script_call(argv)
     if call is None:
         return [lint_text(COMMAND, command_script(argv), options, composer)]
+    notes = []
     if call.text is None:
-        path = Path(cwd, call.path)
-        try:
-            data = path.read_bytes()
-        except OSError as ex:
-            return [FileReport(call.path, errors=[InputError(call.path, f"cannot read the script: {ex.strerror or ex}")])]
-        text, where = data.decode("utf-8", errors="replace"), str(path)
+        # Within the size limit, and never opening a FIFO or a device (`bash /dev/stdin`).
+        text, err, notes = read_script(Path(cwd, call.path), options.max_bytes)
+        if err is not None:
+            return [FileReport(call.path, errors=[InputError(call.path, err.message)])]
+        if text is None:
+            return [FileReport(call.path, diagnostics=notes)]
+        where = str(Path(cwd, call.path))
     else:
         text, where = call.text, call.path
     # The caller's arguments are the script's "$@"; it runs from the real cwd.
     report = lint_text(where, text, options, composer, positional=_arg_words(argv, call.arg_index), cwd=cwd)
+    report.diagnostics = notes + report.diagnostics
     # Findings on the arguments point into the command line: give them its text for the code frame.
     on_args = [d for d in report.diagnostics if d.span.path == COMMAND]
     if not on_args:
@@ -171,30 +176,34 @@ def run(args, command_argv: list[str] | None) -> int:
     if not command_argv:
         _say("error: nothing to run: give the command after `--`, e.g. `verl-lint run -- bash train.sh`")
         return EXIT_USAGE
+    from .runner import _per_file_ignores, _time_limit, _Timeout
+
     call = script_call(command_argv)
+    reports, failure = None, None
     try:
         options, settings, fail_on, fmt = _options(args, Path(call.path if call and call.text is None else "."))
-    except UsageError as ex:
-        _say(f"error: {ex}")
-        return EXIT_USAGE
-
-    reports = None
-    try:
         if call is not None and call.text is None and settings.per_file_ignores:
-            from .runner import _per_file_ignores
-
             extra = _per_file_ignores(Path(call.path), settings.per_file_ignores)
             if extra:
                 options = replace(options, ignore=options.ignore + extra)
-        reports = lint_command(command_argv, options, Composer(cache=not args.no_cache))
+        # The same per-file limit as `check`; the command waits for the lint, so it must end.
+        with _time_limit(options.timeout):
+            reports = lint_command(command_argv, options, Composer(cache=not args.no_cache))
+    except UsageError as ex:
+        _say(f"error: {ex}")
+        return EXIT_USAGE
+    except _Timeout:
+        failure = f"the analysis took longer than {options.timeout:g} s (--timeout)"
     except Exception as ex:  # noqa: BLE001 - a linter bug must not block the launch
         if args.debug:
             raise
         what = f"{type(ex).__name__}: {str(ex).strip().splitlines()[0] if str(ex).strip() else ''}".rstrip(": ")
+        failure = f"internal error: {what}"
+    if failure:
         if args.strict:
-            _say(f"internal error: {what}; not running the command (--strict)")
+            _say(f"{failure}; not running the command (--strict)")
             return EXIT_USAGE
-        _say(f"internal error: {what}; running the command unchecked (--strict would stop it)")
+        _say(f"{failure}; running the command unchecked (--strict would stop it)")
 
     if reports is not None:
         unwritten = _print_report(reports, fmt, args)
