@@ -43,8 +43,10 @@ def _leaf(key: str) -> str:
 
 
 def _unread_name(parts: list[str], index: ReaderIndex) -> str | None:
-    """The first name of the key that no code reads (a key under an unread node is unread too)."""
-    return next((p for p in parts if not p.isdigit() and not index.reads(p)), None)
+    """The first name of the key that no code reads (a key under an unread node is unread too).
+    Names that are not identifiers (`capture-range-end`, list indexes) are not judged: code
+    reads those only as data, which the index does not follow."""
+    return next((p for p in parts if p.isidentifier() and not index.reads(p)), None)
 
 
 def _index(ctx: Context) -> ReaderIndex | None:
