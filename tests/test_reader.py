@@ -93,7 +93,8 @@ def test_key_never_read_is_located(lint, version):
         "      +actor_rollout_ref.actor.no_such_knob=1 \\\n"
         "    +actor_rollout_ref.model.override_config.foo=1 \\\n"
         "    +actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4 \\\n"
-        "    ++ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG=INFO\n"
+        "    ++ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG=INFO \\\n"
+        "    +trainer.capture-range-end=stop\n"  # not an identifier: only data could read it, not judged
     )
     r = lint(script, version)
     assert not r.errors, r.errors
