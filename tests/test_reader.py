@@ -100,7 +100,17 @@ def test_key_never_read_is_located(lint, version):
     assert not r.errors, r.errors
     [d] = _found(r, "VL230")
     assert (d.span.line, d.span.col, d.span.end_col) == (4, 7, 7 + len("+actor_rollout_ref.actor.no_such_knob=1"))
-    assert d.message == f"nothing in verl {version} reads `actor_rollout_ref.actor.no_such_knob`: the value is accepted by Hydra and ignored"
+    assert d.message == (
+        f"nothing in verl {version} reads `actor_rollout_ref.actor.no_such_knob`: `actor_rollout_ref.actor` becomes a "
+        "`FSDPActorConfig` (its `_target_`), which has no field `no_such_knob`: verl stops with "
+        "`unexpected keyword argument 'no_such_knob'` when it builds that config"
+    )
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_key_never_read_outside_dataclass_nodes_is_ignored(lint, version):
+    [d] = _found(lint(main_ppo("+trainer.unknown_thing.sub=3"), version), "VL230")
+    assert d.message == f"nothing in verl {version} reads `trainer.unknown_thing.sub`: the value is accepted by Hydra and ignored"
 
 
 @pytest.mark.parametrize("version", RELEASES)

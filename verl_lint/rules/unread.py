@@ -141,7 +141,15 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         if name is None:
             continue
         seen.add(o.key)
-        yield ctx.diag(code, f"nothing in {where} reads `{o.key}`: {tail}", key=o.key, help=_suggest(ctx, o.key, name, index, typo), span=o.word.span)
+        parent = o.key.rpartition(".")[0]
+        target = ctx.text(f"{parent}._target_") if parent and name == parts[-1] else None
+        if target and typo:
+            # The node becomes that class (`omega_conf_to_dataclass` -> hydra `instantiate`), and a
+            # name no code mentions is no field of it: the constructor gets an unknown keyword.
+            what = f"`{parent}` becomes a `{target.rpartition('.')[2]}` (its `_target_`), which has no field `{name}`: verl stops with `unexpected keyword argument '{name}'` when it builds that config"
+        else:
+            what = tail
+        yield ctx.diag(code, f"nothing in {where} reads `{o.key}`: {what}", key=o.key, help=_suggest(ctx, o.key, name, index, typo), span=o.word.span)
 
 
 @rule(
@@ -177,14 +185,20 @@ def key_never_read(ctx: Context):
     ## Why is this bad?
     Hydra accepts any added key, and verl never looks at it: the run trains with the default
     you meant to change, and nothing says so. Usually a typo, a key from another verl release,
-    or a key placed under the wrong node (a critic setting under `actor_rollout_ref`).
+    or a key placed under the wrong node (a critic setting under `actor_rollout_ref`). Under a
+    node with a `_target_` it is worse: verl builds that node into its dataclass
+    (`omega_conf_to_dataclass` -> `hydra.utils.instantiate`), whose constructor rejects the
+    unknown keyword (`InstantiationException ... TypeError("FSDPActorConfig.__init__() got an
+    unexpected keyword argument 'no_such_knob'")`) once the workers start; the message says so.
 
     ## Use instead
     The key the help names, without `+` when it exists in the config.
 
     ## Where in verl
     Derived from the tree itself (`verl_lint/reader.py`): for verl 0.9.1 the Python files of
-    `verl/` (and `recipe/` in a checkout) and the interpolations of `verl/trainer/config/*.yaml`.
+    `verl/` (and `recipe/` in a checkout) and the interpolations of `verl/trainer/config/*.yaml`;
+    the dataclass conversion is `verl/utils/config.py` (`omega_conf_to_dataclass`), called on
+    the actor and rollout nodes by `verl/workers/engine_workers.py` (0.9.1 and 0.7.1).
     """
     yield from _unread(ctx, ("add", "force_add"), "VL230", "the value is accepted by Hydra and ignored", typo=True)
 
