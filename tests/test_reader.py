@@ -146,10 +146,16 @@ def test_config_key_never_read_only_when_set(lint, version):
     assert "VL231" not in codes(lint(main_ppo("trainer.nnodes=1"), version))
 
 
-def test_project_entry_point_outside_the_tree(tmp_path, verl_trees):
-    """A project built on verl: its own entry point and the package it imports read keys too."""
+@pytest.mark.parametrize("vendored", [False, True], ids=["verl-elsewhere", "verl-inside-project"])
+def test_project_entry_point_outside_the_tree(tmp_path, verl_trees, vendored):
+    """A project built on verl: its own entry point and the package it imports read keys too,
+    whether verl is elsewhere or the project vendors it (`--verl-root .`)."""
     proj = tmp_path / "proj"
-    (proj / "config").mkdir(parents=True)
+    if vendored:
+        (proj / "verl" / "trainer").mkdir(parents=True)
+        (proj / "verl" / "__init__.py").write_text("")
+        (proj / "verl" / "trainer" / "__init__.py").write_text("def train(config):\n    return config.trainer.nnodes\n")
+    (proj / "config").mkdir(parents=True, exist_ok=True)
     (proj / "mypkg").mkdir()
     (proj / "mypkg" / "__init__.py").write_text("")
     (proj / "mypkg" / "trainer.py").write_text("def fit(config):\n    return config.trainer.project_knob\n")
@@ -163,7 +169,7 @@ def test_project_entry_point_outside_the_tree(tmp_path, verl_trees):
     s.write_text("python3 train.py +trainer.project_knob=1 +trainer.nobody_reads_this=1\n")
     env = dict(os.environ, NO_COLOR="1", VERL_LINT_CACHE_DIR=str(tmp_path / "cache"))
     r = subprocess.run(
-        [sys.executable, "-m", "verl_lint.cli", "check", str(s), "--verl-root", str(verl_trees[RELEASES[0]].root), "--select", "VL230", "--format", "json", "--fail-on", "warning"],
+        [sys.executable, "-m", "verl_lint.cli", "check", str(s), "--verl-root", str(proj if vendored else verl_trees[RELEASES[0]].root), "--select", "VL230", "--format", "json", "--fail-on", "warning"],
         capture_output=True, text=True, cwd=proj, env=env,
     )
     assert r.returncode == 1, r.stderr

@@ -63,9 +63,10 @@ def _app_sources(ctx: Context) -> tuple[Path, ...]:
     import re
 
     root = ctx.app.verl.root.resolve()
+    indexed = (root / "verl", root / "recipe")  # what the index reads anyway
     file = Path(ctx.app.file).resolve()
     out: list[Path] = []
-    if root not in file.parents:
+    if not any(d in file.parents for d in indexed):
         top = file
         while (top.parent / "__init__.py").is_file():
             top = top.parent
@@ -78,8 +79,7 @@ def _app_sources(ctx: Context) -> tuple[Path, ...]:
             for cand in (top.parent / name, top.parent / f"{name}.py"):
                 if name not in ("verl", "recipe") and cand.exists() and cand != top and (cand.suffix == ".py" or (cand / "__init__.py").is_file()):
                     out.append(cand)
-    out += [d for d in ctx.app.config_dirs if root not in d.resolve().parents]
-    return tuple(out)
+    return (*out, *ctx.app.config_dirs)  # (reader_index drops what lies inside verl/ or recipe/)
 
 
 def _custom_dataset(ctx: Context) -> bool:
