@@ -1,0 +1,176 @@
+"""The reader index (which key names a verl tree's code reads) and the rules built on it,
+VL230 key-never-read and VL231 config-key-never-read, on real verl releases."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import RELEASES, codes
+from verl_lint.engine import main_ppo
+from verl_lint.reader import build, reader_index
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_index_of_a_real_release(verl_trees, version):
+    ix = reader_index(verl_trees[version].root)
+    for name in ("ppo_mini_batch_size", "log_prob_micro_batch_size_per_gpu", "use_kl_in_reward", "actor_rollout_ref", "kl_ctrl"):
+        assert ix.reads(name), name
+    for name in ("no_such_knob", "ppo_mini_batch_sise", "log_prob_micro_batch_sise_per_gpu"):
+        assert not ix.reads(name), name
+    # Nodes verl hands on whole: the free-form dict fields it never checks.
+    assert {"engine_kwargs", "override_config", "lora"} <= ix.whole
+    assert not {"actor", "rollout", "data", "model", "critic"} & ix.whole
+
+
+def _tree(tmp_path: Path) -> Path:
+    pkg = tmp_path / "tree" / "verl"
+    (pkg / "trainer" / "config").mkdir(parents=True)
+    (pkg / "tests").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "trainer" / "worker.py").write_text(
+        "from dataclasses import dataclass, field\n"
+        "@dataclass\n"
+        "class RolloutConfig:\n"
+        "    temperature: float = 1.0\n"
+        "    engine_kwargs: dict = field(default_factory=dict)\n"
+        "def run(config, role):\n"
+        "    a = config.actor.ppo_mini_batch_size\n"
+        "    b = config.get('use_kl_in_reward', False)\n"
+        "    c = getattr(config, f'{role}_micro_batch_size_per_gpu')\n"
+        "    d = OmegaConf.select(config, 'algorithm.kl_penalty')\n"
+        "    LLM(**OmegaConf.to_container(config.rollout.sampling_extras))\n"
+        "    for k, v in config.reward_cfg_extra.items():\n"
+        "        pass\n"
+        "    for k, v in self.layers.items():\n"
+        "        pass\n"
+    )
+    (pkg / "trainer" / "config" / "ppo.yaml").write_text("critic:\n  ppo_epochs: ${actor_rollout_ref.actor.ppo_epochs_read_by_interp}\n")
+    (pkg / "tests" / "test_x.py").write_text("config.only_a_test_reads_this\n")
+    return tmp_path / "tree"
+
+
+def test_what_counts_as_read(tmp_path):
+    ix = build(_tree(tmp_path))
+    for name in ("ppo_mini_batch_size", "use_kl_in_reward", "kl_penalty", "algorithm", "temperature", "ppo_epochs_read_by_interp"):
+        assert ix.reads(name), name
+    assert ix.reads("ppo_micro_batch_size_per_gpu") is False  # `ppo` is not a read name: the f-string does not build it
+    assert ix.reads("actor_micro_batch_size_per_gpu")  # `actor` is
+    assert not ix.reads("only_a_test_reads_this")  # tests/ is not verl's code
+    # A dict field, a node unpacked into a call, a node iterated: their keys are all read.
+    assert {"engine_kwargs", "sampling_extras", "reward_cfg_extra"} <= ix.whole
+    assert "layers" not in ix.whole  # iterated, but not reached from a config object
+
+
+def test_disk_cache_follows_the_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERL_LINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = _tree(tmp_path)
+    monkeypatch.setattr("verl_lint.reader._LOADED", {})
+    assert not reader_index(root).reads("brand_new_knob")
+    assert list((tmp_path / "cache" / "reader").glob("*.pickle"))
+    f = root / "verl" / "trainer" / "worker.py"
+    f.write_text(f.read_text() + "x = config.brand_new_knob\n")
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1_000_000))
+    monkeypatch.setattr("verl_lint.reader._LOADED", {})  # a new process
+    assert reader_index(root).reads("brand_new_knob")
+
+
+def _found(report, code):
+    return [d for d in report.diagnostics if d.code == code]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_key_never_read_is_located(lint, version):
+    script = (
+        "#!/bin/bash\n"
+        "python3 -m verl.trainer.main_ppo \\\n"
+        "    trainer.nnodes=1 \\\n"
+        "      +actor_rollout_ref.actor.no_such_knob=1 \\\n"
+        "    +actor_rollout_ref.model.override_config.foo=1 \\\n"
+        "    +actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4 \\\n"
+        "    ++ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG=INFO \\\n"
+        "    +trainer.capture-range-end=stop\n"  # not an identifier: only data could read it, not judged
+    )
+    r = lint(script, version)
+    assert not r.errors, r.errors
+    [d] = _found(r, "VL230")
+    assert (d.span.line, d.span.col, d.span.end_col) == (4, 7, 7 + len("+actor_rollout_ref.actor.no_such_knob=1"))
+    assert d.message == (
+        f"nothing in verl {version} reads `actor_rollout_ref.actor.no_such_knob`: `actor_rollout_ref.actor` becomes a "
+        "`FSDPActorConfig` (its `_target_`), which has no field `no_such_knob`: verl stops with "
+        "`unexpected keyword argument 'no_such_knob'` when it builds that config"
+    )
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_key_never_read_outside_dataclass_nodes_is_ignored(lint, version):
+    [d] = _found(lint(main_ppo("+trainer.unknown_thing.sub=3"), version), "VL230")
+    assert d.message == f"nothing in verl {version} reads `trainer.unknown_thing.sub`: the value is accepted by Hydra and ignored"
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_a_real_added_key_is_silent(lint, version):
+    # Not in the YAML, read by the trainer with `config.trainer.get("remove_previous_ckpt_in_save")`
+    # and `config.algorithm.get("gdpo_reward_keys")` in both releases.
+    r = lint(main_ppo("+trainer.remove_previous_ckpt_in_save=True", "++algorithm.gdpo_reward_keys=[acc]"), version)
+    assert not r.errors, r.errors
+    assert "VL230" not in codes(r)
+
+
+def test_a_key_one_release_dropped(lint):
+    """`trainer.use_legacy_worker_impl` is read by verl 0.7.1 and by nothing in 0.9.1."""
+    script = main_ppo("++trainer.use_legacy_worker_impl=auto")
+    assert "VL230" not in codes(lint(script, "0.7.1"))
+    assert codes(lint(script, "0.9.1")) == ["VL230"]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_did_you_mean(lint, version):
+    r = lint(main_ppo("+actor_rollout_ref.actor.ppo_micro_batch_size_per_gpuu=4", "+critic.ppo_mini_batch_sise=8"), version)
+    helps = [d.help for d in _found(r, "VL230")]
+    assert helps == ["did you mean `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu`?", "did you mean `critic.ppo_mini_batch_size`?"]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_config_key_never_read_only_when_set(lint, version):
+    r = lint(main_ppo("data.return_raw_input_ids=True"), version)
+    [d] = _found(r, "VL231")
+    assert d.severity.name.lower() == "info" and d.key == "data.return_raw_input_ids"
+    assert d.help.startswith("remove the override")
+    # The YAML ships the key: untouched, nothing is said about it.
+    assert "VL231" not in codes(lint(main_ppo("trainer.nnodes=1"), version))
+
+
+@pytest.mark.parametrize("vendored", [False, True], ids=["verl-elsewhere", "verl-inside-project"])
+def test_project_entry_point_outside_the_tree(tmp_path, verl_trees, vendored):
+    """A project built on verl: its own entry point and the package it imports read keys too,
+    whether verl is elsewhere or the project vendors it (`--verl-root .`)."""
+    proj = tmp_path / "proj"
+    if vendored:
+        (proj / "verl" / "trainer").mkdir(parents=True)
+        (proj / "verl" / "__init__.py").write_text("")
+        (proj / "verl" / "trainer" / "__init__.py").write_text("def train(config):\n    return config.trainer.nnodes\n")
+    (proj / "config").mkdir(parents=True, exist_ok=True)
+    (proj / "mypkg").mkdir()
+    (proj / "mypkg" / "__init__.py").write_text("")
+    (proj / "mypkg" / "trainer.py").write_text("def fit(config):\n    return config.trainer.project_knob\n")
+    (proj / "train.py").write_text(
+        "import hydra\nfrom mypkg.trainer import fit\n\n"
+        "@hydra.main(config_path='config', config_name='base', version_base=None)\n"
+        "def main(config):\n    fit(config)\n"
+    )
+    (proj / "config" / "base.yaml").write_text("trainer:\n  nnodes: 1\n")
+    s = proj / "run.sh"
+    s.write_text("python3 train.py +trainer.project_knob=1 +trainer.nobody_reads_this=1\n")
+    env = dict(os.environ, NO_COLOR="1", VERL_LINT_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", "check", str(s), "--verl-root", str(proj if vendored else verl_trees[RELEASES[0]].root), "--select", "VL230", "--format", "json", "--fail-on", "warning"],
+        capture_output=True, text=True, cwd=proj, env=env,
+    )
+    assert r.returncode == 1, r.stderr
+    assert [d["key"] for d in json.loads(r.stdout)] == ["trainer.nobody_reads_this"]

@@ -1,0 +1,233 @@
+"""2xx, derived from code: keys the user sets that no code of the verl tree reads.
+
+The evidence is the reader index of the tree being linted (`verl_lint/reader.py`): every name
+its code mentions. A key with a name that appears nowhere in that code cannot be read by it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..compose import all_keys
+from ..engine import Context, main_ppo, rule
+from ..reader import ReaderIndex, reader_index
+
+# Nodes verl hands whole to another library or to user code, so their keys are never read by
+# name in verl (checked in verl 0.9.1 and 0.7.1):
+#   *_kwargs        rollout.engine_kwargs.{vllm,sglang,trtllm} -> the engine's arguments;
+#                   data.apply_chat_template_kwargs / mm_processor_kwargs -> the HF processor;
+#                   custom_reward_function.reward_kwargs -> the user's reward function;
+#                   ray_kwargs -> ray.init; data.sampler.sampler_kwargs -> the user's sampler
+#   override_*      model.override_config -> the HF config; megatron.override_transformer_config,
+#                   override_mcore_model_config, override_ddp_config -> Megatron-Core;
+#                   optim.override_optimizer_config -> the optimizer
+#   mbridge_config  -> mbridge's AutoBridge
+#   ray_init, runtime_env, env_vars -> ray.init(runtime_env=...) and the workers' environment
+#   transfer_queue  -> TransferQueue's own `tq.init(config.transfer_queue)` (verl 0.9)
+# The index adds the nodes the tree itself unpacks (`f(**cfg.x)`) or iterates (`cfg.x.items()`).
+_PASS_THROUGH = frozenset({"mbridge_config", "ray_init", "runtime_env", "env_vars", "transfer_queue"})
+
+
+def _passed_whole(parts: list[str], index: ReaderIndex) -> str | None:
+    """The node among the key's parents whose keys go elsewhere whole, if any."""
+    for p in parts[:-1]:
+        if p.endswith("_kwargs") or p.startswith("override_") or p in _PASS_THROUGH or p in index.whole:
+            return p
+    return None
+
+
+def _leaf(key: str) -> str:
+    """The last name of a key that is not a list index (`a.b.0` -> `b`)."""
+    parts = [p for p in key.split(".") if not p.isdigit()]
+    return parts[-1] if parts else key
+
+
+def _unread_name(parts: list[str], index: ReaderIndex) -> str | None:
+    """The first name of the key that no code reads (a key under an unread node is unread too).
+    Names that are not identifiers (`capture-range-end`, list indexes) are not judged: code
+    reads those only as data, which the index does not follow."""
+    return next((p for p in parts if p.isidentifier() and not index.reads(p)), None)
+
+
+def _index(ctx: Context) -> ReaderIndex | None:
+    """The reader index of the launch's verl tree (and its own sources), None without a tree."""
+    if ctx.app.verl is None:
+        return None
+    return reader_index(ctx.app.verl.root, _app_sources(ctx))
+
+
+def _app_sources(ctx: Context) -> tuple[Path, ...]:
+    """An entry point outside the tree (a project built on verl) reads keys too: its package (or
+    its file), the packages and modules beside it that it imports, and the interpolations of
+    its own config directories."""
+    import re
+
+    root = ctx.app.verl.root.resolve()
+    indexed = (root / "verl", root / "recipe")  # what the index reads anyway
+    file = Path(ctx.app.file).resolve()
+    out: list[Path] = []
+    if not any(d in file.parents for d in indexed):
+        top = file
+        while (top.parent / "__init__.py").is_file():
+            top = top.parent
+        out.append(top)
+        try:
+            text = file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", text, re.M))):
+            for cand in (top.parent / name, top.parent / f"{name}.py"):
+                if name not in ("verl", "recipe") and cand.exists() and cand != top and (cand.suffix == ".py" or (cand / "__init__.py").is_file()):
+                    out.append(cand)
+    return (*out, *ctx.app.config_dirs)  # (reader_index drops what lies inside verl/ or recipe/)
+
+
+def _custom_dataset(ctx: Context) -> bool:
+    """A user dataset class (`data.custom_cls.path`) receives the whole `data` node."""
+    return bool(ctx.text("data.custom_cls.path"))
+
+
+def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) -> str:
+    """`help`: a flat key the code reads; for an added key (`typo`) also a read key close to it in
+    the composed config (a sibling first, then a close name under another node), else a read
+    name close to the unread `name`. A key the config ships is no typo: no guess for it."""
+    import difflib  # only when there is a finding
+
+    leaf = _leaf(key)
+    parts = key.split(".")
+    if name != leaf and name in parts:  # a flat key written as a node: `pf_ppo.reweight_method` for `pf_ppo_reweight_method`
+        i = parts.index(name)
+        flat = "_".join(p for p in parts[i:] if not p.isdigit())
+        if index.reads(flat):
+            new = ".".join(parts[:i] + [flat])
+            return f"did you mean `{new}`?" if ctx.has(new) else f"did you mean `+{new}`? (the code reads it; the config does not ship it)"
+    if not typo:
+        return "remove the override: this verl never reads the key, whatever its value"
+    if ctx.cfg is not None and name == leaf:
+        parent = key.rpartition(".")[0]
+        keys = [k for k in all_keys(ctx.cfg) if k != key and not k.startswith("hydra.") and index.reads(_leaf(k))]
+        siblings = {_leaf(k): k for k in keys if k.rpartition(".")[0] == parent}
+        close = difflib.get_close_matches(leaf, sorted(siblings), n=1, cutoff=0.75)
+        if close:
+            return f"did you mean `{siblings[close[0]]}`?"
+        by_leaf: dict[str, list[str]] = {}
+        for k in keys:
+            by_leaf.setdefault(_leaf(k), []).append(k)
+        close = difflib.get_close_matches(leaf, sorted(by_leaf), n=1, cutoff=0.8)
+        if close:
+            where = by_leaf[close[0]]
+            return f"did you mean `{where[0]}`?" if len(where) == 1 else "did you mean one of " + ", ".join(f"`{w}`" for w in where[:3]) + "?"
+    close = difflib.get_close_matches(name, sorted(n for n in index.names if "_" in n and len(n) > 3), n=1, cutoff=0.85)
+    if close:
+        return f"did you mean `{close[0]}`? (a name verl's code reads, in place of `{name}`)"
+    return "remove it, or check the key's name and place against this verl's config"
+
+
+def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bool):
+    index = _index(ctx)
+    if index is None:
+        return
+    where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
+    seen: set[str] = set()
+    for o in ctx.comp.overrides:
+        if not o.ok or o.kind not in kinds or o.key in seen:
+            continue
+        parts = o.key.split(".")
+        if parts[0] == "hydra" or _passed_whole(parts, index):
+            continue
+        if parts[0] == "data" and _custom_dataset(ctx):
+            continue
+        name = _unread_name(parts, index)
+        if name is None:
+            continue
+        seen.add(o.key)
+        parent = o.key.rpartition(".")[0]
+        target = ctx.text(f"{parent}._target_") if parent and name == parts[-1] else None
+        if target and typo:
+            # The node becomes that class (`omega_conf_to_dataclass` -> hydra `instantiate`), and a
+            # name no code mentions is no field of it: the constructor gets an unknown keyword.
+            what = f"`{parent}` becomes a `{target.rpartition('.')[2]}` (its `_target_`), which has no field `{name}`: verl stops with `unexpected keyword argument '{name}'` when it builds that config"
+        else:
+            what = tail
+        yield ctx.diag(code, f"nothing in {where} reads `{o.key}`: {what}", key=o.key, help=_suggest(ctx, o.key, name, index, typo), span=o.word.span)
+
+
+@rule(
+    "VL230",
+    "key-never-read",
+    "warning",
+    bad=[
+        main_ppo("+actor_rollout_ref.actor.no_such_knob=1"),
+        main_ppo("+actor_rollout_ref.actor.ppo_micro_batch_size_per_gpuu=4"),
+    ],
+    good=[
+        main_ppo("+actor_rollout_ref.model.override_config.attention_dropout=0.0"),
+        main_ppo("++actor_rollout_ref.rollout.engine_kwargs.vllm.block_size=16"),
+        main_ppo("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
+    ],
+)
+def key_never_read(ctx: Context):
+    """A key added with `+key=` / `++key=` that no code in this verl tree reads.
+
+    ## What it does
+    Looks up the names of every key the command line adds (`+key=value` or `++key=value`) in
+    the reader index of the verl tree being linted: every name its Python code mentions
+    (attributes, string keys, keyword and parameter names, dataclass fields) and every key its
+    YAML interpolations read; for an entry point outside the tree, its own package and the
+    packages beside it that it imports too. A name that appears nowhere cannot be read. Keys
+    under a node verl hands whole to a library or to user code are left alone (`*_kwargs` such
+    as `engine_kwargs`, `override_*` such as `override_config`, `mbridge_config`, `ray_init`,
+    `runtime_env`, `env_vars`, `transfer_queue`, free-form `dict` fields such as `model.lora`,
+    nodes the tree unpacks with `**`, iterates or converts with `to_container`), and so is
+    `data.*` when `data.custom_cls.path` names a user dataset. Suggests a read key close to
+    it: a typo of a sibling, or the same name under another node.
+
+    ## Why is this bad?
+    Hydra accepts any added key, and verl never looks at it: the run trains with the default
+    you meant to change, and nothing says so. Usually a typo, a key from another verl release,
+    or a key placed under the wrong node (a critic setting under `actor_rollout_ref`). Under a
+    node with a `_target_` it is worse: verl builds that node into its dataclass
+    (`omega_conf_to_dataclass` -> `hydra.utils.instantiate`), whose constructor rejects the
+    unknown keyword (`InstantiationException ... TypeError("FSDPActorConfig.__init__() got an
+    unexpected keyword argument 'no_such_knob'")`) once the workers start; the message says so.
+
+    ## Use instead
+    The key the help names, without `+` when it exists in the config.
+
+    ## Where in verl
+    Derived from the tree itself (`verl_lint/reader.py`): for verl 0.9.1 the Python files of
+    `verl/` (and `recipe/` in a checkout) and the interpolations of `verl/trainer/config/*.yaml`;
+    the dataclass conversion is `verl/utils/config.py` (`omega_conf_to_dataclass`), called on
+    the actor and rollout nodes by `verl/workers/engine_workers.py` (0.9.1 and 0.7.1).
+    """
+    yield from _unread(ctx, ("add", "force_add"), "VL230", "the value is accepted by Hydra and ignored", typo=True)
+
+
+@rule(
+    "VL231",
+    "config-key-never-read",
+    "info",
+    # (data.return_raw_input_ids, the other key both releases ship unread, is VL215's example too.)
+    bad=[main_ppo("global_profiler.global_tool_config.torch_memory.kw_args={}")],
+    good=[main_ppo("actor_rollout_ref.rollout.gpu_memory_utilization=0.6")],
+)
+def config_key_never_read(ctx: Context):
+    """A key the config ships, set on the command line, that no code in this verl tree reads.
+
+    ## What it does
+    The same lookup as VL230, for keys the command line overrides without `+` (so the config
+    has them). Only keys the user set are judged, never defaults left alone.
+
+    ## Why is this bad?
+    The YAML still carries the key (often kept for compatibility after the code stopped
+    reading it), so Hydra accepts the override, but the setting changes nothing.
+
+    ## Use instead
+    Remove the override, or set the key that replaced it in this release.
+
+    ## Where in verl
+    Derived from the tree itself (`verl_lint/reader.py`); e.g. verl 0.9.1 and 0.7.1 ship
+    `global_profiler.global_tool_config.torch_memory.kw_args` and `data.return_raw_input_ids`
+    in `verl/trainer/config/ppo_trainer.yaml`, and no code reads either.
+    """
+    yield from _unread(ctx, ("set",), "VL231", "the config ships it, but setting it changes nothing", typo=False)
