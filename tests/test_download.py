@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from verl_lint import cache
-from verl_lint.download import DownloadError, wheel
+from verl_lint.download import DownloadError
 from verl_lint.engine_args import fetch_wheel
 from verl_lint.locate import LocateError, release_tree
 

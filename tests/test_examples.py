@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from conftest import EXAMPLES, NEWEST
-from verl_lint.compose import Composer
 from verl_lint.pipeline import Options
 from verl_lint.runner import collect, lint_paths
 from verl_lint.settings import Settings

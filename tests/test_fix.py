@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from conftest import NEWEST, OLDER
 from test_cli import cli

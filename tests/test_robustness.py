@@ -182,6 +182,17 @@ def test_hostile_tree_with_the_working_directory_on_sys_path(tmp_path, verl_tree
     assert "run.sh:5:21: VL007" in r.stdout and "structured://structmod" in r.stdout, r.stdout
 
 
+@pytest.mark.network
+def test_hostile_tree_with_python_m_and_a_release_download(tmp_path):
+    """`python -m verl_lint.cli check --verl X` from inside the tree, with an empty cache: the
+    release download, the working directory on sys.path (a shadowed stdlib module), plugins."""
+    argv = ["-m", "verl_lint.cli", "check", "--verl", NEWEST, "run.sh"]
+    r, audit, executed = _run_in_hostile_tree(tmp_path, argv, True, tmp_path / "empty-cache")
+    assert audit == ["AUDIT []"], (audit, r.stderr[-2000:])
+    assert executed == "", executed
+    assert "Traceback" not in r.stderr and "VL007" in r.stdout, r.stdout + r.stderr
+
+
 def test_bad_inputs_each_get_one_line(tmp_path, verl_trees):
     root = str(verl_trees[NEWEST].root)
     (tmp_path / "empty").mkdir()

@@ -203,7 +203,7 @@ def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[t
 
 # -------------------------------------------------------------- clean ----
 
-DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers")  # cheap to rebuild: removed by `clean`
+DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader")  # cheap to rebuild: removed by `clean`
 # Files verl-lint writes in its folders: hash-named pickles, wheels, and their temp files
 # (compiled on first use by `re`: `clean` is rare, start-up is not).
 _FILE = r"^([0-9a-f]{16,64}\.pickle|[A-Za-z0-9_.+!\-]+\.whl)(\.[A-Za-z0-9_]+\.tmp)?$"

@@ -15,6 +15,7 @@ import ast
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from functools import lru_cache

@@ -268,7 +268,7 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     if hit is None:
         files = _files(_roots(root, extra))
         ident = "\0".join([_FORMAT, str(root), *map(str, extra), _digest(root, files)])
-        hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: build(root, extra))
+        hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: build(root, extra), ReaderIndex)
     return hit
 
 
