@@ -149,3 +149,18 @@ def test_missing_module_or_config_dir_is_a_located_finding(lint):
     assert [(d.code, d.span.line, d.span.col) for d in report.diagnostics] == [("VL009", 1, 12), ("VL106", 2, 34), ("VL101", 3, 34)]
     assert found["VL009"].help == "did you mean `verl.trainer.main_ppo`?"
     assert "Primary config directory not found" in found["VL106"].message and found["VL106"].key == "--config-path"
+
+
+def test_summary_accounts_for_unanalysed_launches_and_can_fail_on_them(tmp_path, verl_trees):
+    from test_cli import cli
+
+    s = tmp_path / "acc.sh"
+    s.write_text("python3 $F -m verl.trainer.main_ppo trainer.nnodes=1\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    root = str(verl_trees["0.9.1"].root)
+    r = cli("check", "--verl-root", root, str(s))
+    assert r.returncode == 0 and "launches: 1 analysed, 1 not analysable (VL007 says why)" in r.stdout
+    r = cli("check", "--verl-root", root, "--fail-on-unanalysed", str(s))
+    assert r.returncode == 1 and "failing (--fail-on-unanalysed)" in r.stderr
+    s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    r = cli("check", "--verl-root", root, "--fail-on-unanalysed", str(s))
+    assert r.returncode == 0 and "not analysable" not in r.stdout

@@ -59,6 +59,10 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["text", "json", "sarif", "github", "junit"], default=None)
     p.add_argument("--output", "-o", help="write the report (in --format) to this file; text still goes to the terminal")
     p.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default=None)
+    p.add_argument(
+        "--fail-on-unanalysed", action="store_true",
+        help="exit 1 when a launch or file could not be analysed (VL007, VL004, VL005), whatever --fail-on says",
+    )
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache of composed configs")
     p.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     p.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores for many files)")
@@ -296,6 +300,15 @@ def _emit(reports, args, fail_on, unfixed: int = 0) -> int:
         return _error(unwritten)
     if unfixed or any(r.errors for r in reports):
         return EXIT_USAGE
+    if getattr(args, "fail_on_unanalysed", False):
+        from .pipeline import stats
+
+        s = stats(reports)
+        if s["unanalysed"] or s["files_unanalysed"]:
+            from .report import accounting
+
+            print(f"verl-lint: {accounting(s)}; failing (--fail-on-unanalysed)", file=sys.stderr)
+            return EXIT_FINDINGS
     if fail_on == "never":
         return EXIT_CLEAN
     threshold = Severity.parse(fail_on)

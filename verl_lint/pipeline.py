@@ -217,4 +217,7 @@ def stats(reports: list[FileReport]) -> dict:
         "files_with_findings": sum(1 for r in reports if r.diagnostics),
         "files": len(reports),
         "launches": sum(r.launches for r in reports),
+        # Accounted for, not analysed: launches (VL007, with the reason) and whole files (VL004/VL005).
+        "unanalysed": sum(1 for r in reports for d in r.diagnostics if d.code == "VL007"),
+        "files_unanalysed": sum(1 for r in reports if any(d.code in ("VL004", "VL005") for d in r.diagnostics)),
     }

@@ -63,9 +63,19 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
             )
         else:
             out.append(f"All clean: {s['files']} scripts, {s['launches']} launches")
+        if s["unanalysed"] or s["files_unanalysed"]:
+            out.append(accounting(s))
         if n_err:
             out.append(f"{n_err} input error{'s' * (n_err != 1)} (see above)")
     return "\n".join(out) + "\n"
+
+
+def accounting(s: dict) -> str:
+    """What was not analysed, so a clean summary never hides it (the reasons are in the findings)."""
+    line = f"launches: {s['launches']} analysed, {s['unanalysed']} not analysable (VL007 says why)"
+    if s["files_unanalysed"]:
+        line += f"; {s['files_unanalysed']} file{'s' * (s['files_unanalysed'] != 1)} not analysed (VL004/VL005)"
+    return line
 
 
 def render_json(reports: list[FileReport]) -> str:
