@@ -315,3 +315,11 @@ def test_reads_stop_at_the_size_limit(tmp_path):
     assert "link.sh:1:1: VL004 [error] the file is 65536.0 MiB, over the 1048 bytes limit; not analysed" in r.stdout
     assert "maps.sh:1:1: VL004 [error] the file is over the 1048 bytes limit; not analysed" in r.stdout
     assert "small.sh" not in r.stdout and "2 of 3 scripts" in r.stdout
+
+
+def test_hydra_assertion_on_odd_input_is_a_finding_not_an_internal_error(lint):
+    """Found by bench/fuzz.py (seed 0, case 422): Hydra asserts while resolving a defaults-list
+    interpolation; that is a composition error of this input, not a linter failure."""
+    report = lint('run\nrun() {\n  local L=[a,b]\n  python3 -m verl.trainer.main_ppo \\\n    "${ARGS[@]}" \\\n    "${GPUS[@]}" \\\n    "${BSZ[@]}" \\\n    "$@" \\\n    "$@" \\\n    critic=${oc.select:trainer.nnodes,1} \\\n    "$@" \\\n    ++actor_rollout_ref.rollout.engine_kwargs.vllm.enable_expert_parallel=$TP\n}\nrun\n')
+    assert not report.errors, report.errors
+    assert [(d.code, d.span.line) for d in report.diagnostics if d.code == "VL106"] == [("VL106", 4)]

@@ -392,7 +392,11 @@ def _raise_unless_config_error(ex: BaseException) -> None:
     import yaml
     from omegaconf.errors import OmegaConfBaseException
 
-    config_errors = (_h().HydraException, OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError, LookupError)
+    # Hydra also trips its own asserts and attribute lookups on odd input (`critic=${oc.select:...}`
+    # in a defaults list): as deterministic as its exceptions, so findings too.
+    config_errors = (
+        _h().HydraException, OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError, LookupError, AssertionError, AttributeError
+    )
     seen = set()
     while ex is not None and id(ex) not in seen:  # Hydra wraps errors (`raise ... from ex`): check the chain
         seen.add(id(ex))
