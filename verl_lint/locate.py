@@ -158,6 +158,18 @@ def _put_release(tmp: Path, dest: Path, hint: str) -> None:
     raise LocateError(f"cannot put verl into {dest}{hint}")
 
 
+def wheel_record(root: Path) -> str | None:
+    """The stamp of an installed (or unpacked) verl wheel at `root`: its RECORD's path, size and
+    mtime (installers replace files, they never edit them in place); None for a checkout."""
+    for record in sorted(Path(root).glob("verl-*.dist-info/RECORD")):
+        try:
+            st = record.stat()
+        except OSError:
+            continue
+        return f"{record}\0{st.st_size}\0{st.st_mtime_ns}"
+    return None
+
+
 def repository_root(start: Path) -> Path | None:
     """The nearest directory at or above `start` that holds a `.git`: where scripts are run from."""
     return next((p for p in [start, *start.parents] if (p / ".git").exists()), None)

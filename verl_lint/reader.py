@@ -261,13 +261,15 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     lints a set of scripts against a tree that does not change meanwhile, and the stat walk
     (~30 ms) would otherwise be paid for every launch."""
     from .cache import memo
+    from .locate import wheel_record
 
     root = Path(tree_root).resolve()
     extra = tuple(Path(p).resolve() for p in extra)
     hit = _LOADED.get((root, extra))
     if hit is None:
-        files = _files(_roots(root, extra))
-        ident = "\0".join([_FORMAT, str(root), *map(str, extra), _digest(root, files)])
+        # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
+        stamp = (wheel_record(root) if not extra else None) or _digest(root, _files(_roots(root, extra)))
+        ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
         hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: build(root, extra), ReaderIndex)
     return hit
 

@@ -458,12 +458,11 @@ def _source_stamp(root: Path, version: str | None) -> str:
     """What identifies the verl sources at `root`: an installed wheel by its RECORD (installers
     replace files, they never edit them in place), anything else (a checkout, an editable
     install) by every `.py` file's path, size and mtime, read with os.scandir."""
-    record = root / f"verl-{version}.dist-info" / "RECORD"
-    try:
-        st = record.stat()
-        return f"{record}\0{st.st_size}\0{st.st_mtime_ns}"
-    except OSError:
-        pass
+    from .locate import wheel_record
+
+    record = wheel_record(root)
+    if record is not None:
+        return record
     out = []
     stack = [str(root / "verl")]
     while stack:
