@@ -220,7 +220,7 @@ def test_cache_keys_follow_the_code_that_produced_them(tmp_path):
     src = Path(cache.__file__).resolve().parent
     copy = tmp_path / "src"
     shutil.copytree(src, copy / "verl_lint", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(src.parent / "rules", copy / "rules")
+    shutil.copytree(src.parent / "rules", copy / "verl_lint_knowledge")  # as it installs
     probe = (
         "import os, verl_lint.cache as c; print(c.__file__); print(c.code_digest()); "
         "print(c.memo('tables', 'probe', lambda: os.environ['VALUE'], str))"
@@ -235,7 +235,7 @@ def test_cache_keys_follow_the_code_that_produced_them(tmp_path):
     where, first, value = run("one")
     assert where.startswith(str(copy)) and value == "one"
     assert run("two")[1:] == [first, "one"]  # the same code: the cached value
-    table = copy / "rules" / "env_vars.yaml"
+    table = copy / "verl_lint_knowledge" / "env_vars.yaml"
     st = table.stat()
     os.utime(table, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     _, touched, value = run("three")
@@ -268,7 +268,7 @@ def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl
     assert len(composer._bases) == 1 and len(list((cache_root / "bases").glob("*.pickle"))) == 1  # the warm-up's
 
     again = lint_file(script, Options(verl_tree=tree), composer)
-    assert [d.code for d in again.diagnostics] == ["VL101"]
+    assert [d.code for d in again.diagnostics] == ["VL101", "VL230"]  # +trainer.lint_marker: nothing reads it
     proc = _cli("check", str(script), "--verl-root", str(tree.root))
     assert proc.returncode == 1 and "VL101" in proc.stdout and "VL106" not in proc.stdout, proc.stdout + proc.stderr
 

@@ -152,8 +152,9 @@ _limit(
     `--config-path`, `--config-name` or `--config-dir` comes from something the linter cannot
     know statically (`$(pwd)`, an unset variable), one with an argument before the entry point
     that is only known at run time (`python3 $FLAGS -m …`), one run from inside a string
-    (`bash -c "…"`), and a `hydra.searchpath` entry that cannot be mapped to a directory
-    without importing code (`structured://`, a `pkg://` package that is not found).
+    verl-lint does not read as a script (`su user -c "…"`; `bash -c`, `eval` and here-documents
+    are read), and a `hydra.searchpath` entry that cannot be mapped to a directory without
+    importing code (`structured://`, a `pkg://` package that is not found).
 
     ## Why is this bad?
     Nothing in that launch was checked: its overrides may still be wrong.
@@ -165,7 +166,7 @@ _limit(
     """,
     [
         "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$CONFIG_DIR\" trainer.nnodes=1\n",
-        "#!/bin/bash\nbash -c \"python3 -m verl.trainer.main_ppo trainer.nnodes=1\"\n",
+        "#!/bin/bash\nsu trainer -c \"python3 -m verl.trainer.main_ppo trainer.nnodes=1\"\n",
     ],
     ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
 )
