@@ -268,7 +268,9 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     hit = _LOADED.get((root, extra))
     if hit is None:
         # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
-        stamp = (wheel_record(root) if not extra else None) or _digest(root, _files(_roots(root, extra)))
+        roots = _roots(root, extra)
+        own = len(roots) == len(_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
+        stamp = (wheel_record(root) if own else None) or _digest(root, _files(roots))
         ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
         hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: build(root, extra), ReaderIndex)
     return hit
