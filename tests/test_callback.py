@@ -415,3 +415,13 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
             kind = "group"
         assert (o.key, o.kind) == (p.key_or_group, kind), line
         assert o.word.text == line
+
+
+def test_keys_nobody_reads_are_checked_only_when_selected(tmp_path, verl_trees):
+    """VL230/VL231 read an index of the whole verl tree (~35 ms at job start): opt-in here."""
+    knob = "+actor_rollout_ref.actor.no_such_knob=1"
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", knob)
+    assert proc.returncode == 0 and marker is not None and "VL230" not in output(proc), output(proc)
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", f"{CB}.select=[VL230]", knob)
+    assert proc.returncode == 1 and marker is None, output(proc)
+    assert "VL230 [warning]" in proc.stderr and "no_such_knob" in proc.stderr
