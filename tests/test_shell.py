@@ -202,3 +202,9 @@ def test_self_append_is_not_a_use_before_assignment():
     text = 'ARGS="$ARGS --foo"\nARGS="$ARGS --bar"\necho $LATE\nLATE=1\n'
     found = [(d.code, d.span.line) for d in evaluate("/tmp/x.sh", text).diagnostics]
     assert found == [("VL002", 3)]
+
+
+def test_a_command_whose_words_expand_to_nothing():
+    """Found by bench/fuzz.py (seed 0, case 6825): an empty array as the whole command."""
+    result = evaluate("/tmp/x.sh", 'A=()\n"${A[@]}"\n"${A[@]}" "${A[@]}" > log\n')
+    assert result.diagnostics == []

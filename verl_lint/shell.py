@@ -584,7 +584,7 @@ class Evaluator:
                 )
             )
         cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note)
-        script = self._script_argument(words)
+        script = self._script_argument(words) if words else None  # `"${EMPTY[@]}"` names no command
         if script is not None:  # `bash -c "..."`, `eval "$CMD"`: its commands are read instead
             cmd.nested = True
             self._nested(*script, state if words[0].text == "eval" else state.copy())
