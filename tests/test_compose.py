@@ -134,3 +134,39 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
     assert engine._plain_value(cfg, "actor_rollout_ref.rollout.n") == 5
     assert engine._plain_value(cfg, "no.such.key") is engine._SLOW
     assert fast > 500 and slow > 100  # both paths are exercised
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_provenance_tells_script_user_file_and_verl_default_apart(verl_trees, composer, tmp_path, version):
+    """A value is the user's choice when the script or the user's own config file sets it (or it
+    interpolates one that is); everything else is verl's shipped default."""
+    from verl_lint.engine import Context
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "mine.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\n"
+        "defaults:\n  - ppo_trainer\n  - _self_\n"
+        "data:\n  max_prompt_length: 1024\n"
+        "trainer:\n  project_name: mine\n"
+    )
+    script = (
+        f"python3 -m verl.trainer.main_ppo --config-path={conf} --config-name=mine "
+        "data.max_response_length=2048 trainer.experiment_name=$UNSET\n"
+    )
+    p = tmp_path / "s.sh"
+    p.write_text(script)
+    [la] = launches(evaluate(str(p), script).commands, str(p))
+    app = locate_app(la, verl_trees[version])
+    comp = composer.compose(app, la.overrides, la.entry_span)
+    assert not comp.diagnostics, comp.diagnostics
+    ctx = Context(la, comp, {}, {})
+    assert ctx.provenance("data.max_response_length") == "script"
+    assert ctx.provenance("trainer.experiment_name") == "unknown"
+    assert ctx.provenance("data.max_prompt_length") == "user-file"
+    assert ctx.provenance("trainer.project_name") == "user-file"
+    assert ctx.provenance("trainer.nnodes") == "verl-default"
+    assert ctx.provenance("actor_rollout_ref.actor.ppo_mini_batch_size") == "verl-default"
+    # verl's own interpolations follow what they read: the rollout's prompt length is the user's.
+    assert ctx.provenance("actor_rollout_ref.rollout.prompt_length") == "user-file"
+    assert ctx.user_set("data.max_response_length") and not ctx.user_set("trainer.nnodes")

@@ -20,6 +20,7 @@ import os
 import pickle
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -114,6 +115,9 @@ class Composition:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     base_lines: tuple[str, ...] = ()
     used_fallback: bool = False
+    # Dotted leaf keys that the user's own config files set (config dirs outside the verl tree):
+    # values there are the user's choice, unlike verl's shipped defaults.
+    user_keys: frozenset = frozenset()
 
     def setters(self, key: str) -> list[AppliedOverride]:
         """Overrides that set `key` or a parent of it, in command-line order."""
@@ -198,7 +202,7 @@ class Composer:
         h = _h()
         h.hydra.version.setbase(app.version_base)
         h.JobRuntime.instance().set("name", app.file.stem)
-        comp = Composition(app, None)
+        comp = Composition(app, None, user_keys=user_config_keys(app))
         searchpath = app.searchpath
         applied: list[tuple[AppliedOverride, object]] = []
         for w in words:
@@ -367,6 +371,61 @@ class Composer:
 
         ident = repr((key, self._tree_digest(app), hydra.__version__, omegaconf.__version__))
         return entry("bases", ident, self.cache_root)
+
+
+def user_config_keys(app: HydraApp) -> frozenset[str]:
+    """The dotted leaf keys set by the YAML files of the app's config dirs that lie outside its
+    verl tree (a recipe's or project's own configs), each under its package."""
+    root = app.verl.root.resolve() if app.verl else None
+    dirs = (*app.config_dirs, *(Path(s[len("file://") :]) for s in app.searchpath or () if s.startswith("file://")))
+    out: set[str] = set()
+    for d in dirs:
+        d = Path(d).resolve()
+        if root is not None and (d == root or root in d.parents):
+            continue
+        out |= _yaml_keys(str(d))
+    return frozenset(out)
+
+
+@lru_cache(maxsize=64)
+def _yaml_keys(directory: str) -> frozenset[str]:
+    import yaml
+
+    from .files import read_regular
+
+    out: set[str] = set()
+    budget = 2000  # a config dir that is a whole repository is read only this far
+    for top, dnames, fnames in os.walk(directory):
+        dnames.sort()
+        group = os.path.relpath(top, directory)
+        for fn in sorted(fnames):
+            if not fn.endswith((".yaml", ".yml")):
+                continue
+            budget -= 1
+            if budget < 0:
+                return frozenset(out)
+            try:
+                text = read_regular(os.path.join(top, fn))[: 4 * 2**20].decode("utf-8", "replace")
+                data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except (OSError, yaml.YAMLError, RecursionError):
+                continue
+            m = re.search(r"^#\s*@package\s+(\S+)", text, re.MULTILINE)
+            package = m.group(1) if m else ("" if group == "." else group.replace(os.sep, "."))
+            package = "" if package == "_global_" else package.replace("_group_", group.replace(os.sep, "."))
+            if isinstance(data, dict):
+                _collect(data, package, out)
+    return frozenset(out)
+
+
+def _collect(node: dict, prefix: str, out: set[str]) -> None:
+    for k, v in node.items():
+        if k in ("defaults", "hydra") and not prefix or not isinstance(k, str):
+            continue
+        key = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict) and v:
+            _collect(v, key, out)
+        else:
+            out.add(key)  # leaves only: a section the file merely opens is not a value it chose
 
 
 def _load_disk(path: Path) -> bytes | ComposeError | None:

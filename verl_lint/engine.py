@@ -10,6 +10,7 @@ those are diagnostics of the composition step, documented here as rules too.
 from __future__ import annotations
 
 import importlib.util
+import re
 import shlex
 import sys
 from collections.abc import Callable, Iterable
@@ -214,6 +215,35 @@ class Context:
         s = self.comp.last_setter(key)
         return s.word.span if s is not None else self.launch.entry_span
 
+    def provenance(self, key: str, _depth: int = 0) -> str:
+        """Who chose the value of `key`: "script" (an override with a known value), "unknown" (an
+        override whose value is only known at run time), "user-file" (the user's own config
+        files), else "verl-default" (verl's shipped config). A plain interpolation `${a.b}` has
+        the provenance of what it reads, the user's choice winning."""
+        s = self.comp.last_setter(key)
+        if s is not None:
+            return "script" if s.value_unknown is None else "unknown"
+        parts = key.split(".")
+        if any(".".join(parts[:i]) in self.comp.user_keys for i in range(len(parts), 0, -1)):
+            return "user-file"
+        if _depth < 4:
+            found = {self.provenance(ref, _depth + 1) for ref in _references(self.cfg, key)}
+            for kind in ("script", "unknown", "user-file"):
+                if kind in found:
+                    return kind
+        return "verl-default"
+
+    def user_set(self, key: str) -> bool:
+        """The value of `key` is the user's choice: set in the script or in the user's own config files."""
+        return self.provenance(key) in ("script", "user-file")
+
+    def default_problem(self, rule_code: str, message: str, key: str, help: str = "") -> Diagnostic:
+        """A problem that lives in verl's own shipped defaults, not in the user's script: info,
+        reported once per run (not once per launch), at the launch that first meets it."""
+        d = self.diag(rule_code, f"in verl's own default config: {message}", key=key, help=help, severity=Severity.INFO)
+        d.once = True
+        return d
+
     def origin(self, key: str) -> str:
         s = self.comp.last_setter(key)
         if s is not None:
@@ -234,6 +264,28 @@ class Context:
 
 
 _ABSENT = object()
+_REFERENCE = re.compile(r"\$\{(?:oc\.select:)?(\.*[A-Za-z_][\w.]*)[,}]")
+
+
+def _references(cfg: DictConfig, key: str) -> list[str]:
+    """The absolute keys an interpolation at `key` reads (`${a.b}`, `${oc.select:a.b,x}`)."""
+    node = cfg
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or node._is_none() or node._is_missing() or node._is_interpolation():
+            return []
+        node = node._get_node(part, validate_access=False)
+        if node is None:
+            return []
+    if not node._is_interpolation():
+        return []
+    out = []
+    for ref in _REFERENCE.findall(str(node._value())):
+        dots = len(ref) - len(ref.lstrip("."))
+        if dots:  # relative: `.x` is a sibling of `key`, each further dot one level up
+            base = key.split(".")[: -dots]
+            ref = ".".join([*base, ref[dots:]])
+        out.append(ref)
+    return out
 
 
 def _plain_value(cfg, key: str):

@@ -138,6 +138,7 @@ class Diagnostic:
     help: str = ""
     key: str = ""  # dotted config key (without +/~) or env var name
     fix: Fix | None = None
+    once: bool = False  # about verl's own defaults or the run, not this launch: kept once per run
 
     def sort_key(self) -> tuple:
         return (self.span.path, self.span.line, self.span.col, self.code, self.key, self.message)

@@ -408,5 +408,21 @@ def lint_paths(
     else:
         composer = Composer(cache=use_cache)
         reports.extend(lint_file(f, options, composer, per_file_ignores) for f in files)
+    _once_per_run(reports)
     return reports
+
+
+def _once_per_run(reports: list[FileReport]) -> None:
+    """Keep a finding about verl's own defaults (or the run) only where it first appears."""
+    seen: set[tuple] = set()
+    for r in reports:
+        kept = []
+        for d in r.diagnostics:
+            if d.once:
+                ident = (d.code, d.key, d.message)
+                if ident in seen:
+                    continue
+                seen.add(ident)
+            kept.append(d)
+        r.diagnostics = kept
 
