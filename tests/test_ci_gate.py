@@ -64,7 +64,7 @@ def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
     out = tmp_path / "report.json"
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "json", "--output", str(out), str(tree_dir))
     assert json.loads(out.read_text())[0]["code"] == "VL101"
-    assert "Found 1 finding (1 error, 0 warnings) in 1 of 2 scripts, 1 launches" in r.stdout
+    assert "Found 1 finding (1 error, 0 warnings) in 1 of 2 scripts linted, 1 launch" in r.stdout
 
 
 def test_suppressions(lint):

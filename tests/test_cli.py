@@ -34,7 +34,7 @@ def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
     assert r.returncode == 1, r.stderr
     assert f"{s}:5:5: VL101" in r.stdout
     assert "did you mean `actor_rollout_ref.rollout.tensor_model_parallel_size`?" in r.stdout
-    assert "^^^^" in r.stdout and "Found 1 finding (1 error, 0 warnings) in 1 of 1 scripts, 1 launches" in r.stdout
+    assert "^^^^" in r.stdout and "Found 1 finding (1 error, 0 warnings) in 1 of 1 script linted, 1 launch" in r.stdout
 
 
 def test_json_contract(tmp_path, tree):
@@ -98,3 +98,65 @@ def test_select_ignore_fail_on(tmp_path, tree):
     assert cli("check", "--verl-root", tree, "--fail-on", "warning", str(s)).returncode == 1
     assert cli("check", "--verl-root", tree, "--fail-on", "warning", "--ignore", "VL107", str(s)).returncode == 0
     assert cli("check", "--verl-root", tree, "--select", "VL9", str(s)).returncode == 2  # unknown code: usage error
+
+
+def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
+    ok = tmp_path / "ok.sh"
+    ok.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    r = cli("check", "--verl-root", tree, str(ok), str(tmp_path / "missing.sh"))
+    assert r.returncode == 2
+    assert "All clean" not in r.stdout
+    assert "No findings in 1 script linted, 1 launch; 1 could not be read" in r.stdout
+
+
+def test_carets_follow_display_width_of_wide_characters_and_tabs(tmp_path, tree):
+    s = tmp_path / "cjk.sh"
+    s.write_text('#!/bin/bash\npython3 -m verl.trainer.main_ppo\ttrainer.project_name="中文项目" trainer.nnodez=1\n')
+    r = cli("check", "--verl-root", tree, str(s))
+    lines = r.stdout.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith(f"{s}:2:") and "VL101" in l)
+    src, caret = lines[i + 2], lines[i + 3]
+    assert "\t" not in src  # a tab is shown as spaces, so the caret line can line up under it
+    # The caret starts under the `t` of `trainer.nnodez`, counted in terminal columns (each
+    # of the four CJK characters takes two).
+    ascii_part = ' 2 | python3 -m verl.trainer.main_ppo    trainer.project_name="" '
+    assert caret.index("^") == len(ascii_part) + 8  # 4 wide characters, 2 columns each
+    assert caret.count("^") == len("trainer.nnodez=1")
+
+
+def test_diff_with_nothing_to_fix_says_so_and_exits_0(tmp_path, tree):
+    s = tmp_path / "run.sh"
+    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
+    r = cli("check", "--verl-root", tree, "--diff", str(s))
+    assert r.returncode == 0 and r.stdout == ""
+    assert "No fixes available" in r.stderr
+
+
+def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
+    (tmp_path / "sub").mkdir()
+    s = tmp_path / "sub" / "run.sh"
+    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=2 trainer.nnodes=3\n")
+    r = cli("check", "--verl-root", tree, "--diff", str(s), cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.splitlines()[:2] == ["--- a/sub/run.sh", "+++ b/sub/run.sh"]
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    r = cli("check", "--verl-root", tree, "--diff", str(s), cwd=other)
+    assert r.stdout.splitlines()[:2] == [f"--- {s}", f"+++ {s}"]
+
+
+def test_baseline_says_how_many_findings_it_hides(tmp_path, tree):
+    s = tmp_path / "run.sh"
+    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1\n")
+    base = tmp_path / "baseline.json"
+    assert cli("check", "--verl-root", tree, "--write-baseline", str(base), str(s)).returncode == 0
+    r = cli("check", "--verl-root", tree, "--baseline", str(base), str(s))
+    assert r.returncode == 0, r.stdout
+    assert "2 findings hidden by the baseline" in r.stdout
+
+
+def test_cache_dir_prints_only_the_path(tmp_path):
+    r = cli("cache", "dir", cache=tmp_path / "c")
+    assert r.returncode == 0 and r.stdout == f"{tmp_path / 'c'}\n"
+    r = cli("cache", "info", cache=tmp_path / "c")
+    assert r.returncode == 0 and r.stdout.startswith(f"{tmp_path / 'c'}\n")

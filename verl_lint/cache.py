@@ -298,11 +298,12 @@ def _human(n: int) -> str:
 
 
 def add_arguments(parser) -> None:
-    """Arguments of `verl-lint cache`: `clean [--all]` and `dir`."""
-    sub = parser.add_subparsers(dest="cache_command", metavar="{clean,dir}")
+    """Arguments of `verl-lint cache`: `clean [--all]`, `dir` and `info`."""
+    sub = parser.add_subparsers(dest="cache_command", metavar="{clean,dir,info}")
     c = sub.add_parser("clean", help="remove the cached composed configs (and downloaded releases with --all)")
     c.add_argument("--all", action="store_true", help="also remove the verl releases downloaded for --verl VERSION")
-    sub.add_parser("dir", help="print the cache directory and what it holds")
+    sub.add_parser("dir", help="print the cache directory (only its path: usable as `$(verl-lint cache dir)`)")
+    sub.add_parser("info", help="print the cache directory and what each part of it holds")
 
 
 def run(args) -> int:
@@ -314,10 +315,12 @@ def run(args) -> int:
         what = "cached configs and releases" if getattr(args, "all", False) else "cached configs"
         print(f"removed {files} file{'s' if files != 1 else ''} ({_human(size)}) of {what} from {root}")
         return 0
-    if cmd == "dir" or cmd is None:
+    if cmd in ("dir", "info", None):
         print(root)
         if root.exists() and not root.is_dir():
             print(f"verl-lint: warning: cache directory {root} is not a directory; runs go without the cache", file=sys.stderr)
+        if cmd == "dir":
+            return 0
         for name, (files, size) in usage().items():
             print(f"  {name + '/':<16} {files:5d} files  {_human(size)}")
         return 0

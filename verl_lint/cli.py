@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import __version__
 from .data import MissingTable
+from .terminal import plural
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -230,29 +231,34 @@ def _check(args, command_argv) -> int:
             return _error(str(ex))
         print(f"Wrote {n} finding{'s' * (n != 1)} to {args.write_baseline}")
         return EXIT_USAGE if any(r.errors for r in reports) else EXIT_CLEAN
+    hidden = 0
     if args.baseline:
         from .suppress import filter_baseline
 
         try:
-            filter_baseline(Path(args.baseline), reports)
+            hidden = filter_baseline(Path(args.baseline), reports)
         except ValueError as ex:
             return _error(f"cannot read baseline {args.baseline}: {ex}")
-    failed = 0
+    failed = diffs = 0
     if args.fix or args.diff:
-        reports, failed = _fix(args, command_argv, settings, options, reports)
-    return _emit(reports, args, args.fail_on or settings.fail_on, failed)
+        reports, failed, diffs = _fix(args, command_argv, settings, options, reports)
+        if args.baseline:  # the files --fix changed were linted again: the baseline still applies
+            hidden = filter_baseline(Path(args.baseline), reports)
+    return _emit(reports, args, args.fail_on or settings.fail_on, failed, hidden, diffs)
 
 
 def _fix(args, command_argv, settings, options, reports):
     """Apply (or, with --diff, show) fixes; the files that changed are linted again.
 
-    Returns the reports and how many files could not be written (each told on stderr).
+    Returns the reports, how many files could not be written (each told on stderr) and how
+    many diffs --diff showed.
     """
     from .fix import apply_fixes
 
     changed = 0
     fixed = 0
     failed = 0
+    diffs = 0
     for r in reports:
         if r.text is None or r.path.startswith("<") or any(d.code == "VL006" for d in r.diagnostics):
             continue
@@ -264,17 +270,21 @@ def _fix(args, command_argv, settings, options, reports):
             print(f"{r.path}: fix skipped: {res.skipped_reason}", file=sys.stderr)
         if args.diff:
             sys.stdout.write(res.diff)
+            diffs += bool(res.diff)
         elif res.applied:
             changed += 1
             fixed += res.applied
     if changed:
-        print(f"Fixed {fixed} finding{'s' * (fixed != 1)} in {changed} file{'s' * (changed != 1)}", file=sys.stderr)
-        return _run_lint(args, command_argv, settings, options), failed
-    return reports, failed
+        print(f"Fixed {plural(fixed, 'finding')} in {plural(changed, 'file')}", file=sys.stderr)
+        return _run_lint(args, command_argv, settings, options), failed, diffs
+    if not diffs and not failed:
+        print("No fixes available" + (" (use --unsafe-fixes for unsafe ones)" if not args.unsafe_fixes else ""), file=sys.stderr)
+    return reports, failed, diffs
 
 
-def _emit(reports, args, fail_on, unfixed: int = 0) -> int:
-    """Write the report (terminal and --output); the exit code. `unfixed`: files --fix could not write."""
+def _emit(reports, args, fail_on, unfixed: int = 0, hidden: int = 0, diffs: int = 0) -> int:
+    """Write the report (terminal and --output); the exit code. `unfixed`: files --fix could not
+    write; `hidden`: findings the baseline removed (the summary says how many)."""
     from .files import WriteError, write_atomic
     from .model import Severity
     from .report import RENDERERS
@@ -288,9 +298,12 @@ def _emit(reports, args, fail_on, unfixed: int = 0) -> int:
         except WriteError as ex:
             unwritten = str(ex)  # the report still goes to the terminal, then this error
     if getattr(args, "diff", False):
-        pass  # the diff was the output
-    elif fmt == "text" or args.output:
-        sys.stdout.write(RENDERERS["text"](reports, color=color))
+        # The diff was the output; like ruff, 1 when there is something to apply, else 0.
+        if unwritten:
+            return _error(unwritten)
+        return EXIT_USAGE if unfixed or any(r.errors for r in reports) else (EXIT_FINDINGS if diffs else EXIT_CLEAN)
+    if fmt == "text" or args.output:
+        sys.stdout.write(RENDERERS["text"](reports, color=color, hidden=hidden))
     else:
         sys.stdout.write(RENDERERS[fmt](reports))
         for r in reports:
@@ -335,12 +348,17 @@ def _upgrade(args) -> int:
     after = _run_lint(args, None, settings, after_opts)
     print(f"Upgrade preview: verl {current.version} -> {target.version}", file=sys.stderr)
     known = {(d.span.path, d.code, d.key, d.span.line, d.span.col) for r in before for d in r.diagnostics}
-    for r in after:
-        r.diagnostics = [d for d in r.diagnostics if (d.span.path, d.code, d.key, d.span.line, d.span.col) not in known]
-    failed = 0
+    def new_only(reports):  # what the upgrade changes, also after --fix linted the changed files again
+        for r in reports:
+            r.diagnostics = [d for d in r.diagnostics if (d.span.path, d.code, d.key, d.span.line, d.span.col) not in known]
+        return reports
+
+    new_only(after)
+    failed = diffs = 0
     if args.fix or args.diff:
-        after, failed = _fix(args, None, settings, after_opts, after)
-    return _emit(after, args, args.fail_on or settings.fail_on, failed)
+        after, failed, diffs = _fix(args, None, settings, after_opts, after)
+        new_only(after)
+    return _emit(after, args, args.fail_on or settings.fail_on, failed, diffs=diffs)
 
 
 def _rules(args) -> int:

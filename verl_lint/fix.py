@@ -9,6 +9,7 @@ atomically only if it still has the content that was linted (re-read just before
 from __future__ import annotations
 
 import difflib
+import os
 import shlex
 from dataclasses import dataclass, replace
 
@@ -96,7 +97,7 @@ def apply_fixes(path: str, original: str, diags: list[Diagnostic], unsafe: bool,
         return FixResult(path, 0, "the fixed script would not parse the same way; left unchanged")
     text = new.decode("utf-8", "surrogatepass")
     diff = "".join(
-        difflib.unified_diff(original.splitlines(True), text.splitlines(True), f"a/{path}", f"b/{path}")
+        difflib.unified_diff(original.splitlines(True), text.splitlines(True), *_diff_names(path))
     )
     if write:
         try:
@@ -104,3 +105,11 @@ def apply_fixes(path: str, original: str, diags: list[Diagnostic], unsafe: bool,
         except WriteError as ex:
             return FixResult(path, 0, ex.reason, failed=True)
     return FixResult(path, len(chosen), "", diff)
+
+
+def _diff_names(path: str) -> tuple[str, str]:
+    """git's `a/x` `b/x` for a file under the working directory; other files by their own path."""
+    rel = os.path.relpath(path)
+    if rel.startswith(".."):
+        return path, path
+    return f"a/{rel}", f"b/{rel}"

@@ -216,6 +216,7 @@ def stats(reports: list[FileReport]) -> dict:
         "infos": n[Severity.INFO],
         "files_with_findings": sum(1 for r in reports if r.diagnostics),
         "files": len(reports),
+        "files_unreadable": sum(1 for r in reports if r.errors and r.text is None),  # not linted at all
         "launches": sum(r.launches for r in reports),
         # Accounted for, not analysed: launches (VL007, with the reason) and whole files (VL004/VL005).
         "unanalysed": sum(1 for r in reports for d in r.diagnostics if d.code == "VL007"),

@@ -9,7 +9,7 @@ from . import __version__
 from .engine import REGISTRY
 from .model import Severity
 from .pipeline import FileReport, stats
-from .terminal import safe
+from .terminal import plural, safe, width
 
 _COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.INFO: "\033[1;36m"}
 _RESET = "\033[0m"
@@ -21,22 +21,27 @@ def _frame(text: str | None, d, color: bool) -> list[str]:
     lines = text.split("\n")  # the lines spans count: a form feed or a lone \r ends none
     if d.span.line > len(lines):
         return []
-    raw = lines[d.span.line - 1].removesuffix("\r").expandtabs(1)  # tab: 1 column, as spans count it
-    src = safe(raw)
-    width = len(str(d.span.line))
+    raw = lines[d.span.line - 1].removesuffix("\r")  # spans count characters (a tab is one)
     start = max(d.span.col, 1)
     end = d.span.end_col if d.span.end_line == d.span.line and d.span.end_col > start else len(raw) + 1
     end = min(end, len(raw) + 1)
-    # Escaped controls are wider than one column: the caret goes under their escaped text.
-    left = len(safe(raw[: start - 1])) + max(0, start - 1 - len(raw))
-    caret = " " * left + "^" * max(1, len(safe(raw[: end - 1])) - left)
+
+    def shown(s: str) -> str:  # as printed: tabs as 4 spaces, controls escaped
+        return safe(s.replace("\t", "    "))
+
+    src = shown(raw)
+    # The caret goes under the text as the terminal shows it: escaped controls and tabs are
+    # wider than one column, East Asian wide characters take two.
+    left = width(shown(raw[: start - 1])) + max(0, start - 1 - len(raw))
+    caret = " " * left + "^" * max(1, width(shown(raw[: end - 1])) - left)
     if color:
         caret = _COLORS[d.severity] + caret + _RESET
-    pad = " " * width
+    pad = " " * len(str(d.span.line))
     return [f" {pad} |", f" {d.span.line} | {src}", f" {pad} | {caret}"]
 
 
-def render_text(reports: list[FileReport], color: bool = False, show_summary: bool = True) -> str:
+def render_text(reports: list[FileReport], color: bool = False, show_summary: bool = True, hidden: int = 0) -> str:
+    """The findings with code frames, then a summary; `hidden`: findings a baseline removed."""
     out: list[str] = []
     for r in reports:
         for e in r.errors:
@@ -53,20 +58,27 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
     if show_summary:
         s = stats(reports)
         n_err = sum(len(r.errors) for r in reports)
+        linted = s["files"] - s["files_unreadable"]
+        scope = f"{plural(linted, 'script')} linted, {plural(s['launches'], 'launch', 'launches')}"
+        if s["files_unreadable"]:
+            scope += f"; {s['files_unreadable']} could not be read"
         if s["findings"]:
-            parts = [f"{s['errors']} error{'s' * (s['errors'] != 1)}", f"{s['warnings']} warning{'s' * (s['warnings'] != 1)}"]
+            parts = [plural(s["errors"], "error"), plural(s["warnings"], "warning")]
             if s["infos"]:
                 parts.append(f"{s['infos']} info")
             out.append(
-                f"Found {s['findings']} finding{'s' * (s['findings'] != 1)} ({', '.join(parts)}) in "
-                f"{s['files_with_findings']} of {s['files']} scripts, {s['launches']} launches"
+                f"Found {plural(s['findings'], 'finding')} ({', '.join(parts)}) in {s['files_with_findings']} of {scope}"
             )
+        elif n_err:
+            out.append(f"No findings in {scope}")  # never "All clean" when some input was not linted
         else:
-            out.append(f"All clean: {s['files']} scripts, {s['launches']} launches")
+            out.append(f"All clean: {scope}")
+        if hidden:
+            out.append(f"{plural(hidden, 'finding')} hidden by the baseline")
         if s["unanalysed"] or s["files_unanalysed"]:
             out.append(accounting(s))
         if n_err:
-            out.append(f"{n_err} input error{'s' * (n_err != 1)} (see above)")
+            out.append(f"{plural(n_err, 'input error')} (see above)")
     return "\n".join(out) + "\n"
 
 
@@ -74,7 +86,7 @@ def accounting(s: dict) -> str:
     """What was not analysed, so a clean summary never hides it (the reasons are in the findings)."""
     line = f"launches: {s['launches']} analysed, {s['unanalysed']} not analysable (VL007 says why)"
     if s["files_unanalysed"]:
-        line += f"; {s['files_unanalysed']} file{'s' * (s['files_unanalysed'] != 1)} not analysed (VL004/VL005)"
+        line += f"; {plural(s['files_unanalysed'], 'file')} not analysed (VL004/VL005)"
     return line
 
 

@@ -8,6 +8,8 @@ code in another order than it runs. Every one of them is printed as a visible es
 
 from __future__ import annotations
 
+import unicodedata
+
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c != 0x09}
 _ESCAPES.update({c: f"\\u{c:04x}" for c in _BIDI})
@@ -21,3 +23,22 @@ def safe(text: str, newline: bool = False) -> str:
     """`text` with every control character, bidi control and undecodable byte escaped
     (`\\x1b`, `\\u202e`); tab is kept, and newline too when `newline` is true."""
     return text.translate(_KEEP_NEWLINE if newline else _ESCAPES)
+
+
+def width(text: str) -> int:
+    """Columns `text` takes on a terminal: East Asian wide and fullwidth characters take two,
+    combining marks and zero-width characters none."""
+    n = 0
+    for ch in text:
+        if ch.isascii():
+            n += 1
+        elif unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        else:
+            n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return n
+
+
+def plural(n: int, word: str, many: str = "") -> str:
+    """`1 script`, `2 scripts` (`many` for irregular plurals)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
