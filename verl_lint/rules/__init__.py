@@ -6,4 +6,4 @@ keys, 3xx sizes and parallelism, 4xx removed/renamed, 5xx environment, 6xx alloc
 """
 
 from . import allocator, engine_kwargs, env, hydra_keys, script, sizes, tables  # noqa: F401
-from . import unread  # noqa: F401
+from . import unread, values  # noqa: F401

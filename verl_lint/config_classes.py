@@ -1,0 +1,183 @@
+"""verl's config dataclasses, read statically (ast, never imported).
+
+A composed config node with `_target_: verl.workers.config.FSDPActorConfig` becomes that
+dataclass when a worker starts (`omega_conf_to_dataclass` / `hydra.utils.instantiate`):
+OmegaConf merges the node into the dataclass's structured config (each value converted to the
+field's type, or a `ValidationError`), then `__post_init__` runs its checks. This module finds
+the class in the tree being linted, with its fields (inherited ones too) and the choice checks
+its `__post_init__` makes on a field unconditionally:
+
+    assert self.strategy in ["fsdp", "fsdp2"], ...
+    if self.loss_agg_mode not in valid_loss_agg_modes:   # a literal list, local or module-level
+        raise ValueError(...)
+
+A check nested under another condition is left out (the linter would have to know the
+condition), except `if self.x is not None:` / `if self.x:` guarding the same field.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+
+class Choice(NamedTuple):
+    """A field's allowed values as `__post_init__` checks them."""
+
+    values: tuple  # the literal values
+    raises: str  # "AssertionError" or the exception class raised
+    where: str  # "verl/workers/config/actor.py:219"
+    allows_none: bool = False  # the check is skipped for None (guarded by `is not None` / truthiness)
+
+
+class ConfigClass(NamedTuple):
+    name: str
+    where: str  # file:line of the class statement
+    fields: dict  # name -> annotation source ("int", "Optional[str]", ...)
+    choices: dict  # name -> Choice
+
+
+def find(root: str, target: str) -> ConfigClass | None:
+    """The dataclass `target` (a dotted `_target_`) in the tree at `root`, with its bases merged."""
+    module, _, name = target.rpartition(".")
+    if not module.startswith("verl.") and module != "verl":
+        return None
+    classes = _classes(root, _package_dir(root, module))
+    return _merged(classes, name, set())
+
+
+def _package_dir(root: str, module: str) -> str:
+    """The directory whose files may define `module`'s classes (a module file's own directory)."""
+    path = Path(root, *module.split("."))
+    return str(path if path.is_dir() else path.parent)
+
+
+def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
+    raw = classes.get(name)
+    if raw is None or name in seen:
+        return None
+    seen.add(name)
+    fields: dict = {}
+    choices: dict = {}
+    for base in raw["bases"]:  # base classes first: a subclass's own fields and checks win
+        b = _merged(classes, base, seen)
+        if b is not None:
+            fields.update(b.fields)
+            choices.update(b.choices)
+    fields.update(raw["fields"])
+    choices.update(raw["choices"])
+    return ConfigClass(name, raw["where"], fields, choices)
+
+
+@lru_cache(maxsize=32)
+def _classes(root: str, directory: str) -> dict:
+    """{class name: {bases, fields, choices, where}} for the classes of `directory`'s Python files
+    and of the config packages every verl config class derives from (`verl/base_config.py`,
+    `verl/trainer/config`, `verl/workers/config`)."""
+    files: list[str] = []
+    for d in (directory, os.path.join(root, "verl/trainer/config"), os.path.join(root, "verl/workers/config")):
+        if os.path.isdir(d):
+            files += sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".py"))
+    files.append(os.path.join(root, "verl/base_config.py"))
+    out: dict = {}
+    for f in dict.fromkeys(files):
+        try:
+            tree = ast.parse(Path(f).read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        rel = os.path.relpath(f, root)
+        constants = _literal_assignments(tree.body)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                out.setdefault(node.name, _read_class(node, rel, constants))
+    return out
+
+
+def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
+    fields = {}
+    choices = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            fields[stmt.target.id] = ast.unparse(stmt.annotation)
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__post_init__":
+            local = {**constants, **_literal_assignments(stmt.body)}
+            for field_name, choice in _choice_checks(stmt.body, local, rel):
+                choices.setdefault(field_name, choice)
+    bases = [b.id if isinstance(b, ast.Name) else b.attr for b in node.bases if isinstance(b, (ast.Name, ast.Attribute))]
+    return {"bases": bases, "fields": fields, "choices": choices, "where": f"{rel}:{node.lineno}"}
+
+
+def _literal_assignments(body: list) -> dict:
+    """`NAME = [literal, ...]` (list, tuple or set of constants) among `body`'s statements."""
+    out = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            values = _literals(stmt.value, {})
+            if values is not None:
+                out[stmt.targets[0].id] = values
+    return out
+
+
+def _literals(node: ast.expr, names: dict) -> tuple | None:
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and node.elts and all(isinstance(e, ast.Constant) for e in node.elts):
+        return tuple(e.value for e in node.elts)
+    return None
+
+
+def _self_field(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _choice_checks(body: list, names: dict, rel: str, guarded: str | None = None):
+    """(field, Choice) for each unconditional choice check among `body`'s statements."""
+    for stmt in body:
+        if isinstance(stmt, ast.Assert):
+            hit = _membership(stmt.test, names, negated=False)
+            if hit and (guarded is None or hit[0] == guarded):
+                yield hit[0], Choice(hit[1], "AssertionError", f"{rel}:{stmt.lineno}", guarded is not None)
+        elif isinstance(stmt, ast.If):
+            hit = _membership(stmt.test, names, negated=True)
+            raises = _raised(stmt.body)
+            if hit and raises and not stmt.orelse and (guarded is None or hit[0] == guarded):
+                yield hit[0], Choice(hit[1], raises, f"{rel}:{stmt.lineno}", guarded is not None)
+            elif guarded is None and not stmt.orelse:
+                field = _guard_field(stmt.test)
+                if field:  # `if self.x is not None:` / `if self.x:` around checks of the same field
+                    yield from _choice_checks(stmt.body, names, rel, field)
+
+
+def _membership(test: ast.expr, names: dict, negated: bool) -> tuple[str, tuple] | None:
+    """`self.F in LIST` (or `not in` when `negated`): (F, the literal values)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1):
+        return None
+    op = test.ops[0]
+    if not isinstance(op, ast.NotIn if negated else ast.In):
+        return None
+    field = _self_field(test.left)
+    values = _literals(test.comparators[0], names)
+    return (field, values) if field and values else None
+
+
+def _raised(body: list) -> str | None:
+    """The exception class when `body` is a single `raise X(...)`."""
+    if len(body) == 1 and isinstance(body[0], ast.Raise) and body[0].exc is not None:
+        exc = body[0].exc
+        func = exc.func if isinstance(exc, ast.Call) else exc
+        if isinstance(func, ast.Name):
+            return func.id
+    return None
+
+
+def _guard_field(test: ast.expr) -> str | None:
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+        c = test.comparators[0]
+        if isinstance(c, ast.Constant) and c.value is None:
+            return _self_field(test.left)
+    return _self_field(test)

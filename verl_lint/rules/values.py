@@ -1,0 +1,166 @@
+"""1xx (values): values that compose fine but that verl rejects once a worker builds its config.
+
+Both rules read the tree being linted: the choice checks of verl's config dataclasses
+(`config_classes`), and the mandatory `???` values its shipped YAML leaves to the user.
+"""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig, ListConfig
+
+from .. import config_classes
+from ..engine import Context, main_ppo, rule
+
+R = "actor_rollout_ref.rollout"
+
+
+def _targets(cfg, path: str = ""):
+    """(dotted path, `_target_`) of every node the config builds into a class."""
+    if not isinstance(cfg, DictConfig) or cfg._is_none() or cfg._is_missing() or cfg._is_interpolation():
+        return
+    target = cfg._get_node("_target_", validate_access=False) if "_target_" in cfg else None
+    if target is not None and isinstance(target._value(), str):
+        yield path, target._value()
+    for key in cfg.keys():
+        yield from _targets(cfg._get_node(key, validate_access=False), f"{path}.{key}" if path else str(key))
+
+
+def _accepted(value, allowed: tuple) -> bool:
+    return any(type(value) is type(a) and value == a for a in allowed) or (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and any(
+            isinstance(a, (int, float)) and not isinstance(a, bool) and value == a for a in allowed
+        )
+    )
+
+
+@rule(
+    "VL108",
+    "value-not-accepted",
+    "error",
+    bad=[
+        main_ppo("actor_rollout_ref.actor.loss_agg_mode=True"),
+        main_ppo("actor_rollout_ref.actor.optim.lr_scheduler_type=linear-warmup"),
+    ],
+    good=[main_ppo("actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean", "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine")],
+)
+def value_not_accepted(ctx: Context):
+    """A value that verl's config class rejects when a worker builds it.
+
+    ## What it does
+    For every config node that verl turns into a dataclass (its `_target_`, e.g.
+    `verl.workers.config.FSDPActorConfig`), reads that class in the verl tree being linted
+    (and its base classes) and collects the checks its `__post_init__` makes on a field's
+    value unconditionally: `assert self.F in [...]` and `if self.F not in [...]: raise ...`.
+    A value you set (in the script or your own config file) that is not among the allowed
+    values is reported with them, and with the check's location in that tree. The allowed
+    values differ between releases (`loss_agg_mode=token-sum` exists from 0.8).
+
+    ## Why is this bad?
+    Hydra accepts any value of the right shape, so the job starts; verl raises
+    (`ValueError: Invalid loss_agg_mode: True`, a bare `AssertionError`) only when the
+    worker converts its config, after Ray and the workers are up.
+
+    ## Use instead
+    One of the allowed values the finding lists.
+
+    ## Where in verl
+    0.9.1 `verl/workers/config/actor.py:212-220` (`loss_agg_mode`), `verl/workers/config/optimizer.py:118-123`
+    (`warmup_style`, `lr_scheduler_type`), `verl/workers/config/engine.py:306` (`strategy`);
+    0.9.1 `verl/utils/config.py:23-65` (`omega_conf_to_dataclass`).
+    """
+    root = str(ctx.app.verl.root) if ctx.app.verl else ""
+    if not root:
+        return
+    for path, target in _targets(ctx.cfg):
+        cls = config_classes.find(root, target)
+        if cls is None:
+            continue
+        for field, choice in cls.choices.items():
+            key = f"{path}.{field}" if path else field
+            if not ctx.user_set(key):
+                continue  # verl's own default, or a value unknown before run time
+            value = ctx.get(key, None)
+            if isinstance(value, (dict, list)) or (value is None and choice.allows_none) or _accepted(value, choice.values):
+                continue
+            if value is None and not ctx.has(key):
+                continue
+            allowed = ", ".join(str(v) for v in choice.values)
+            shown = "null" if value is None else value
+            yield ctx.diag(
+                "VL108",
+                f"`{key}={shown}` is not accepted by verl's {cls.name}: {choice.where} raises {choice.raises} "
+                f"when the worker builds its config (allowed: {allowed})",
+                key=key,
+                help=f"use one of: {allowed}",
+            )
+
+
+def _missing(cfg, path: str = "", switched_off: bool = False):
+    """Dotted keys of the `???` values left in the config. Silent below a section that sits
+    beside a switch that is off (`enable: false`, `use_reward_loop: false`, ...): whether verl
+    reads the section then is not something the linter can tell."""
+    if isinstance(cfg, DictConfig):
+        if cfg._is_missing():
+            if path and not switched_off:
+                yield path
+            return
+        if cfg._is_none() or cfg._is_interpolation():
+            return
+        off = switched_off or any(_is_off_switch(k, cfg._get_node(k, validate_access=False)) for k in cfg.keys())
+        for key in cfg.keys():
+            node = cfg._get_node(key, validate_access=False)
+            if isinstance(node, DictConfig):
+                yield from _missing(node, f"{path}.{key}" if path else str(key), off)
+            elif node is not None and node._is_missing() and not switched_off:
+                yield f"{path}.{key}" if path else str(key)
+
+
+def _is_off_switch(key, node) -> bool:
+    name = str(key)
+    return (
+        (name == "enable" or name.startswith(("use_", "enable_")))
+        and node is not None
+        and not isinstance(node, (DictConfig, ListConfig))
+        and not node._is_interpolation()
+        and node._value() is False
+    )
+
+
+@rule(
+    "VL109",
+    "mandatory-value-missing",
+    "error",
+    bad=[main_ppo("actor_rollout_ref.rollout.name=???")],
+    good=[main_ppo(f"{R}.name=vllm", "reward.reward_model.enable=False")],
+)
+def mandatory_value_missing(ctx: Context):
+    """A mandatory value (`???` in verl's config) that nothing sets.
+
+    ## What it does
+    Finds the values left as `???` (OmegaConf's "missing") in the composed config: verl's
+    shipped YAML leaves some to the user (`actor_rollout_ref.rollout.name` from 0.7), and a
+    user config may do the same. A section beside a switch that is off (`enable: false`,
+    `use_reward_loop: false`, ...) is skipped: verl may never read it then.
+    A value the script sets from a variable unknown before run time is not reported.
+
+    ## Why is this bad?
+    Hydra composes a config with `???` values without complaint; the job fails with
+    `MissingMandatoryValue` when verl first reads the key or converts its section to a
+    dataclass, after Ray and the workers are up.
+
+    ## Use instead
+    Set the value, e.g. `actor_rollout_ref.rollout.name=vllm`.
+
+    ## Where in verl
+    0.9.1 and 0.7.1 `verl/trainer/config/rollout/rollout.yaml:5` (`name: ???`) and
+    `verl/workers/config/rollout.py` (`name: Optional[str] = MISSING`).
+    """
+    for key in _missing(ctx.cfg):
+        if ctx.provenance(key) == "unknown":
+            continue  # `key=$UNSET`: composed as `???`, but the script does set it
+        yield ctx.diag(
+            "VL109",
+            f"`{key}` is mandatory (`???`) and nothing sets it: verl stops with MissingMandatoryValue when it reads it",
+            key=key,
+            help=f"set `{key}=...` in the launch",
+        )
