@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -38,6 +39,45 @@ class ConfigClass(NamedTuple):
     where: str  # file:line of the class statement
     fields: dict  # name -> annotation source ("int", "Optional[str]", ...)
     choices: dict  # name -> Choice
+    # A dataclass whose every base class was read: its fields are all the keys it accepts.
+    closed: bool = False
+
+
+# Bases that add no fields (the standard library's abstract classes).
+_FIELDLESS = {"object", "Mapping", "MutableMapping", "ABC", "Generic", "Protocol"}
+
+
+_CONVERT = re.compile(r"omega_conf_to_dataclass\(\s*([A-Za-z_][\w.]*)")
+
+
+@lru_cache(maxsize=32)
+def converted_sections(root: str) -> frozenset[str]:
+    """Names of the config sections the tree's code converts into dataclasses: the last
+    attribute of each `omega_conf_to_dataclass(self.config.actor, ...)` argument. A section
+    with a `_target_` that no code converts stays a DictConfig: its keys are read one by one
+    (`config.algorithm.get("x")`), so an extra key is harmless there."""
+    names: set[str] = set()
+    for top, dnames, fnames in os.walk(os.path.join(root, "verl")):
+        dnames[:] = sorted(d for d in dnames if d not in ("tests", "__pycache__"))
+        for fn in fnames:
+            if not fn.endswith(".py"):
+                continue
+            try:
+                text = Path(top, fn).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if "omega_conf_to_dataclass(" in text:
+                names.update(m.group(1).rsplit(".", 1)[-1] for m in _CONVERT.finditer(text))
+    return frozenset(names - _LOCAL_NAMES)
+
+
+# Arguments that are a local variable or a call, not a config section (`omega_conf_to_dataclass(config)`).
+_LOCAL_NAMES = {"config", "cfg", "conf", "get", "raw", "self"}
+
+
+def built(root: str, path: str) -> bool:
+    """The config node at dotted `path` (or a section above it) is converted into a dataclass."""
+    return any(part in converted_sections(root) for part in path.split("."))
 
 
 def find(root: str, target: str) -> ConfigClass | None:
@@ -62,14 +102,18 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
     seen.add(name)
     fields: dict = {}
     choices: dict = {}
+    closed = raw["dataclass"]
     for base in raw["bases"]:  # base classes first: a subclass's own fields and checks win
+        if base in _FIELDLESS:
+            continue
         b = _merged(classes, base, seen)
+        closed = closed and b is not None and b.closed
         if b is not None:
             fields.update(b.fields)
             choices.update(b.choices)
     fields.update(raw["fields"])
     choices.update(raw["choices"])
-    return ConfigClass(name, raw["where"], fields, choices)
+    return ConfigClass(name, raw["where"], fields, choices, closed)
 
 
 @lru_cache(maxsize=32)
@@ -106,8 +150,14 @@ def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
             local = {**constants, **_literal_assignments(stmt.body)}
             for field_name, choice in _choice_checks(stmt.body, local, rel):
                 choices.setdefault(field_name, choice)
-    bases = [b.id if isinstance(b, ast.Name) else b.attr for b in node.bases if isinstance(b, (ast.Name, ast.Attribute))]
-    return {"bases": bases, "fields": fields, "choices": choices, "where": f"{rel}:{node.lineno}"}
+    bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "?" for b in node.bases]
+    is_dataclass = any(_name_of(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in node.decorator_list)
+    return {"bases": bases, "fields": fields, "choices": choices, "where": f"{rel}:{node.lineno}", "dataclass": is_dataclass}
+
+
+def _name_of(node: ast.expr) -> str | None:
+    """`dataclass` for `dataclass` and `dataclasses.dataclass`."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
 
 
 def _literal_assignments(body: list) -> dict:

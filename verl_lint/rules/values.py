@@ -6,6 +6,8 @@ Both rules read the tree being linted: the choice checks of verl's config datacl
 
 from __future__ import annotations
 
+import difflib
+
 from omegaconf import DictConfig, ListConfig
 
 from .. import config_classes
@@ -72,6 +74,8 @@ def value_not_accepted(ctx: Context):
     if not root:
         return
     for path, target in _targets(ctx.cfg):
+        if not config_classes.built(root, path):
+            continue  # never converted: `__post_init__` does not run
         cls = config_classes.find(root, target)
         if cls is None:
             continue
@@ -163,4 +167,61 @@ def mandatory_value_missing(ctx: Context):
             f"`{key}` is mandatory (`???`) and nothing sets it: verl stops with MissingMandatoryValue when it reads it",
             key=key,
             help=f"set `{key}=...` in the launch",
+        )
+
+
+@rule(
+    "VL110",
+    "added-key-not-a-config-field",
+    "error",
+    bad=[main_ppo("+actor_rollout_ref.actor.clip_ratio_cap=3.0"), main_ppo("+actor_rollout_ref.actor.optim.warmup_ratio=0.1")],
+    good=[main_ppo("actor_rollout_ref.actor.clip_ratio_c=3.0", "+actor_rollout_ref.rollout.engine_kwargs.vllm.max_num_seqs=256")],
+)
+def added_key_not_a_field(ctx: Context):
+    """A `+key` added under a config node that verl builds into a dataclass without that field.
+
+    ## What it does
+    For an override that adds a key (`+a.b.c=...`, `++a.b.c=...`) under a node with a
+    `_target_` (e.g. `actor_rollout_ref.actor`, built into `FSDPActorConfig`), reads that
+    dataclass and its base classes in the verl tree being linted. When none of them has the
+    field, the key cannot be passed to it, and the finding names the closest field. Nodes
+    whose class (or one of its bases) is not in the tree, and free-form dict fields such as
+    `engine_kwargs`, are not judged.
+
+    ## Why is this bad?
+    Hydra accepts any `+key`, so the job starts. When the worker builds its config,
+    `hydra.utils.instantiate` raises `TypeError: ... got an unexpected keyword argument`
+    (or `omega_conf_to_dataclass` a `ConfigKeyError`), after Ray and the workers are up.
+
+    ## Use instead
+    The field the did-you-mean names (without `+` when it exists already), or pass the value
+    where the class accepts free-form keys.
+
+    ## Where in verl
+    0.9.1 `verl/utils/config.py:23-65` (`omega_conf_to_dataclass`: `instantiate(config)` when a
+    `_target_` is present, else `OmegaConf.merge` with the structured dataclass); the classes
+    under `verl/workers/config/` and `verl/trainer/config/`.
+    """
+    root = str(ctx.app.verl.root) if ctx.app.verl else ""
+    if not root:
+        return
+    for o in ctx.comp.overrides:
+        if not o.ok or o.kind not in ("add", "force_add") or "." not in o.key:
+            continue
+        parent, _, name = o.key.rpartition(".")
+        target = ctx.get(f"{parent}._target_", None)
+        if not isinstance(target, str) or not config_classes.built(root, parent):
+            continue  # a section no code converts stays a DictConfig: an extra key is harmless
+        cls = config_classes.find(root, target)
+        if cls is None or not cls.closed or name in cls.fields:
+            continue
+        guess = difflib.get_close_matches(name, [f for f in cls.fields if not f.startswith("_")], n=1)
+        yield ctx.diag(
+            "VL110",
+            f"`{o.key}` adds `{name}` to `{parent}`, which verl builds into {cls.name} ({cls.where}); "
+            f"that dataclass has no field `{name}`, so building it fails when the worker starts "
+            f"(`TypeError: unexpected keyword argument` through instantiate, `ConfigKeyError` through the structured merge)",
+            key=o.key,
+            span=o.word.span,
+            help=f"did you mean `{parent}.{guess[0]}`?" if guess else f"remove it: {cls.name} has no such field",
         )

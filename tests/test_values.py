@@ -1,0 +1,66 @@
+"""Values verl rejects only when a worker builds its config: read from the tree being linted."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import NEWEST, OLDER, RELEASES
+from verl_lint.engine import main_ppo
+
+
+def found(report, code):
+    return [(d.span.line, d.span.col, d.message, d.help) for d in report.diagnostics if d.code == code]
+
+
+def test_allowed_values_come_from_the_tree_of_each_release(lint):
+    """`token-sum` joined the loss aggregation modes in 0.8: accepted by 0.9.1, rejected by 0.7.1."""
+    script = main_ppo("actor_rollout_ref.actor.loss_agg_mode=token-sum")
+    assert found(lint(script, NEWEST), "VL108") == []
+    [(line, col, msg, help)] = found(lint(script, OLDER), "VL108")
+    assert (line, col) == (2, 34)
+    assert "verl/workers/config/actor.py:209 raises ValueError" in msg
+    assert help == "use one of: token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm"
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_a_boolean_for_a_choice_and_a_guarded_none(lint, version):
+    script = main_ppo("actor_rollout_ref.actor.loss_agg_mode=True", "actor_rollout_ref.actor.optim.warmup_style=null")
+    [(line, col, msg, _)] = found(lint(script, version), "VL108")
+    assert (line, col) == (2, 34) and "`actor_rollout_ref.actor.loss_agg_mode=True`" in msg
+    # warmup_style is checked only when it is not None (`if self.warmup_style is not None:`).
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_verl_defaults_and_unknown_values_are_not_judged(lint, version):
+    assert found(lint(main_ppo(), version), "VL108") == []
+    unknown = "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.loss_agg_mode=$MODE\n"
+    assert found(lint(unknown, version), "VL108") == []
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_mandatory_rollout_name(lint, version):
+    script = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"
+    [(line, col, msg, help)] = found(lint(script, version), "VL109")
+    assert (line, col) == (2, 12) and "`actor_rollout_ref.rollout.name` is mandatory" in msg
+    assert help == "set `actor_rollout_ref.rollout.name=...` in the launch"
+    # Set from a variable unknown before run time: the script does set it.
+    assert found(lint("#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=$ENGINE\n", version), "VL109") == []
+    # The reward model's rollout name is also `???`, but its section is switched off.
+    assert found(lint(main_ppo("actor_rollout_ref.rollout.name=vllm"), version), "VL109") == []
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_added_key_not_a_field_of_a_converted_section(lint, version):
+    script = main_ppo("+actor_rollout_ref.model.enable_activation_offloading=True")
+    [(line, col, msg, help)] = found(lint(script, version), "VL110")
+    assert (line, col) == (2, 34) and "HFModelConfig" in msg
+    assert help == "did you mean `actor_rollout_ref.model.enable_activation_offload`?"
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_added_key_under_a_section_no_code_converts_is_not_judged(lint, version):
+    # `algorithm` has a `_target_`, but neither release converts it: the trainer reads its
+    # keys one by one from the DictConfig, so an extra key is harmless.
+    assert found(lint(main_ppo("+algorithm.my_extra_coef=0.5"), version), "VL110") == []
+    # Free-form dicts (engine_kwargs) are not dataclass fields' parents.
+    assert found(lint(main_ppo("+actor_rollout_ref.rollout.engine_kwargs.vllm.max_num_seqs=8"), version), "VL110") == []
