@@ -252,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                 skipped.append(repo)
                 continue
             print(f"linting {repo} at {pin['commit'][:12]} ...", file=sys.stderr, flush=True)
-            files = tracked_scripts(clone, pin["commit"])
             with checkout(clone, pin["commit"]) as root:
+                files = tracked_scripts(clone, pin["commit"])
                 findings, errors = lint(linter, root, files, list(pin.get("args", [])))
             for line in errors:
                 print(f"  {repo}: {line}", file=sys.stderr)
