@@ -31,12 +31,16 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the backport verl-lint itself uses there
+    import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent
 PINS = HERE / "precision_pins.toml"
@@ -140,11 +144,11 @@ def find_clone(clones: Path, repo: str, github: str) -> Path | None:
     return None
 
 
-def git(clone: Path, *args: str, binary: bool = False) -> str | bytes:
-    done = subprocess.run(["git", "-C", str(clone), *args], capture_output=True, text=not binary)
+def git(clone: Path, *args: str) -> bytes:
+    done = subprocess.run(["git", "-C", str(clone), *args], capture_output=True)
     if done.returncode != 0:
-        err = done.stderr if isinstance(done.stderr, str) else done.stderr.decode(errors="replace")
-        raise BenchError(f"{clone}: git {' '.join(args[:2])} failed: {err.strip().splitlines()[-1:] or ['?']}")
+        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        raise BenchError(f"{clone}: git {args[0]} failed: {last}")
     return done.stdout
 
 
@@ -154,22 +158,22 @@ def checkout(clone: Path, pin: str) -> Iterator[Path]:
     check = subprocess.run(["git", "-C", str(clone), "cat-file", "-e", f"{pin}^{{commit}}"], capture_output=True)
     if check.returncode != 0:
         raise BenchError(f"{clone}: pinned commit {pin} is not in this clone (git fetch it, or re-clone)")
-    head = str(git(clone, "rev-parse", "HEAD")).strip()
+    head = git(clone, "rev-parse", "HEAD").decode().strip()
     # Deleted files (a sparse or partial checkout) are tolerated; changed contents are not.
-    changed = str(git(clone, "diff", "HEAD", "--name-only", "--diff-filter=AMRTC")).strip()
+    changed = git(clone, "diff", "HEAD", "--name-only", "--diff-filter=AMRTC").strip()
     if head == pin and not changed:
         yield clone
         return
     with tempfile.TemporaryDirectory(prefix="verl-lint-precision-") as tmp:
-        data = git(clone, "archive", "--format=tar", pin, binary=True)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:  # type: ignore[arg-type]
-            tar.extractall(tmp, filter="tar")
+        with tarfile.open(fileobj=io.BytesIO(git(clone, "archive", "--format=tar", pin))) as tar:
+            # the "tar" filter (Python >= 3.10.12) refuses members that would land outside tmp
+            tar.extractall(tmp, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
         yield Path(tmp)
 
 
 def tracked_scripts(clone: Path, pin: str) -> list[str]:
     """`git ls-files '*.sh'` at the pin (blobs only: a submodule is not a file)."""
-    out = str(git(clone, "ls-tree", "-r", "-z", pin))
+    out = git(clone, "ls-tree", "-r", "-z", pin).decode("utf-8", "surrogateescape")
     files = []
     for entry in out.split("\0"):
         if not entry:
