@@ -79,6 +79,17 @@ def test_freeze_vision_tower_follows_its_readers(verl_trees, composer, tmp_path)
     assert "VL214" not in _lint(tmp_path, composer, root, arg)
 
 
+def test_dead_key_read_by_a_recipe_of_the_tree_is_not_dead(verl_trees, composer, tmp_path):
+    """VL215 judges each key by its own readers: a recipe in the checkout that reads
+    num_repeat_rollouts (as verl 0.7.0's collabllm does) keeps that key quiet, not the others."""
+    root = _copy(verl_trees, NEWEST, tmp_path)
+    (root / "recipe/repeat").mkdir(parents=True)
+    (root / "recipe/repeat/loop.py").write_text("def repeats(config):\n    return config.actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts\n")
+    got = _lint(tmp_path, composer, root, "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts=3", "actor_rollout_ref.rollout.over_sample_rate=0.1")
+    assert got.count("VL215") == 1
+    assert "VL215" in _lint(tmp_path, composer, verl_trees[NEWEST].root, "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts=3")
+
+
 def test_removed_entry_point_needs_its_replacement_in_the_tree(verl_trees, composer, tmp_path):
     """VL426 explains a missing fsdp_sft_trainer only where the tree has sft_trainer instead."""
     root = _copy(verl_trees, OLDER, tmp_path)
@@ -99,8 +110,8 @@ def test_evidence_and_fallback_range_agree_on_the_test_releases(verl_trees, vers
     for name in ("ineffective_keys.yaml", "removed_keys.yaml"):
         for rec, gate in tables.load_records(name):
             code = [f for f in gate.facts if tables.needs_source(f)]
-            if code:
-                assert all(tables.holds(f, root) for f in code) == tables.release_in(gate.spec, v), (rec["code"], version)
+            for leaf in {k.rsplit(".", 1)[-1] for k in rec.get("keys") or [""]} if code else ():
+                assert all(tables.holds(f, root, None, leaf) for f in code) == tables.release_in(gate.spec, v), (rec["code"], leaf, version)
 
 
 # ------------------------------------------------------ silent values ----
@@ -187,9 +198,9 @@ def test_a_bad_table_stops_every_command_with_one_line(tmp_path):
     shutil.copytree(ROOT / "rules", pkg)
     table = pkg / "ineffective_keys.yaml"
     text = table.read_text()
-    old = "    - {file: verl/workers/actor/dp_actor.py, lacks: config.grad_clip}\n"
+    old = "    - {not_read: grad_clip}\n"
     assert old in text
-    table.write_text(text.replace(old, "    - {file: verl/workers/actor/dp_actor.py, lackz: config.grad_clip}\n", 1))
+    table.write_text(text.replace(old, "    - {not_reed: grad_clip}\n", 1))
     env = dict(os.environ, PYTHONPATH=str(tmp_path), VERL_LINT_CACHE_DIR=str(tmp_path / "cache"))
     for args in (["rules"], ["check", "--", "python3", "-m", "verl.trainer.main_ppo"]):
         r = subprocess.run([sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)

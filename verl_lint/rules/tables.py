@@ -42,8 +42,10 @@ class Fact(NamedTuple):
     {file: P, contains: S} / {file: P, lacks: S}   the file (relative to the tree root) contains
                                                      the text S / does not (a missing file lacks it)
     {file: P, exists: true|false}                  the file is there / is not
-    {reads: NAME} / {not_read: NAME}               the tree's code mentions NAME / does not
-                                                     (the reader index, verl_lint/reader.py)
+    {reads: NAME} / {not_read: NAME}               the code of the tree (and of the launch's own
+                                                     app) mentions NAME / does not beyond the config
+                                                     declarations (the reader index, reader.py);
+                                                     NAME `{name}` is the last name of the key set
     {field: verl.mod.Class.name}                   the config dataclass declares that field
     {config_key: KEY}                              the launch's composed config has KEY
     {any: [facts]} / {all: [facts]}                one of / all of
@@ -112,25 +114,33 @@ def _text(path: Path) -> str | None:
         return None
 
 
-_HOLDS: dict[tuple[Path, Fact], bool] = {}  # the explicit per-(tree, fact) cache
+_HOLDS: dict[tuple, bool] = {}  # the explicit per-(tree, app sources, fact) cache
 
 
-def holds(f: Fact, root: Path, ctx: Context | None = None) -> bool:
-    """Whether fact `f` is true of the tree at `root` (and of the launch in `ctx`)."""
+def holds(f: Fact, root: Path, ctx: Context | None = None, name: str = "") -> bool:
+    """Whether fact `f` is true of the tree at `root` (and of the launch in `ctx`; `name` is the
+    last name of the key the record judges, for `{name}`)."""
     if f.kind == "any":
-        return any(holds(g, root, ctx) for g in f.arg)
+        return any(holds(g, root, ctx, name) for g in f.arg)
     if f.kind == "all":
-        return all(holds(g, root, ctx) for g in f.arg)
+        return all(holds(g, root, ctx, name) for g in f.arg)
+    if "{name}" in f.subject:
+        f = f._replace(subject=f.subject.replace("{name}", name))
     if f.kind == "config_key":
         return ctx is not None and ctx.has(f.subject)
-    key = (root, f)
+    extra = ()
+    if f.kind in ("reads", "not_read") and ctx is not None:
+        from .unread import _app_sources  # a project's own app reads keys too
+
+        extra = _app_sources(ctx)
+    key = (root, extra, f)
     hit = _HOLDS.get(key)
     if hit is None:
-        hit = _HOLDS[key] = _tree_fact(f, root)
+        hit = _HOLDS[key] = _tree_fact(f, root, extra)
     return hit
 
 
-def _tree_fact(f: Fact, root: Path) -> bool:
+def _tree_fact(f: Fact, root: Path, extra: tuple[Path, ...] = ()) -> bool:
     if f.kind in _FILE_KINDS:
         text = _text(root / f.subject)
         if f.kind == "exists":
@@ -140,7 +150,8 @@ def _tree_fact(f: Fact, root: Path) -> bool:
     if f.kind in ("reads", "not_read"):
         from ..reader import reader_index
 
-        return reader_index(root).reads(f.subject) == (f.kind == "reads")
+        index = reader_index(root, extra)
+        return index.reads(f.subject) if f.kind == "reads" else not index.used_beyond_config(f.subject)
     # field: `verl.workers.config.actor.ActorConfig.grad_clip` -> a `grad_clip:` line in that
     # class's body in verl/workers/config/actor.py
     module, cls, name = f.subject.rsplit(".", 2)
@@ -164,11 +175,13 @@ class Gate(NamedTuple):
     facts: tuple[Fact, ...]
     spec: str  # the fallback (PEP 440 specifier) for a tree without source
 
-    def open(self, ctx: Context) -> bool:
+    def open(self, ctx: Context, key: str = "") -> bool:
+        """The record applies to this launch (for the override of `key`)."""
         tree = ctx.app.verl
         root = tree.root if tree is not None else None
         if self.facts and (root is not None and has_source(root) or not any(map(needs_source, self.facts))):
-            return all(holds(f, root, ctx) for f in self.facts)
+            name = key.rsplit(".", 1)[-1]
+            return all(holds(f, root, ctx, name) for f in self.facts)
         return release_in(self.spec, ctx.verl_version)
 
 
@@ -283,7 +296,7 @@ def _ineffective(rec: dict, gate: Gate):
             got = ctx.get(cond_key, None)
             if got is None or _as_text(got) != str(expected):
                 return
-        is_open = None  # the evidence, checked at the first override that matches
+        is_open: dict[str, bool] = {}  # per key name: the evidence, checked when an override matches
         for o in ctx.comp.overrides:
             if not o.ok or o.kind not in ("set", "add", "force_add"):
                 continue
@@ -294,10 +307,11 @@ def _ineffective(rec: dict, gate: Gate):
                 continue
             if silent and not o.value_unknown and _agrees(ctx.get(o.key, None), silent):
                 continue  # e.g. kl_coef=0 with the KL off: how users say "off", not a mistake
-            if is_open is None:
-                is_open = gate.open(ctx)
-            if not is_open:
-                return
+            name = o.key.rsplit(".", 1)[-1]
+            if name not in is_open:
+                is_open[name] = gate.open(ctx, o.key)
+            if not is_open[name]:
+                continue
             yield ctx.diag(rec["code"], rec["message"].format(key=o.key, value=value), key=o.key, help=rec["help"].format(key=o.key, value=value), span=o.word.span)
 
     return check
