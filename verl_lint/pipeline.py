@@ -120,7 +120,7 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
         app = locate_app(la, tree)
     except (LocateError, EntryPointNotFound):
         # An entry point the release removed is a finding with its replacement (VL426), not VL009.
-        gone = la.module and tree and removed_module_diag(la.module, parse_version(tree.version), la.entry_span)
+        gone = la.module and tree and removed_module_diag(la.module, tree, la.entry_span)
         if gone:
             return [gone]
         raise
