@@ -933,7 +933,7 @@ def npu_expandable_conflict(ctx):
     "VL607",
     "expandable-segments-with-vllm-sleep-mode",
     "error",
-    # verl starts vLLM with sleep mode (0.4 on); verl 0.1-0.3 drives its own patched vLLM without it.
+    # verl's vLLM>=0.7 rollout passes enable_sleep_mode (0.2 on); the verl 0.1 that TinyZero/Logic-RL vendor does not.
     evidence=[Evidence(("verl/workers/rollout/vllm_rollout/*.py",), r"enable_sleep_mode[\"']?\s*[:=]")],
     bad=[
         main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
@@ -970,7 +970,7 @@ def vllm_sleep_mode(ctx):
     `verl/workers/rollout/vllm_rollout/vllm_async_server.py:337` (passed to vLLM) and `:349`
     (`**engine_kwargs` last); 0.7.1 `verl/workers/config/rollout.py:242`; 0.4.1
     `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:151`. Runs only on a tree whose vLLM
-    rollout passes `enable_sleep_mode` to vLLM (not verl 0.1-0.3, e.g. vendored in TinyZero).
+    rollout passes `enable_sleep_mode` to vLLM (not the verl 0.1 vendored in TinyZero, Logic-RL).
     """
     yield from _emit(ctx, check_memory_pool(_ctx_input(ctx)), "VL607")
 
