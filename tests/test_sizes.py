@@ -129,3 +129,20 @@ def test_vl607_needs_verl_to_start_vllm_with_sleep_mode(findings, trees, tmp_pat
     shutil.copytree(trees[OLD].root / "verl", root / "verl")
     (root / "verl" / "workers" / "rollout" / "vllm_rollout" / "vllm_rollout_spmd.py").unlink()
     assert only(findings(script, tree_at(root, "test")), "VL607") == []
+
+
+def test_vl300_names_the_checks_an_unknown_value_skipped(findings):
+    script = f"python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=$(nproc) {A}.ppo_mini_batch_size=12 data.train_batch_size=96\n"
+    found = findings(script, "0.9.1")
+    assert only(found, "VL304") == []  # the GPU count is not replaced by the default 8
+    (note,) = only(found, "VL300")
+    assert "`trainer.n_gpus_per_node`" in note and "VL304" in note and "VL302" not in note
+    # verl's own mandatory `???` (0.9.1's rollout.name) is the user's to fill in, not "known at run time".
+    assert "rollout.name" not in note
+    assert only(findings(script.replace("$(nproc)", "8"), "0.9.1"), "VL300") == []
+
+
+def test_rule_page_states_the_evidence():
+    proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", "rule", "VL302"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "Runs on a verl tree whose source has: " in proc.stdout
+    assert "verl/workers/config/actor.py" in proc.stdout and "verl/trainer/ppo/ray_trainer.py" in proc.stdout

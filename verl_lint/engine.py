@@ -100,6 +100,12 @@ class Rule:
             return False  # a version-dependent rule never guesses
         return self.verl in REGISTRY.specs_containing(version)
 
+    def runs_on(self, ctx: "Context") -> bool:
+        """The rule has a check and applies to this launch's verl tree and app."""
+        if self.check is None or not self.applies_to(ctx.verl_version) or not self.holds_in(ctx.verl_root):
+            return False
+        return not self.apps or (ctx.app.config_name or "").removesuffix(".yaml") in self.apps
+
     def holds_in(self, root: Path | str | None) -> bool:
         """The verl tree at `root` contains the evidence the rule needs (no tree: it does not apply)."""
         if not self.evidence and not self.unless:
@@ -224,6 +230,7 @@ class Context:
         # live (the Hydra callback): the config and env are the real ones, OmegaConf resolves as at
         # run time. Static: `${oc.env:X}` reads the script's env, and X unset there is unknown.
         self.live = live
+        self.unknown_reads: list[str] | None = None  # when a list: the keys read that the script left to run time
         if not live:
             OmegaConf.register_new_resolver("oc.env", _oc_env, replace=True)  # again per launch: a resolver reset elsewhere undoes it
         self._cache: dict[str, object] = {}
@@ -256,7 +263,14 @@ class Context:
                 if ref is not None:
                     v = Unknown(f"`{key}` reads `{ref}`, which is only known at run time")
             self._cache[key] = v
+        if self.unknown_reads is not None and isinstance(v, Unknown) and self._left_to_run_time(key, v):
+            self.unknown_reads.append(key)
         return default if v is MISSING else v
+
+    def _left_to_run_time(self, key: str, v: Unknown) -> bool:
+        """The unknown value comes from the script (an override, or an env variable it does not
+        set), not from a mandatory `???` that verl's config leaves for the user to fill in."""
+        return self.provenance(key) == "unknown" or v.reason.startswith(f"`{key}` reads ")
 
     def _unknown_reference(self, key: str, _depth: int = 0) -> str | None:
         """A key that the interpolation at `key` reads (directly or further down) and that an
@@ -492,9 +506,6 @@ def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict |
 def run_rules(ctx: Context, rules: Iterable[Rule]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for r in rules:
-        if r.check is None or not r.applies_to(ctx.verl_version) or not r.holds_in(ctx.verl_root):
-            continue
-        if r.apps and (ctx.app.config_name or "").removesuffix(".yaml") not in r.apps:
-            continue
-        out.extend(r.check(ctx))
+        if r.runs_on(ctx):
+            out.extend(r.check(ctx))
     return out

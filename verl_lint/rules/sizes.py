@@ -10,7 +10,7 @@ run as info (`_report`).
 
 from __future__ import annotations
 
-from ..engine import MISSING, Evidence, main_ppo, rule
+from ..engine import MISSING, REGISTRY, Evidence, main_ppo, rule
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
@@ -42,6 +42,50 @@ def _report(ctx, code, message, inputs, key, help):
     if any(ctx.user_set(k) for k in inputs):
         return ctx.diag(code, message, key=key, help=help)
     return ctx.default_problem(code, message, key, help)
+
+
+@rule(
+    "VL300",
+    "size-checks-skipped-for-unknown-values",
+    "info",
+    bad=[f"python3 -m verl.trainer.main_ppo data.train_batch_size=$BSZ {A}.ppo_mini_batch_size=128\n"],
+    good=[main_ppo("data.train_batch_size=256", f"{A}.ppo_mini_batch_size=128")],
+)
+def skipped_for_unknown(ctx):
+    """Size checks that could not run for this launch: a value they need is only known at run time.
+
+    ## What it does
+    Runs the other 3xx checks that apply to this launch and lists those that read a value the
+    script leaves to run time (an unset variable, `$(cmd)`, `${oc.env:X}` with X not set by the
+    script) and so could not decide: one note per launch.
+
+    ## Why is this bad?
+    verl-lint never puts a default in place of such a value, so those checks are silent; this
+    says which ones did not run, so a clean report is not read as "the sizes are fine".
+
+    ## Use instead
+    Nothing is wrong; give the value in the script (or lint the command line as it is run,
+    `verl-lint check -- python3 -m ...`) to have it checked.
+    """
+    missed: dict[str, list[str]] = {}
+    for r in REGISTRY:
+        if not r.code.startswith("VL3") or r.code == "VL300" or not r.runs_on(ctx):
+            continue
+        ctx.unknown_reads = []
+        try:
+            found = list(r.check(ctx))
+        finally:
+            reads, ctx.unknown_reads = ctx.unknown_reads, None
+        if reads and not found:
+            missed[r.code] = reads
+    if missed:
+        keys = list(dict.fromkeys(k for reads in missed.values() for k in reads))
+        yield ctx.diag(
+            "VL300",
+            f"not checked, the values are only known at run time ({', '.join(f'`{k}`' for k in keys)}): {', '.join(missed)}",
+            key=keys[0],
+            help="give these values in the script to have the size checks run",
+        )
 
 
 def _gpus(ctx):
