@@ -1,9 +1,9 @@
 """The rule engine: the registry, the context a rule reads, and running rules.
 
 A rule is a code (`VL` + 3 digits; the hundreds are the family), a kebab-case name,
-a default severity, the verl releases it applies to (a `packaging` specifier checked
-against the composed app's verl version), a docstring that is its documentation, and
-bad/good example scripts that the test suite runs. Rules never see raw Hydra errors:
+a default severity, where it applies (the evidence in verl's source it mirrors, checked in the
+tree being linted; or a `packaging` specifier checked against the app's verl version), a
+docstring that is its documentation, and bad/good example scripts that the test suite runs. Rules never see raw Hydra errors:
 those are diagnostics of the composition step, documented here as rules too.
 """
 
