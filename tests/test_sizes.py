@@ -146,3 +146,16 @@ def test_rule_page_states_the_evidence():
     proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", "rule", "VL302"], capture_output=True, text=True)
     assert proc.returncode == 0 and "Runs on a verl tree whose source has: " in proc.stdout
     assert "verl/workers/config/actor.py" in proc.stdout and "verl/trainer/ppo/ray_trainer.py" in proc.stdout
+
+
+def test_vl304_megatron_dp_counts_tp_pp_cp(findings):
+    def script(head: str, cp: int) -> str:
+        sizes = (f"{A}.megatron.tensor_model_parallel_size=2", f"{A}.megatron.context_parallel_size={cp}")
+        return main_ppo(head, f"{A}.ppo_mini_batch_size=6", "data.train_batch_size=96", *sizes)
+
+    # 0.9.1's engine worker: dp = 8 GPUs / (TP 2 × PP 1 × CP cp); 6 % 4 != 0, 6 % 2 == 0.
+    got = only(findings(script("model_engine=megatron", 1), "0.9.1"), "VL304")
+    assert got and "over 4 data-parallel ranks" in got[0] and "context_parallel_size=1" in got[0]
+    assert only(findings(script("model_engine=megatron", 2), "0.9.1"), "VL304") == []
+    # 0.7.1's default legacy Megatron worker truncates without an assert.
+    assert only(findings(script("--config-name=ppo_megatron_trainer", 1), "0.7.1"), "VL304") == []

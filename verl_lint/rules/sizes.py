@@ -259,21 +259,21 @@ def micro_batch_twice(ctx):
             )
 
 
-# The worker that runs the FSDP actor update, and the check each has on the mini batch.
+# The worker that runs the actor update, and the check each has on the mini batch.
 ENGINE_DP_ASSERT = Evidence(("verl/workers/engine_workers.py",), r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0")
 LEGACY_POSITIVE = Evidence(("verl/workers/fsdp_workers.py",), r"ppo_mini_batch_size > 0")
 LEGACY_CHOICE = Evidence(("verl/trainer/main_ppo.py",), r"use_legacy_worker_impl")
 LEGACY_IMPORT = Evidence(("verl/trainer/main_ppo.py",), r"verl\.workers\.fsdp_workers import")
 
 
-def _fsdp_worker(ctx) -> str | None:
-    """"engine" (verl/workers/engine_workers.py), "legacy" (verl/workers/fsdp_workers.py) or None
-    (unknown), as the tree's main_ppo chooses it."""
+def _actor_worker(ctx) -> str | None:
+    """"engine" (verl/workers/engine_workers.py), "legacy" (verl/workers/{fsdp,megatron}_workers.py)
+    or None (unknown), as the tree's main_ppo chooses it."""
     if ctx.verl_has(LEGACY_CHOICE):
         choice = ctx.get("trainer.use_legacy_worker_impl", "auto")
         return {"auto": "legacy", "enable": "legacy", "disable": "engine"}.get(choice) if isinstance(choice, str) else None
     if ctx.verl_has(LEGACY_IMPORT):
-        return "legacy"  # verl <= 0.5: the FSDP worker is the only one
+        return "legacy"  # verl <= 0.5: the legacy workers are the only ones
     return "engine" if ctx.verl_has(ENGINE_DP_ASSERT) else None
 
 
@@ -295,12 +295,13 @@ def mini_batch_dp(ctx):
     """ppo_mini_batch_size × rollout.n does not split over the actor's data-parallel ranks as verl requires.
 
     ## What it does
-    With `dp = n_gpus / ulysses_sequence_parallel_size` (FSDP), mirrors the check of the worker
-    the tree's `main_ppo` runs (`trainer.use_legacy_worker_impl` where the tree has it): the
-    engine worker needs `ppo_mini_batch_size × rollout.n` to be a multiple of `dp`; the legacy
-    FSDP worker truncates the per-GPU mini batch `ppo_mini_batch_size × rollout.n // dp` and
-    asserts only that it is positive. Both then need the per-GPU mini batch to be a multiple of
-    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off.
+    With the actor's data-parallel size `dp` (`n_gpus / ulysses_sequence_parallel_size` for FSDP,
+    `n_gpus / (TP × PP × CP)` for Megatron), mirrors the check of the worker the tree's `main_ppo`
+    runs (`trainer.use_legacy_worker_impl` where the tree has it): the engine worker needs
+    `ppo_mini_batch_size × rollout.n` to be a multiple of `dp`; the legacy FSDP worker truncates
+    the per-GPU mini batch `ppo_mini_batch_size × rollout.n // dp` and asserts only that it is
+    positive (the legacy Megatron worker checks neither). Then the per-GPU mini batch must be a
+    multiple of `ppo_micro_batch_size_per_gpu` when dynamic batch size is off.
 
     ## Why is this bad?
     verl 0.9 asserts `mini_batch_size % dp == 0` at the first actor update — after a full
@@ -317,25 +318,38 @@ def mini_batch_dp(ctx):
     verl 0.7.1 `verl/workers/fsdp_workers.py:249-268`; verl 0.4.1 `verl/workers/fsdp_workers.py:156-166`.
     verl 0.1-0.3 divides before multiplying by `n` and checks neither: the rule does not apply.
     """
-    if ctx.text(f"{A}.strategy") not in ("fsdp", "fsdp2"):
+    strategy = ctx.text(f"{A}.strategy")
+    if strategy not in ("fsdp", "fsdp2", "megatron"):
         return
-    worker = _fsdp_worker(ctx)
+    worker = _actor_worker(ctx)
     if worker is None or not ctx.verl_has(ENGINE_DP_ASSERT if worker == "engine" else LEGACY_POSITIVE):
         return
+    if strategy == "megatron":
+        if worker != "engine" or ctx.get(f"{A}.megatron.dynamic_context_parallel", False) is not False:
+            return  # the legacy worker only truncates; dynamic CP makes the engine's dp 1
+        shard_keys = [f"{A}.megatron.{k}" for k in MEGATRON_PARALLEL]
+    else:
+        shard_keys = [f"{A}.ulysses_sequence_parallel_size"]
     n_gpus, _ = _gpus(ctx)
     mini, n = ctx.int(f"{A}.ppo_mini_batch_size"), ctx.int(f"{R}.n")
-    sp = _size(ctx, f"{A}.ulysses_sequence_parallel_size")
-    if None in (n_gpus, mini, n, sp) or n_gpus <= 0 or sp <= 0 or n_gpus % sp:
+    shards = [_size(ctx, k) for k in shard_keys]
+    if None in (n_gpus, mini, n, *shards) or n_gpus <= 0 or min(shards) <= 0:
         return
-    dp = n_gpus // sp
+    shard = 1
+    for x in shards:
+        shard *= x
+    if n_gpus % shard:
+        return  # VL309 (Megatron) reports it; FSDP cannot build its device mesh
+    dp = n_gpus // shard
     total = mini * n
-    inputs = [f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS, f"{A}.ulysses_sequence_parallel_size"]
+    inputs = [f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS, *shard_keys]
+    how = " × ".join(f"{k.rsplit('.', 1)[1]}={x}" for k, x in zip(shard_keys, shards))
     if total // dp == 0 or (worker == "engine" and total % dp):
         yield _report(
             ctx,
             "VL304",
             f"ppo_mini_batch_size={mini} × rollout.n={n} = {total} does not split over {dp} data-parallel ranks "
-            f"(n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})",
+            f"(n_gpus={n_gpus} / {how})",
             inputs,
             _anchor(ctx, f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS),
             f"make ppo_mini_batch_size × rollout.n a multiple of {dp}",
