@@ -159,3 +159,25 @@ def test_vl304_megatron_dp_counts_tp_pp_cp(findings):
     assert only(findings(script("model_engine=megatron", 2), "0.9.1"), "VL304") == []
     # 0.7.1's default legacy Megatron worker truncates without an assert.
     assert only(findings(script("--config-name=ppo_megatron_trainer", 1), "0.7.1"), "VL304") == []
+
+
+def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
+    """A release whose shipped actor config has a mini batch above its default train batch (1024):
+    with the script choosing neither, it is verl's problem, reported once per run as info."""
+    root = tmp_path / "verl-defaults"
+    shutil.copytree(trees["0.9.1"].root / "verl", root / "verl")
+    actor = root / "verl" / "trainer" / "config" / "actor" / "actor.yaml"
+    actor.write_text(actor.read_text().replace("ppo_mini_batch_size: 256", "ppo_mini_batch_size: 4096", 1))
+
+    def vl302(text: str) -> list[tuple[str, str]]:
+        script = tmp_path / "run.sh"
+        script.write_text(text)
+        args = [sys.executable, "-m", "verl_lint.cli", "check", str(script), "--verl-root", str(root), "--format", "json", "--fail-on", "never"]
+        proc = subprocess.run(args, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return [(d["severity"], d["message"]) for d in json.loads(proc.stdout) if d["code"] == "VL302"]
+
+    got = vl302(main_ppo(f"{R}.name=vllm") + main_ppo(f"{R}.name=sglang"))  # two launches, one finding
+    assert [sev for sev, _ in got] == ["info"] and "in verl's own default config" in got[0][1]
+    # The script choosing one of the two values makes it the user's error.
+    assert [sev for sev, _ in vl302(main_ppo("data.train_batch_size=2048"))] == ["error"]
