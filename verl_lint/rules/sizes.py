@@ -360,7 +360,7 @@ def mini_batch_dp(ctx):
         yield _report(
             ctx,
             "VL304",
-            f"the per-GPU mini batch {total // dp} (= {total} // {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}",
+            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}",
             [*inputs, f"{A}.ppo_micro_batch_size_per_gpu"],
             _anchor(ctx, f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_mini_batch_size"),
             f"use a ppo_micro_batch_size_per_gpu that divides {total // dp}",
