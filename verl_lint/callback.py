@@ -138,7 +138,7 @@ def lint_config(
 
     versions = {k: parse_version(v) for k, v in installed_versions().items()}
     versions["verl"] = parse_version(tree.version if tree else None)
-    ctx = Context(launch, comp, versions, env_vars)
+    ctx = Context(launch, comp, versions, env_vars, live=True)
     rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore) and (r.code not in OPT_IN or select)]
     if on_error is None:
         diags = run_rules(ctx, rules)
