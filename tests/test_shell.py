@@ -208,3 +208,15 @@ def test_a_command_whose_words_expand_to_nothing():
     """Found by bench/fuzz.py (seed 0, case 6825): an empty array as the whole command."""
     result = evaluate("/tmp/x.sh", 'A=()\n"${A[@]}"\n"${A[@]}" "${A[@]}" > log\n')
     assert result.diagnostics == []
+
+
+def test_a_declared_variable_is_not_used_before_assignment(tmp_path):
+    """`declare -A CACHE` declares the array: an element read in a function that fills the
+    cache later is not a use before assignment; a plain use before any assignment still is."""
+    text = (
+        "declare -A CACHE\nlabel() {\n  if [ -n \"${CACHE[$1]+x}\" ]; then echo \"${CACHE[$1]}\"; return; fi\n"
+        "  CACHE[$1]=\"gpu$1\"\n}\nlabel 0\nlocal_only() { local V; echo \"$V\"; V=1; }\nlocal_only\n"
+        "echo \"$LATE\"\nLATE=1\n"
+    )
+    found = [(d.code, d.span.line) for d in evaluate(str(tmp_path / "s.sh"), text).diagnostics]
+    assert found == [("VL002", 9)]

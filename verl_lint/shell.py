@@ -242,6 +242,10 @@ class Evaluator:
                 v = n.child_by_field_name("variable")
                 if v is not None:
                     self._first_assignment(self.src.node_text(v), n.start_byte)
+            elif n.type == "declaration_command":  # `declare -A X`, `local X`: declared here, on purpose
+                for c in n.named_children:
+                    if c.type == "variable_name":
+                        self._first_assignment(self.src.node_text(c), n.start_byte)
             stack.extend(n.children)
 
     def _first_assignment(self, name: str, byte: int) -> None:
@@ -518,9 +522,13 @@ class Evaluator:
         exported = kind == "export" or any(
             c.type == "word" and self.src.node_text(c).startswith("-") and "x" in self.src.node_text(c) for c in n.children
         )
+        array = any(c.type == "word" and re.fullmatch(r"-[a-zA-Z]*[aA][a-zA-Z]*", self.src.node_text(c)) for c in n.children)
         for c in n.named_children:
             if c.type == "variable_assignment":
                 self._assign(c, state, exported=exported)
+            elif c.type == "variable_name" and array and self.src.node_text(c) not in state.vars:
+                span = self.src.node_span(c)  # `declare -A X`: an empty array
+                state.vars[self.src.node_text(c)] = Var([], True, exported, span)
             elif c.type == "variable_name" and exported:
                 name = self.src.node_text(c)
                 span = self.src.node_span(c)
