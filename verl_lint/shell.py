@@ -666,8 +666,8 @@ class Evaluator:
                 state.cwd = str(Path(state.cwd) / "<unknown>")
                 state.pwd = None
             else:
-                state.cwd = os.path.normpath(os.path.join(state.cwd, os.path.expanduser(target)))
-                state.pwd = state.pwd and os.path.normpath(os.path.join(state.pwd, os.path.expanduser(target)))
+                state.cwd = os.path.normpath(os.path.join(state.cwd, target))
+                state.pwd = state.pwd and os.path.normpath(os.path.join(state.pwd, target))
         elif name == "read":
             for a in args:
                 if a.text and not a.text.startswith("-"):
@@ -739,7 +739,11 @@ class Evaluator:
         span = self.src.node_span(node)
         if t in ("word", "number", "extglob_pattern", "regex"):
             text = self.src.node_text(node)
-            return [[Seg(_unescape_unquoted(text) if not quoted else text, span)]]
+            if "~" in text and t == "word":
+                tilde = self._tilde(node, text, span)
+                if tilde is not None:
+                    return [tilde]
+            return [[Seg(self._unescape(node, text, quoted), span)]]
         if t == "raw_string":
             return [[Seg(self.src.node_text(node)[1:-1], span)]]
         if t == "ansi_c_string":
@@ -773,6 +777,70 @@ class Evaluator:
                 return [[Seg(known, span)]]
             return [[Seg(None, span, Unknown(f"the output of `{_short(what)}` is only known at run time"))]]
         return [[Seg(self.src.node_text(node), span)]]
+
+    def _tilde(self, node: ts.Node, text: str, span: Span) -> list[Seg] | None:
+        """Tilde expansion of an unquoted word part, as bash does it: `~` at the start of a word,
+        of an assignment's value (also after each `:` there: `P=a:~/b`), of a `${V:-~/x}`
+        default, and of the value of an argument shaped like an assignment (`env A=~/x`; not
+        `data.path=~/x`, whose `data.path` is no name). The home directory is not known
+        statically (the linter's own HOME is not the user's): the result is unknown."""
+        context = self._tilde_context(node)
+        if context is None:
+            return None
+        at_start, after_colon, start = context
+        places = [start] if at_start else []
+        if after_colon:
+            places += [m.end() for m in re.finditer(":", text) if m.end() > start]
+        for i in places:
+            if not text.startswith("~", i):
+                continue
+            stop = re.compile("[/:]" if after_colon else "/").search(text, i)
+            end = stop.start() if stop else len(text)
+            if stop is None and node.next_sibling is not None and node.parent is not None and node.parent.type == "concatenation":
+                continue  # `~"/x"`, `~$V`: the tilde-prefix runs into a quoted or expanded part
+            user = text[i + 1 : end]
+            if user and not re.fullmatch(r"[A-Za-z0-9_.+-][A-Za-z0-9_.-]*", user):
+                continue
+            what = "the home directory of the user who runs the script ($HOME)" if not user else (
+                "$PWD" if user == "+" else "$OLDPWD" if user == "-" else f"the home directory of user {user}"
+            )
+            return [
+                Seg(_unescape_unquoted(text[:i]), span),
+                Seg(None, span, Unknown(f"`{text[i:end]}` expands to {what}, which is only known at run time")),
+                Seg(_unescape_unquoted(text[end:]), span),
+            ]
+        return None
+
+    def _unescape(self, node: ts.Node, text: str, quoted: bool) -> str:
+        """A word part's text without bash's backslash quoting; `quoted` (no field splitting,
+        e.g. an assignment's value) keeps the backslashes only inside double quotes."""
+        if "\\" not in text or not quoted:
+            return _unescape_unquoted(text)
+        p = node.parent
+        while p is not None and p.type not in ("string", "program"):
+            p = p.parent
+        return text if p is not None and p.type == "string" else _unescape_unquoted(text)
+
+    def _tilde_context(self, node: ts.Node) -> tuple[bool, bool, int] | None:
+        """(expanded at its start, expanded after `:`, where its value starts) for an unquoted
+        word part, or None inside double quotes."""
+        first = True
+        n, p = node, node.parent
+        while p is not None and p.type == "concatenation":
+            first = first and p.children[0] == n
+            n, p = p, p.parent
+        if p is None or p.type == "string":
+            return None
+        if p.type == "variable_assignment":
+            return first, True, 0
+        if p.type == "expansion":  # `${V:-~/x}`: the default's own start; `:` only in an assignment
+            outer = self._tilde_context(p)
+            return None if outer is None else (first, outer[1], 0)
+        if p.type == "command" and first:
+            m = re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", self.src.node_text(node))
+            if m:
+                return True, True, m.end()
+        return first, False, 0
 
     def _expand_string(self, node: ts.Node, state: State) -> list[list[Seg]]:
         fields: list[list[Seg]] = [[]]
