@@ -241,7 +241,7 @@ Q=x:"~"/q
 R=~"/r"
 S=~/"s"
 """.splitlines()
-TILDE_ARGS = r'data.path=~/x ~/x --opt=~/y a:~/z a=~/x b=x:~/y 1a=~/z a.b=~/v a+=~/u ${U:-a:~/t} ${U:-~/t} x${U:-~/t} "~/x" ~"/x" ~/"x" a=${U:-x:~/t} \~/x x~/y'
+TILDE_ARGS = r'data.path=~/x ~/x --opt=~/y a:~/z a=~/x b=x:~/y 1a=~/z a.b=~/v a+=~/u ${U:-a:~/t} ${U:-~/t} x${U:-~/t} "~/x" ~"/x" ~/"x" a=${U:-x:~/t} \~/x x~/y ~trainer.val_before_train ~a.b:~/c'
 
 
 def test_tilde_expansion_matches_bash():

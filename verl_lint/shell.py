@@ -801,10 +801,10 @@ class Evaluator:
         if context is None:
             return None
         at_start, after_colon, start = context
-        places = [start] if at_start else []
+        starts = [start] if at_start else []
         if after_colon:
-            places += [m.end() for m in re.finditer(":", text) if m.end() > start]
-        for i in places:
+            starts += [m.end() for m in re.finditer(":", text) if m.end() > start]
+        for i in starts:
             if not text.startswith("~", i):
                 continue
             stop = re.compile("[/:]" if after_colon else "/").search(text, i)
@@ -812,7 +812,11 @@ class Evaluator:
             if stop is None and node.next_sibling is not None and node.parent is not None and node.parent.type == "concatenation":
                 continue  # `~"/x"`, `~$V`: the tilde-prefix runs into a quoted or expanded part
             user = text[i + 1 : end]
-            if user and not re.fullmatch(r"[A-Za-z0-9_.+-][A-Za-z0-9_.-]*", user):
+            if user not in ("", "+", "-") and (
+                stop is None or stop.group() != "/" or not re.fullmatch(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*", user)
+            ):
+                # Bash keeps `~name` when no user `name` exists: a `~name` not followed by a path
+                # is a Hydra delete (`~trainer.val_before_train`), not a login name.
                 continue
             what = "the home directory of the user who runs the script ($HOME)" if not user else (
                 "$PWD" if user == "+" else "$OLDPWD" if user == "-" else f"the home directory of user {user}"
