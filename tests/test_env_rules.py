@@ -219,3 +219,37 @@ def test_ray_init_address_override(lint):
     s = script("export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("trainer.nnodes=1", "+ray_kwargs.ray_init.address=auto"))
     [d] = [d for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"]
     assert d.key == "NCCL_IB_HCA" and d.span.line == 2
+
+
+@pytest.mark.parametrize(
+    "lines,extra",
+    [
+        (["export RAY_ADDRESS=local"], ""),
+        (["export RAY_ADDRESS=${RAY_ADDRESS:-local}"], ""),  # the script's own value when the caller sets none
+        (["ray start --head", "export RAY_ADDRESS=local"], ""),  # a new cluster, not the one started above
+        (["export RAY_ADDRESS=local"], " +ray_kwargs.ray_init.address=auto"),  # "auto": RAY_ADDRESS decides
+        (["export RAY_ADDRESS=10.0.0.1:6379"], " +ray_kwargs.ray_init.address=local"),  # an explicit address wins
+    ],
+)
+def test_a_new_local_cluster_inherits_the_driver_env(lint, lines, extra):
+    """ray.init starts a local cluster (its workers inherit the driver's environment) for the
+    address "local"; RAY_ADDRESS counts only when ray_init.address is unset or "auto"."""
+    s = script(*lines, "export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("\n", extra + "\n"))
+    assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == []
+
+
+def test_ray_address_from_the_environment_still_attaches(lint):
+    s = script("export RAY_ADDRESS=local", "export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("\n", " +ray_kwargs.ray_init.address=10.0.0.1:6379\n"))
+    assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == ["NCCL_IB_HCA"]
+
+
+def test_runtime_env_set_in_the_config_yaml_reaches_the_workers(lint, tmp_path):
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "my.yaml").write_text(
+        "defaults:\n  - ppo_trainer\n  - _self_\nhydra:\n  searchpath:\n    - pkg://verl.trainer.config\n"
+        "ray_kwargs:\n  ray_init:\n    runtime_env:\n      env_vars:\n        NCCL_IB_HCA: mlx5\n"
+    )
+    launch = f"python3 -m verl.trainer.main_ppo --config-path={conf} --config-name=my trainer.nnodes=1\n"
+    s = script("ray start --head", "export NCCL_IB_HCA=mlx5", "export NCCL_SOCKET_IFNAME=eth0", launch=launch)
+    assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == ["NCCL_SOCKET_IFNAME"]

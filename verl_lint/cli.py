@@ -88,6 +88,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vllm-ascend-version", help="the vllm-ascend version to check env vars against (default: installed)")
     p.add_argument("--config", help="settings file (default: [tool.verl-lint] in the nearest pyproject.toml)")
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    p.add_argument(
+        "--cwd", metavar="DIR",
+        help="the directory the scripts are run from (default: assumed, and said in the findings: the repository root, ...)",
+    )
 
 
 def _split(values) -> tuple[str, ...]:
@@ -165,6 +169,9 @@ def _options(args, settings, tree):
     scanned = [Path(os.path.realpath(p)) for p in getattr(args, "paths", None) or ()]  # never raises, even on a loop
     roots = tuple(dict.fromkeys(p if os.path.isdir(p) else p.parent for p in scanned))
     given = {"vllm": args.vllm_version, "sglang": args.sglang_version, "vllm_ascend": args.vllm_ascend_version}
+    cwd = getattr(args, "cwd", None) or settings.cwd
+    if cwd is not None and not os.path.isdir(cwd):
+        raise UsageError(f"{'--cwd' if getattr(args, 'cwd', None) else 'cwd setting'} {cwd}: not a directory")
     versions = {k: v for k, v in given.items() if v}
     return Options(
         verl_tree=tree,
@@ -176,6 +183,7 @@ def _options(args, settings, tree):
         debug=args.debug,
         max_bytes=int((args.max_file_size or settings.max_file_size) * 2**20),
         timeout=args.timeout if args.timeout is not None else settings.timeout,
+        cwd=os.path.abspath(cwd) if cwd else None,
     )
 
 

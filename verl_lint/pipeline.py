@@ -37,6 +37,7 @@ class Options:
     debug: bool = False
     max_bytes: int = 4 * 2**20  # larger files get a VL004 finding instead of an analysis
     timeout: float = 20.0  # seconds per file before a VL005 finding (0: no limit)
+    cwd: str | None = None  # where the scripts are run from (--cwd); None: assumed per script
 
     def active_rules(self) -> list[Rule]:
         return [r for r in REGISTRY if selected(r.code, r.name, self.select, self.ignore)]
@@ -70,6 +71,7 @@ def lint_text(
 ) -> FileReport:
     """Lint one script's text. `positional`: its arguments ("$@", unknown when None); `cwd`: where it runs."""
     report = FileReport(path, text=text)
+    cwd = cwd or options.cwd
     script_dir = Path(path).resolve().parent if not path.startswith("<") else Path(cwd or Path.cwd())
     roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
     result = shell.evaluate(path, text, roots, positional, cwd)
@@ -92,7 +94,7 @@ def lint_text(
         except ConfigNotFound as ex:
             r = REGISTRY.get("VL106")
             report.diagnostics.append(
-                Diagnostic(r.code, r.name, r.severity, f"Hydra cannot compose the config: {ex}", ex.word.span, ex.help, ex.flag)
+                Diagnostic(r.code, r.name, r.severity, f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else ""), ex.word.span, ex.help, ex.flag)
             )
             continue
         except NotAnalysable as ex:

@@ -33,6 +33,7 @@ class Settings:
     fail_on: str = "error"
     verl_root: str | None = None
     verl_version: str | None = None
+    cwd: str | None = None  # where the scripts are run from
     severity: dict[str, Severity] = field(default_factory=dict)
     max_file_size: float = 4.0  # MiB
     timeout: float = 20.0  # seconds per file
@@ -162,6 +163,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "fail-on": ("fail_on", _fail_on),
     "verl-root": ("verl_root", _text),  # a path relative to the settings file
     "verl-version": ("verl_version", _text),
+    "cwd": ("cwd", _text),  # a path relative to the settings file
     "severity": ("severity", _severity),
     "max-file-size": ("max_file_size", _number(0, above=True, what="MiB")),
     "timeout": ("timeout", _number(0, above=False, what="seconds per file; 0: no limit")),
@@ -217,6 +219,7 @@ def load_settings(config: str | None, start: Path) -> Settings:
             values[attr] = check(value)
         except _Bad as ex:
             raise ValueError(f"{where}: [tool.verl-lint] {name} = {show(value)}: {ex}") from None
-    if "verl_root" in values:
-        values["verl_root"] = str(path.parent / values["verl_root"])
+    for attr in ("verl_root", "cwd"):
+        if attr in values:
+            values[attr] = str(path.parent / values[attr])
     return Settings(**values, root=path.parent)

@@ -382,18 +382,43 @@ def unknown_vllm_env(ctx: Context):
 
 # ------------------------------------------------- env not reaching Ray ----
 
+RUNTIME_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
+
 
 def attach_mode(ctx: Context) -> RayAttach | None:
-    """How this launch reaches Ray, when that means the script's exports may not reach the workers."""
+    """How this launch reaches Ray, when that means the script's exports may not reach the workers.
+
+    As `ray.init(address=...)` resolves it (Ray `python/ray/_private/worker.py` `init`,
+    `python/ray/_private/services.py` `canonicalize_bootstrap_address`): an `address` other than
+    None/"auto" wins; else a non-empty `RAY_ADDRESS` does; "local", or no address and no cluster
+    to find, starts a new local cluster whose workers inherit the driver's environment."""
     la = ctx.launch
-    if la.ray is not None:
+    if la.ray is not None and la.ray.kind == "job-submit":
+        return la.ray  # the job runs on the cluster: neither address applies to this shell
+    given = ctx.get("ray_kwargs.ray_init.address", None)
+    if given is not None and not isinstance(given, str):
+        return None  # only known at run time
+    line = ctx.span("ray_kwargs.ray_init.address").line if given else 0
+    env = la.env.get("RAY_ADDRESS")
+    address: str | None = given or None
+    if address in (None, "auto") and env is not None and env.value != "":
+        address, line = env.value, env.span.line  # None: set, to a value only known at run time
+        if address is None:
+            return la.ray or RayAttach("address", line)
+    if address == "local":
+        return None
+    if la.ray is not None:  # the cluster `ray start` started here (found, or named by its address)
         return la.ray
-    if "RAY_ADDRESS" in la.env:
-        return RayAttach("address", la.env["RAY_ADDRESS"].span.line)
-    addr = ctx.get("ray_kwargs.ray_init.address", None)
-    if isinstance(addr, str) and addr and addr != "local":
-        return RayAttach("address", ctx.span("ray_kwargs.ray_init.address").line)
-    return None
+    return RayAttach("address", line) if address is not None else None
+
+
+def runtime_env_names(ctx: Context) -> frozenset[str] | None:
+    """The names `ray_kwargs.ray_init.runtime_env.env_vars` passes to every worker (from the
+    script's overrides or the config's YAML); None when that is only known at run time."""
+    value = ctx.get(RUNTIME_ENV_VARS, None)
+    if value is None:
+        return frozenset()
+    return frozenset(str(k) for k in value) if isinstance(value, dict) else None
 
 
 @lru_cache(maxsize=16)
@@ -436,6 +461,7 @@ def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
         "#!/bin/bash\nray start --head --num-gpus 8\n"
         + main_ppo("trainer.nnodes=1", "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_IB_DISABLE=1").split("\n", 1)[1],
         main_ppo("trainer.nnodes=1", env={"NCCL_IB_DISABLE": "1"}),
+        main_ppo("trainer.nnodes=1", env={"RAY_ADDRESS": "local", "NCCL_IB_DISABLE": "1"}),
     ],
 )
 def env_not_propagated(ctx: Context):
@@ -447,9 +473,11 @@ def env_not_propagated(ctx: Context):
     `ray_kwargs.ray_init.address` — and reports the variables exported for the launch that
     the cluster did not have when it started (exported after `ray start`, or exported at
     all for a submitted job or a remote address). Variables passed through
-    `+ray_kwargs.ray_init.runtime_env.env_vars.*` and the ones verl forwards from the driver
-    itself (read from `verl/trainer/constants_ppo.py`) are fine. When `ray.init()` starts
-    its own local cluster the driver's environment is inherited and nothing is reported.
+    `ray_kwargs.ray_init.runtime_env.env_vars` (an override or the config's YAML), through
+    `ray job submit --runtime-env-json`, and the ones verl forwards from the driver itself
+    (read from `verl/trainer/constants_ppo.py`) are fine. When `ray.init()` starts its own
+    local cluster (`RAY_ADDRESS=local`, `ray_init.address=local`, or no address and no
+    `ray start`) the driver's environment is inherited and nothing is reported.
 
     ## Why is this bad?
     Ray workers inherit the environment of the raylet, not of the driver shell: verl's
@@ -470,7 +498,10 @@ def env_not_propagated(ctx: Context):
     0.9.1 `verl/trainer/constants_ppo.py:105-154` (`get_ppo_ray_runtime_env`: defaults dropped
     when set in the driver env; a few determinism variables forwarded); 0.7.1 same file
     `:38-54`. verl 0.4.0 `docs/faq/faq.rst:104`: "The env var must be set before the
-    `ray start` command if any".
+    `ray start` command if any". Ray: `python/ray/_private/worker.py` `init` (`RAY_ADDRESS` is
+    used only when `address` is None or "auto"), `python/ray/_private/services.py`
+    `canonicalize_bootstrap_address` (None or "local": "the caller should start a local Ray
+    instance"); docs.ray.io `ray-core/starting-ray`.
     """
     mode = attach_mode(ctx)
     if mode is None:
@@ -478,15 +509,13 @@ def env_not_propagated(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     forwarded, defaults = verl_runtime_env(root) if root else (frozenset(), frozenset())
     skip_names, skip_prefixes = _skip_table()
-    if mode.kind == "job-submit" and mode.passed_unknown:
+    passed = runtime_env_names(ctx)
+    if passed is None or (mode.kind == "job-submit" and mode.passed_unknown):
         return
     for name in sorted(ctx.launch.env):
         var = ctx.launch.env[name]
-        if name in skip_names or name.startswith(skip_prefixes) or name in forwarded:
+        if name in skip_names or name.startswith(skip_prefixes) or name in forwarded or name in passed:
             continue
-        eff = ctx.env.get(name)
-        if eff is not None and eff.span != var.span:
-            continue  # also passed through ray_kwargs.ray_init.runtime_env.env_vars
         if mode.kind == "ray-start":
             before = mode.env_at_start or {}
             if name in before and before[name] == var.value:
