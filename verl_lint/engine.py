@@ -119,12 +119,12 @@ class Registry:
 REGISTRY = Registry()
 
 
-def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), apps=()):
+def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), apps=(), bad_options=None):
     """Decorator: register a Python check; its docstring is the rule's documentation."""
 
     def deco(fn):
         REGISTRY.register(
-            Rule(code, name, Severity.parse(severity), fn.__doc__ or "", fn, verl, list(bad), list(good), tuple(apps))
+            Rule(code, name, Severity.parse(severity), fn.__doc__ or "", fn, verl, list(bad), list(good), tuple(apps), dict(bad_options or {}))
         )
         return fn
 
@@ -162,13 +162,17 @@ MISSING = Unknown("the key is not in the config")
 class Context:
     """What a rule reads: the composed config (resolved per key), provenance, env, versions."""
 
-    def __init__(self, launch: Launch, comp: Composition, versions: dict[str, Version | None], env: dict[str, EnvVar]):
+    def __init__(
+        self, launch: Launch, comp: Composition, versions: dict[str, Version | None], env: dict[str, EnvVar], engines: dict | None = None
+    ):
         self.launch = launch
         self.comp = comp
         self.app: HydraApp = comp.app
         self.cfg: DictConfig = comp.config
-        self.versions = versions
+        self.versions = versions  # exact versions only (verl, torch, and engines known exactly)
         self.env = env
+        self.engines = engines or {}  # engine -> versions.Evidence (exact, declared range, or none)
+        self.skipped_engines: set[str] = set()  # engines whose unknown release silenced a rule (VL010)
         self._cache: dict[str, object] = {}
 
     @property
