@@ -20,7 +20,7 @@ from .locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysab
 from .rules.tables import removed_module_diag
 from .suppress import apply_suppressions
 from .terminal import safe
-from .versions import ENGINES, context_versions, project_root, resolve
+from .versions import context_versions, project_root, resolve
 from .versions import notes as version_notes
 from .model import Diagnostic, EnvVar, Launch, Severity, Word
 
@@ -135,7 +135,7 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
         return diags
     given = {k: (v, options.version_origin.get(k, "given")) for k, v in options.versions.items()}
     verl_root = app.verl.root if app.verl else None
-    engines = {e: resolve(e, given, verl_root, project_root(script_dir)) for e in ENGINES}
+    engines = resolve(given, verl_root, project_root(script_dir))
     versions = {k: parse_version(v) for k, v in {**installed_versions(), **options.versions}.items()}
     versions.update(context_versions(engines))
     versions["verl"] = parse_version(app.verl_version)

@@ -126,25 +126,32 @@ def version_problem(text: object) -> str | None:
     return None
 
 
-def resolve(engine: str, given: dict[str, tuple[str, str]], verl_root: Path | None, project_root: Path | None) -> Evidence:
-    """The evidence for `engine`. `given`: {key: (version text, where: "--vllm" / "[tool.verl-lint] vllm")}."""
-    if engine in given:
-        text, where = given[engine]
-        v = _version(text)
-        if v is not None:
-            return Evidence(engine, v, source=where)
+def resolve(given: dict[str, tuple[str, str]], verl_root: Path | None, project_root: Path | None) -> dict[str, Evidence]:
+    """The evidence for every engine. `given`: {key: (version text, where: "--vllm" / "[tool.verl-lint] vllm")}."""
     from .environment import installed_version
 
-    inst = installed_version(ENGINES[engine][0])
-    if inst is not None and (v := _version(inst)) is not None:
-        return Evidence(engine, v, source="installed")
     roots = tuple(dict.fromkeys(str(r) for r in (project_root, verl_root) if r is not None))
-    return declared_evidence(engine, roots)
+    stamps: tuple | None = None
+    out = {}
+    for engine, (dist, _, _) in ENGINES.items():
+        text, where = given.get(engine, (None, ""))
+        if text is None or _version(text) is None:
+            text, where = installed_version(dist), "installed"
+        if text is not None and (v := _version(text)) is not None:
+            out[engine] = Evidence(engine, v, source=where)
+            continue
+        stamps = stamps if stamps is not None else tuple(_stamp(r) for r in roots)
+        out[engine] = _declared_evidence(engine, roots, stamps)
+    return out
+
+
+def declared_evidence(engine: str, roots: tuple[str, ...]) -> Evidence:
+    """The range the trees at `roots` declare (the project's own files first), intersected."""
+    return _declared_evidence(engine, roots, tuple(_stamp(r) for r in roots))
 
 
 @lru_cache(maxsize=64)
-def declared_evidence(engine: str, roots: tuple[str, ...]) -> Evidence:
-    """The range the trees at `roots` declare (the project's own files first), intersected."""
+def _declared_evidence(engine: str, roots: tuple[str, ...], stamps: tuple) -> Evidence:
     dist = ENGINES[engine][0]
     base = Path(roots[0]) if roots else None
     # per root (the project's own files before a vendored verl's): package metadata, then each
@@ -221,9 +228,36 @@ def _kind(path: str) -> str:
 # ------------------------------------------------------------ reading files ----
 
 
-@lru_cache(maxsize=32)
+def _requirement_files(base: Path) -> list[Path]:
+    return [
+        *sorted(base.glob("*.dist-info/METADATA")),
+        base / "setup.py",
+        base / "pyproject.toml",
+        *sorted(base.glob("requirements*.txt")),
+        *_docker_files(base),
+    ]
+
+
+def _stamp(root: str) -> tuple:
+    """What the declarations of `root` depend on: its requirement files' sizes and times (a
+    long-lived process, such as a test session, sees an edited file)."""
+    out = []
+    for p in _requirement_files(Path(root)):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        out.append((str(p), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
 def declarations(root: str) -> dict[str, tuple[Declared, ...]]:
     """{engine: requirements on it} declared by the files at the top of `root` (never imported or run)."""
+    return _declarations(root, _stamp(root))
+
+
+@lru_cache(maxsize=32)
+def _declarations(root: str, stamp: tuple) -> dict[str, tuple[Declared, ...]]:
     base = Path(root)
     out: dict[str, list[Declared]] = {}
 
