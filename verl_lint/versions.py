@@ -66,7 +66,6 @@ class Declared(NamedTuple):
     path: str  # as shown in messages (relative to the tree or project root)
 
 
-
 class Evidence(NamedTuple):
     """What is known about one engine's release: an exact version, a declared range, or nothing."""
 
@@ -172,13 +171,17 @@ def _declared_evidence(engine: str, roots: tuple[str, ...], stamps: tuple) -> Ev
     if not kept:
         return Evidence(engine)
     ev = Evidence(engine, groups=tuple(s for s, _ in kept))
-    # say which file each admitted requirement came from: `vllm<=0.6.3 (pyproject.toml, requirements.txt)`
-    by_spec: dict[str, list[str]] = {}
-    for _, found in kept:
-        for d in found:
-            if len(found) == 1 or _nonempty(Evidence(engine, groups=ev.groups + ((d.spec,),))):
-                by_spec.setdefault(str(d.spec), []).append(d.path)
-    parts = [f"{dist}{spec} in {paths[0]}{f' (and {len(paths) - 1} more)' if len(paths) > 1 else ''}" for spec, paths in by_spec.items()]
+    # say which file each admitted requirement came from: `vllm<=0.6.3 in requirements.txt`,
+    # `vllm 0.8.2 / 0.8.3 pinned in docker/Dockerfile.ngc.vllm0.8 (and 1 more)`
+    parts = []
+    for specs, found in kept:
+        if len(specs) == 1 and len(found) == 1:
+            parts.append(f"{dist}{found[0].spec} in {found[0].path}")
+            continue
+        used = [d for d in found if _nonempty(Evidence(engine, groups=ev.groups + ((d.spec,),)))] or found
+        pins = sorted({str(d.spec).lstrip("=") for d in used}, key=_sort_key)
+        more = f" (and {len(used) - 1} more)" if len(used) > 1 else ""
+        parts.append(f"{dist} {' / '.join(pins)} pinned in {used[0].path}{more}")
     return Evidence(engine, groups=ev.groups, source=", ".join(parts))
 
 

@@ -1,6 +1,8 @@
 """7xx: `engine_kwargs.vllm.*` / `engine_kwargs.sglang.*` against the engine and against verl.
 
-Every key under `<rollout>.engine_kwargs.<engine>` is checked twice:
+Every key under `<rollout>.engine_kwargs.<engine>` is checked twice (only keys the user set, in
+the script or their own config files, are findings on the script: a problem in verl's shipped
+defaults is one info per run):
 
 - against the engine release (`verl_lint.engine_args.schema_for`): `vllm serve` rejects an
   unknown option, SGLang's `ServerArgs(**args)` an unknown keyword (VL701);
@@ -459,9 +461,13 @@ def unknown_engine_kwarg(ctx: Context):
     list of the engine release: the fields of vLLM's `EngineArgs`/`AsyncEngineArgs`, its
     front-end `*Args` classes and the `--options` of the `vllm serve` parser, or SGLang's
     `ServerArgs` fields — read with `ast` from the installed engine, else from the bundled
-    snapshot of `--vllm-version` (or the newest snapshot, and the message says so). Says
-    "removed in vLLM X" or "only exists from" when another release has the key, and
-    suggests the closest real argument.
+    snapshots. The releases come from evidence: `--vllm` / `--sglang` (or the
+    `[tool.verl-lint]` setting), the installed engine, else the range the verl tree and the
+    project declare — an error where every release in it rejects the key, a warning naming
+    the releases where only some do; with no evidence only a key no release has is reported
+    (VL010 says what stayed silent). Says "removed in vLLM X" or "only exists from" when
+    another release has the key, and suggests the closest real argument. A key set by verl's
+    own shipped config, not by you, is reported once per run as info.
 
     ## Why is this bad?
     verl hands the keys to `vllm serve` as `--key value` (argparse: `unrecognized
