@@ -482,3 +482,12 @@ def test_make_engine_schemas_script(wheel, tmp_path):
     assert made.versions == ("0.9.1",)
     assert made.names_at("0.9.1") == snapshot("vllm_ascend").names_at("0.9.1")
     assert fetch_wheel("vllm-ascend", "0.9.1").is_file()  # a wheel that was already cached is kept
+
+
+def test_a_dict_kwarg_set_field_by_field_is_the_users(lint):
+    """`+...engine_kwargs.vllm.X.y=1` sets X's fields, not X: still the user's choice (not verl's
+    default), reported on the script at the override that set it."""
+    script = "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n  +actor_rollout_ref.rollout.engine_kwargs.vllm.bogus_config.mode=1\n"
+    [d] = _only(lint(script, "0.9.1"))
+    assert (d.code, str(d.severity), d.span.line, d.span.col) == ("VL701", "error", 3, 3)
+    assert not d.message.startswith("in verl's own default config")

@@ -418,17 +418,27 @@ def _use_knobs(ctx: Context, kw: Kwarg, ev: Evaluator, e: ArgSet) -> str:
     return "remove the engine kwarg and set " + " / ".join(hints) + " instead"
 
 
+def _verl_default(ctx: Context, path: str) -> bool:
+    """verl's shipped config chose the value: neither it nor a key under it (a dict such as
+    `compilation_config`, filled in field by field) is set by the user."""
+    if ctx.provenance(path) != "verl-default":
+        return False
+    return not any(o.ok and (o.key or "").startswith(path + ".") for o in ctx.comp.overrides)
+
+
 def _emit(ctx: Context, code: str):
     for f in analyse(ctx):
         if f.code != code:
             continue
-        if ctx.provenance(f.kwarg.path) == "verl-default":
+        if _verl_default(ctx, f.kwarg.path):
             # verl's own shipped config set it, not the user: once per run as info. An argument
             # for the engine the rollout does not run is inert there, and verl ships both.
             if code != "VL705":
                 yield ctx.default_problem(code, f.message, f.kwarg.path, f.help)
             continue
-        yield ctx.diag(code, f.message, key=f.kwarg.path, help=f.help, severity=Severity.parse(f.severity) if f.severity else None)
+        under = [o for o in ctx.comp.overrides if o.ok and (o.key or "").startswith(f.kwarg.path + ".")]
+        span = under[0].word.span if under and not ctx.set_by_override(f.kwarg.path) else None
+        yield ctx.diag(code, f.message, key=f.kwarg.path, help=f.help, span=span, severity=Severity.parse(f.severity) if f.severity else None)
 
 
 # ------------------------------------------------------------------ rules ----
