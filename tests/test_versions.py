@@ -55,10 +55,13 @@ def test_requirements_are_read_from_every_kind_of_file(tmp_path):
         ("==0.10.0", "docker/Dockerfile.vllm"),
     ]
     assert [str(d.spec) for d in found["sglang"]] == ["==0.5.6"] and [str(d.spec) for d in found["torch_npu"]] == ["==2.7.1"]
-    # intersected, package metadata first: requirements.txt's 0.8.4 contradicts setup.py and is left out
+    # intersected, package metadata first: requirements.txt's 0.8.4 contradicts setup.py and is left
+    # out; the docker pins count only where nothing else is declared (torch-npu here)
     ev = V.declared_evidence("vllm", (str(tmp_path),))
-    assert [v for v in ("0.8.4", "0.9.2", "0.10.0", "0.11.0") if ev.admits(V.Version(v))] == ["0.10.0"]
-    assert ev.source == "vllm<=0.12.0,>=0.8.5 in setup.py, vllm<=0.11.0 in pyproject.toml, vllm==0.10.0 in docker/Dockerfile.vllm"
+    assert [v for v in ("0.8.4", "0.8.5", "0.10.0", "0.11.0", "0.11.1") if ev.admits(V.Version(v))] == ["0.8.5", "0.10.0", "0.11.0"]
+    assert ev.source == "vllm<=0.12.0,>=0.8.5 in setup.py, vllm<=0.11.0 in pyproject.toml"
+    npu = V.declared_evidence("torch_npu", (str(tmp_path),))
+    assert npu.pinned == V.Version("2.7.1") and npu.source == "torch-npu==2.7.1 in docker/Dockerfile.vllm"
 
 
 def test_a_verl_wheel_declares_its_engines_in_metadata(verl_trees):

@@ -5,8 +5,9 @@ For vLLM, SGLang, vllm-ascend and torch-npu the evidence is, first match:
 1. the flag (`--vllm 0.8.5`, ...) or the `[tool.verl-lint]` setting (`vllm = "0.8.5"`);
 2. the installed distribution (the linter's environment is where the user runs it);
 3. the requirement ranges declared by the verl tree being linted — its wheel METADATA
-   (`Requires-Dist`), setup.py, pyproject.toml, requirements*.txt and docker files — and by
-   the project around the script (a vendored verl: the repository root that contains it).
+   (`Requires-Dist`), setup.py, pyproject.toml, requirements*.txt, and the `pip install X==v`
+   pins of its docker files where it declares nothing else — and by the project around the
+   script (a vendored verl: the repository root that contains it).
 
 Declared ranges are intersected, package metadata first; a source that contradicts what is
 already kept (verl's requirements.txt pinning `vllm==0.8.4` next to setup.py's
@@ -154,16 +155,17 @@ def _declared_evidence(engine: str, roots: tuple[str, ...], stamps: tuple) -> Ev
     dist = ENGINES[engine][0]
     base = Path(roots[0]) if roots else None
     # per root (the project's own files before a vendored verl's): package metadata, then each
-    # requirements file, then the docker files together (their pins are alternatives)
+    # requirements file; the docker files (together: their pins are alternatives) only where the
+    # root declares nothing else. verl's main branch still ships images of verl 0.4/0.5 pinning
+    # vLLM 0.8.5/0.10.0 next to setup.py's <=0.12.0: intersected, they would drop the releases
+    # verl installs today and turn "some releases" into "every release".
     sources: list[tuple[tuple[Spec, ...], list[Declared]]] = []
     for root in roots:
         shown = _shown_root(Path(root), base)
         found = [Declared(d.spec, f"{shown}{d.path}") for d in declarations(root).get(engine, ())]
-        for kind in ("metadata", "requirements"):
-            sources += [((d.spec,), [d]) for d in found if _kind(d.path) == kind]
+        declared = [((d.spec,), [d]) for kind in ("metadata", "requirements") for d in found if _kind(d.path) == kind]
         docker = [d for d in found if _kind(d.path) == "docker"]
-        if docker:
-            sources.append((tuple(dict.fromkeys(d.spec for d in docker)), docker))
+        sources += declared or ([(tuple(dict.fromkeys(d.spec for d in docker)), docker)] if docker else [])
     kept: list[tuple[tuple[Spec, ...], list[Declared]]] = []
     for specs, found in sources:
         if _nonempty(Evidence(engine, groups=tuple(s for s, _ in kept) + (specs,))):
