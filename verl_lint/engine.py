@@ -171,13 +171,14 @@ class Registry:
 REGISTRY = Registry()
 
 
-def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), apps=(), evidence=(), unless=()):
+def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), apps=(), bad_options=None, evidence=(), unless=()):
     """Decorator: register a Python check; its docstring is the rule's documentation."""
 
     def deco(fn):
         REGISTRY.register(
             Rule(
                 code, name, Severity.parse(severity), fn.__doc__ or "", fn, verl, list(bad), list(good), tuple(apps),
+                dict(bad_options or {}),
                 evidence=tuple(evidence),
                 unless=tuple(unless),
             )
@@ -219,14 +220,22 @@ class Context:
     """What a rule reads: the composed config (resolved per key), provenance, env, versions."""
 
     def __init__(
-        self, launch: Launch, comp: Composition, versions: dict[str, Version | None], env: dict[str, EnvVar], live: bool = False
+        self,
+        launch: Launch,
+        comp: Composition,
+        versions: dict[str, Version | None],
+        env: dict[str, EnvVar],
+        engines: dict | None = None,
+        live: bool = False,
     ):
         self.launch = launch
         self.comp = comp
         self.app: HydraApp = comp.app
         self.cfg: DictConfig = comp.config
-        self.versions = versions
+        self.versions = versions  # exact versions only (verl, torch, and engines known exactly)
         self.env = env
+        self.engines = engines or {}  # engine -> versions.Evidence (exact, declared range, or none)
+        self.skipped_engines: set[str] = set()  # engines whose unknown release silenced a rule (VL010)
         # live (the Hydra callback): the config and env are the real ones, OmegaConf resolves as at
         # run time. Static: `${oc.env:X}` reads the script's env, and X unset there is unknown.
         self.live = live

@@ -20,6 +20,8 @@ from .locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysab
 from .rules.tables import removed_module_diag
 from .suppress import apply_suppressions
 from .terminal import safe
+from .versions import context_versions, project_root, resolve
+from .versions import notes as version_notes
 from .model import Diagnostic, EnvVar, Launch, Severity, Word
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -31,8 +33,9 @@ class Options:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)  # per-rule overrides
-    # Versions that win over the installed ones (--vllm-version ...): key as in environment.TRACKED.
+    # Versions that win over the installed ones (--vllm ...): key as in environment.TRACKED.
     versions: dict[str, str] = field(default_factory=dict)
+    version_origin: dict[str, str] = field(default_factory=dict)  # key -> "--vllm" / "[tool.verl-lint] vllm"
     allowed_roots: tuple[Path, ...] = ()  # `source` may read files under these
     debug: bool = False
     max_bytes: int = 4 * 2**20  # larger files get a VL004 finding instead of an analysis
@@ -132,10 +135,15 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
     diags = list(comp.diagnostics)
     if comp.config is None:
         return diags
+    given = {k: (v, options.version_origin.get(k, "given")) for k, v in options.versions.items()}
+    verl_root = app.verl.root if app.verl else None
+    engines = resolve(given, verl_root, project_root(script_dir))
     versions = {k: parse_version(v) for k, v in {**installed_versions(), **options.versions}.items()}
+    versions.update(context_versions(engines))
     versions["verl"] = parse_version(app.verl_version)
-    ctx = Context(la, comp, versions, launch_env(la, comp))
+    ctx = Context(la, comp, versions, launch_env(la, comp), engines)
     found = run_rules(ctx, options.active_rules())
+    found += version_notes(ctx)
     # A removed/renamed-key finding explains Hydra's bare "Could not override" at the same token.
     explained = {d.span for d in found if d.code.startswith("VL4")}
     return [d for d in diags if not (d.code in ("VL101", "VL105") and d.span in explained)] + found
