@@ -305,16 +305,19 @@ def test_lint_config_locates_overrides_on_the_command_line(composed):
         assert cfg._get_node(k)._get_parent() is cfg
 
 
-def test_lint_config_clean_and_without_hydra_node(composed):
+def test_lint_config_clean_and_without_hydra_node(composed, verl_trees):
     assert [d.code for d in lint_config(composed(*GOOD), env={})] == []
     job = composed(*BAD)
     from omegaconf import open_dict
 
     with open_dict(job):
         del job["hydra"]
-    # Without the hydra node: overrides and config name passed explicitly.
-    assert "VL301" in [d.code for d in lint_config(job, BAD, {}, config_name="ppo_trainer")]
-    assert "VL301" not in [d.code for d in lint_config(job, BAD, {})], "app-specific rules need the config name"
+    # Without the hydra node: overrides, config name and the app's file (its verl tree) passed explicitly.
+    main = str(verl_trees[NEWEST].root / "verl" / "trainer" / "main_ppo.py")
+    assert "VL301" in [d.code for d in lint_config(job, BAD, {}, config_name="ppo_trainer", task_file=main)]
+    assert "VL301" not in [d.code for d in lint_config(job, BAD, {}, task_file=main)], "app-specific rules need the config name"
+    # No verl tree known (no file, no config dir, none installed): rules that mirror verl's source do not apply.
+    assert "VL301" not in [d.code for d in lint_config(job, BAD, {}, config_name="ppo_trainer")]
 
 
 def test_lint_config_env_and_provenance(composed):

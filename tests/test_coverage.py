@@ -3,6 +3,7 @@ independently of the linter's own recognition."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -86,27 +87,87 @@ python3 -m verl.trainer.main_ppo --config-path="$(cd "$(dirname "$0")" && pwd)/c
 python3 -m verl.trainer.main_ppo --config-path="$(dirname "${BASH_SOURCE[0]}")/config" --config-name=my trainer.nnodez=1
 python3 -m verl.trainer.main_ppo --config-path="$(pwd)/config" --config-name=my trainer.nnodez=1
 """
+ROOT_NOTE = "(assuming the script runs from the repository root, where examples/a/config is; pass --cwd to say)"
+OWN_NOTE = "(assuming the script runs from its own directory, where config is; pass --cwd to say)"
+
+
+def _project(tmp_path, script_text: str, where: str = "examples/a"):
+    """A git repository with a config `my` in `where`/config and the script `where`/run.sh."""
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    conf = tmp_path / where / "config"
+    conf.mkdir(parents=True)
+    (conf / "my.yaml").write_text("defaults:\n  - ppo_trainer\n  - _self_\nhydra:\n  searchpath:\n    - pkg://verl.trainer.config\n")
+    script = tmp_path / where / "run.sh"
+    script.write_text(script_text)
+    return script
 
 
 def test_config_paths_from_the_working_directory(tmp_path, verl_trees, composer):
-    """`$(pwd)` / `$PWD` are the repository root (where scripts are run from); the script's own
-    directory comes from `$(dirname "$0")` forms; a `$(pwd)` path that only exists beside the
-    script is taken from there, and the finding says so."""
+    """`$(pwd)` / `$PWD` rest on where the script is run from: the repository root first, the
+    script's own directory last; the findings say which was assumed. `$(dirname "$0")` forms
+    name the script's directory whatever the working directory: no assumption to state."""
     from verl_lint.pipeline import Options
     from verl_lint.runner import lint_file
 
-    (tmp_path / ".git").mkdir()
-    conf = tmp_path / "examples" / "a" / "config"
-    conf.mkdir(parents=True)
-    (conf / "my.yaml").write_text("defaults:\n  - ppo_trainer\n  - _self_\nhydra:\n  searchpath:\n    - pkg://verl.trainer.config\n")
-    script = tmp_path / "examples" / "a" / "run.sh"
-    script.write_text(CWD_FORMS)
+    script = _project(tmp_path, CWD_FORMS)
     report = lint_file(script, Options(verl_tree=verl_trees["0.9.1"]), composer)
     assert not report.errors, report.errors
     found = [(d.code, d.span.line) for d in report.diagnostics]
     assert found == [("VL101", n) for n in range(2, 7)], report.diagnostics
-    notes = [d.message.endswith("(assuming the script runs from its own directory, where config is)") for d in report.diagnostics]
-    assert notes == [False, False, False, False, True]
+    notes = [d.message[d.message.rfind(" (assuming") + 1 :] if "(assuming" in d.message else None for d in report.diagnostics]
+    assert notes == [ROOT_NOTE, ROOT_NOTE, None, None, OWN_NOTE]
+
+
+VENDORED = """#!/bin/bash
+# run from the root of the project
+PROJECT_DIR="$(pwd)"
+CONFIG_PATH="$PROJECT_DIR/examples/a/config"
+python3 -m verl.trainer.main_ppo --config-path="$CONFIG_PATH" --config-name=my trainer.nnodez=1
+cd "$(dirname "$0")"
+python3 -m verl.trainer.main_ppo --config-path="$(pwd)/config" --config-name=my trainer.nnodez=1
+"""
+
+
+def test_a_vendored_repository_is_run_from_its_own_root(tmp_path, verl_trees, composer):
+    """A project with verl inside it (`project/verl/examples/a/run.sh`, config under
+    `project/verl/examples/a/config`): `$(pwd)` is `project/verl`, the first directory from the
+    repository root down where the config exists. After `cd "$(dirname "$0")"` nothing is assumed."""
+    from verl_lint.pipeline import Options
+    from verl_lint.runner import lint_file
+
+    script = _project(tmp_path, VENDORED, "verl/examples/a")
+    report = lint_file(script, Options(verl_tree=verl_trees["0.9.1"]), composer)
+    assert [(d.code, d.span.line) for d in report.diagnostics] == [("VL101", 5), ("VL101", 7)], report.diagnostics
+    assert report.diagnostics[0].message.endswith(
+        "(assuming the script runs from verl/ in the repository, where examples/a/config is; pass --cwd to say)"
+    )
+    assert "assuming" not in report.diagnostics[1].message
+
+
+def test_a_config_dir_found_nowhere_is_not_an_error_that_rests_on_a_guess(tmp_path, verl_trees):
+    """No directory the script may run from has the config: VL007 naming them, not VL106. With
+    --cwd (or the `cwd` setting, relative to the settings file) the same launch is a real VL106."""
+    from test_cli import cli
+
+    script = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/nowhere/config --config-name=my\n")
+    root = str(verl_trees["0.9.1"].root)
+    r = cli("check", "--verl-root", root, "--format", "json", str(script))
+    [d] = json.loads(r.stdout)
+    assert d["code"] == "VL007" and (d["line"], d["column"]) == (2, 34), d
+    tried = f"{tmp_path}, {tmp_path / 'examples'}, {tmp_path / 'examples' / 'a'}"
+    assert d["message"] == (
+        "this launch was not checked: config directory nowhere/config not found relative to any assumed working "
+        f"directory (tried {tried}); pass --cwd"
+    )
+    r = cli("check", "--verl-root", root, "--format", "json", "--cwd", str(tmp_path / "examples"), str(script))
+    [d] = json.loads(r.stdout)
+    assert d["code"] == "VL106" and f"{tmp_path}/examples/nowhere/config not found" in d["message"], d
+    (tmp_path / "pyproject.toml").write_text('[tool.verl-lint]\ncwd = "examples/a"\n')
+    r = cli("check", "--verl-root", root, "--format", "json", str(script))
+    [d] = json.loads(r.stdout)
+    assert d["code"] == "VL106" and f"{tmp_path}/examples/a/nowhere/config not found" in d["message"], d
+    r = cli("check", "--verl-root", root, "--cwd", str(tmp_path / "missing"), str(script))
+    assert r.returncode == 2 and r.stderr == f"verl-lint: error: --cwd {tmp_path / 'missing'}: not a directory\n"
 
 
 NESTED = """#!/bin/bash

@@ -107,7 +107,7 @@ def test_installed_engine_is_read_from_its_source(wheel, tmp_path, monkeypatch):
         zf.extractall(tmp_path, [n for n in zf.namelist() if n.endswith(".py")])
     monkeypatch.setattr(ea.environment, "installed_version", lambda dist: "0.5.2" if dist == "sglang" else None)
     monkeypatch.setattr(ea.environment, "package_dir", lambda top: tmp_path / "sglang" if top == "sglang" else None)
-    s = schema_for("sglang", None)
+    s = schema_for("sglang", Version("0.5.2"))
     assert s.origin == "installed" and s.version == "0.5.2" and not s.note
     assert s.names.args == snapshot("sglang").names_at("0.5.2").args
     # --sglang-version of another release: the snapshot answers
@@ -120,8 +120,6 @@ def test_installed_engine_is_read_from_its_source(wheel, tmp_path, monkeypatch):
 def test_schema_resolution_by_version():
     snap = snapshot("vllm")
     newest = snap.versions[-1]
-    s = schema_for("vllm", None)
-    assert s.version == newest and "newest bundled snapshot" in s.note and not s.confident
     s = schema_for("vllm", Version("0.12.0"))
     assert s.version == "0.12.0" and s.note == "" and s.confident
     assert "cuda_graph_sizes" in s.names.args
@@ -369,9 +367,12 @@ def test_unknown_kwarg_by_vllm_version(lint):
     [d] = _only(lint(script, "0.9.1", versions={"vllm": "0.13.0"}))
     assert d.code == "VL701" and str(d.severity) == "error"
     assert "removed in vLLM 0.13.0" in d.message and "cudagraph_capture_sizes" in d.help
-    [d] = _only(lint(script, "0.9.1"))  # no vLLM known: the vLLM verl 0.9.1 declares, said so, and only a warning
-    assert d.code == "VL701" and str(d.severity) == "warning" and "this verl declares (vllm==0.24.0)" in d.message
-    assert _only(lint(script, "0.7.1")) == []  # verl 0.7.1 declares vllm<=0.12.0, where the argument exists
+    # no flag: verl 0.9.1's wheel pins vllm==0.24.0, where the argument is gone: an error, saying why
+    [d] = _only(lint(script, "0.9.1"))
+    assert d.code == "VL701" and str(d.severity) == "error" and "vllm==0.24.0 in verl-0.9.1.dist-info/METADATA" in d.message
+    # verl 0.7.1 declares vllm>=0.8.5,<=0.12.0: the argument exists from 0.9.2, so only 0.8.5 rejects it
+    [d] = _only(lint(script, "0.7.1"))
+    assert str(d.severity) == "warning" and "on vLLM 0.8.5.post1, of the releases allowed by vllm<=0.12.0,>=0.8.5" in d.message
 
 
 def test_unknown_kwarg_typo_is_an_error_whatever_the_version(lint):
@@ -481,3 +482,12 @@ def test_make_engine_schemas_script(wheel, tmp_path):
     assert made.versions == ("0.9.1",)
     assert made.names_at("0.9.1") == snapshot("vllm_ascend").names_at("0.9.1")
     assert fetch_wheel("vllm-ascend", "0.9.1").is_file()  # a wheel that was already cached is kept
+
+
+def test_a_dict_kwarg_set_field_by_field_is_the_users(lint):
+    """`+...engine_kwargs.vllm.X.y=1` sets X's fields, not X: still the user's choice (not verl's
+    default), reported on the script at the override that set it."""
+    script = "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n  +actor_rollout_ref.rollout.engine_kwargs.vllm.bogus_config.mode=1\n"
+    [d] = _only(lint(script, "0.9.1"))
+    assert (d.code, str(d.severity), d.span.line, d.span.col) == ("VL701", "error", 3, 3)
+    assert not d.message.startswith("in verl's own default config")

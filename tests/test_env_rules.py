@@ -74,7 +74,7 @@ def test_env_facts_agree_with_the_envs_snapshots():
         ("0.11.0", "VL501", "error"),
         ("0.11.1", "VL502", "warning"),
         ("0.34.0", "VL502", "warning"),
-        (None, "VL501", "error"),
+        (None, "VL502", "warning"),  # verl 0.9.1 pins vllm==0.24.0
     ],
 )
 def test_vllm_use_v1_zero_by_release(lint, vllm, code, severity):
@@ -91,7 +91,7 @@ def test_vllm_use_v1_one_is_only_redundant(lint):
 
 @pytest.mark.parametrize(
     "vllm,code",
-    [("0.11.0", "VL502"), ("0.12.0", "VL501"), ("0.14.1", "VL501"), ("0.15.1", "VL502"), ("0.34.0", "VL502"), (None, "VL501")],
+    [("0.11.0", "VL502"), ("0.12.0", "VL501"), ("0.14.1", "VL501"), ("0.15.1", "VL502"), ("0.34.0", "VL502"), (None, "VL502")],
 )
 def test_xformers_by_release(lint, vllm, code):
     rep = lint(script("export VLLM_ATTENTION_BACKEND=XFORMERS"), "0.9.1", versions={"vllm": vllm} if vllm else {})
@@ -115,12 +115,15 @@ def test_gspo_npu_script_is_flagged_at_the_export_with_the_replacement(lint):
             trainer.device=npu
         """
     )
-    rep = lint(gspo, "0.9.1")
-    xf = [d for d in env_diags(rep) if d.key == "VLLM_ATTENTION_BACKEND"]
-    [d] = xf
-    assert d.code == "VL501" and (d.span.line, d.span.col) == (5, 8)
+    rep = lint(gspo, "0.9.1", versions={"vllm": "0.13.0"})
+    [d] = [d for d in env_diags(rep) if d.key == "VLLM_ATTENTION_BACKEND"]
+    assert d.code == "VL501" and str(d.severity) == "error" and (d.span.line, d.span.col) == (5, 8)
     assert "attention_backend=FLASH_ATTN" in d.help and "delete the export" in d.help
-    assert "pass --vllm-version" in d.message
+    assert "vLLM 0.13.0 (given)" in d.message
+    # verl 0.7.1 declares vllm>=0.8.5,<=0.12.0: it crashes only on 0.12.0 of those, a warning that says so
+    [d] = [d for d in env_diags(lint(gspo, "0.7.1")) if d.key == "VLLM_ATTENTION_BACKEND"]
+    assert d.code == "VL501" and str(d.severity) == "warning"
+    assert "on vLLM 0.12.0, of the releases allowed by vllm<=0.12.0,>=0.8.5 in verl-0.7.1.dist-info/METADATA" in d.message
 
 
 def test_deprecated_attention_backend_names_the_engine_kwarg(lint):
@@ -139,8 +142,13 @@ def test_flashcomm_renamed_by_ascend_release(lint):
 
 
 def test_removed_name_without_a_record_uses_the_snapshot(lint):
-    [d] = env_diags(lint(script("export VLLM_ASCEND_ENABLE_TOPK_OPTIMIZE=1"), "0.9.1"))
+    s = script("export VLLM_ASCEND_ENABLE_TOPK_OPTIMIZE=1")
+    [d] = env_diags(lint(s, "0.9.1", versions={"vllm_ascend": "0.11.0"}))
     assert d.code == "VL503" and "removed in vllm-ascend 0.10.2rc1" in d.message
+    # no vllm-ascend evidence (not installed, no flag, no verl release declares it): silent, and one VL010
+    rep = lint(s, "0.9.1")
+    assert env_diags(rep) == [] and [d.code for d in rep.diagnostics] == ["VL010"]
+    assert "--vllm-ascend" in rep.diagnostics[0].help
 
 
 def test_unknown_name_did_you_mean(lint):
@@ -219,3 +227,37 @@ def test_ray_init_address_override(lint):
     s = script("export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("trainer.nnodes=1", "+ray_kwargs.ray_init.address=auto"))
     [d] = [d for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"]
     assert d.key == "NCCL_IB_HCA" and d.span.line == 2
+
+
+@pytest.mark.parametrize(
+    "lines,extra",
+    [
+        (["export RAY_ADDRESS=local"], ""),
+        (["export RAY_ADDRESS=${RAY_ADDRESS:-local}"], ""),  # the script's own value when the caller sets none
+        (["ray start --head", "export RAY_ADDRESS=local"], ""),  # a new cluster, not the one started above
+        (["export RAY_ADDRESS=local"], " +ray_kwargs.ray_init.address=auto"),  # "auto": RAY_ADDRESS decides
+        (["export RAY_ADDRESS=10.0.0.1:6379"], " +ray_kwargs.ray_init.address=local"),  # an explicit address wins
+    ],
+)
+def test_a_new_local_cluster_inherits_the_driver_env(lint, lines, extra):
+    """ray.init starts a local cluster (its workers inherit the driver's environment) for the
+    address "local"; RAY_ADDRESS counts only when ray_init.address is unset or "auto"."""
+    s = script(*lines, "export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("\n", extra + "\n"))
+    assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == []
+
+
+def test_ray_address_from_the_environment_still_attaches(lint):
+    s = script("export RAY_ADDRESS=local", "export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("\n", " +ray_kwargs.ray_init.address=10.0.0.1:6379\n"))
+    assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == ["NCCL_IB_HCA"]
+
+
+def test_runtime_env_set_in_the_config_yaml_reaches_the_workers(lint, tmp_path):
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "my.yaml").write_text(
+        "defaults:\n  - ppo_trainer\n  - _self_\nhydra:\n  searchpath:\n    - pkg://verl.trainer.config\n"
+        "ray_kwargs:\n  ray_init:\n    runtime_env:\n      env_vars:\n        NCCL_IB_HCA: mlx5\n"
+    )
+    launch = f"python3 -m verl.trainer.main_ppo --config-path={conf} --config-name=my trainer.nnodes=1\n"
+    s = script("ray start --head", "export NCCL_IB_HCA=mlx5", "export NCCL_SOCKET_IFNAME=eth0", launch=launch)
+    assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == ["NCCL_SOCKET_IFNAME"]

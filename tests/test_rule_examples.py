@@ -1,6 +1,7 @@
 """Every rule's bad examples produce exactly that rule; its good examples produce nothing.
 
-Run against every real release the rule applies to.
+Run against every real release the rule applies to (its version range, and the evidence it
+needs in that release's source).
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ import pytest
 from conftest import RELEASES, codes
 from verl_lint.engine import REGISTRY
 from verl_lint.engine import parse_version
+from verl_lint.locate import release_tree
 
 CASES = []
 for r in REGISTRY:
     for v in RELEASES:
-        if not r.applies_to(parse_version(v)):
+        if not r.applies_to(parse_version(v)) or not r.holds_in(release_tree(v).root):
             continue
         for kind in ("bad", "good"):
             n = len(r.examples(kind, parse_version(v)))

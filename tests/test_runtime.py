@@ -266,7 +266,7 @@ def test_nothing_heavy_is_imported(tmp_path, verl_trees):
         from verl_lint.runtime import check_allocator
         from verl_lint import doctor
         tree = tree_at(Path({str(verl_trees['0.9.1'].root)!r}), 'test')
-        rep = lint_file(Path({str(script)!r}), Options(verl_tree=tree), Composer(cache=False))
+        rep = lint_file(Path({str(script)!r}), Options(verl_tree=tree, versions={{'vllm': '0.12.0'}}), Composer(cache=False))
         assert [d.code for d in rep.diagnostics] == ['VL607'], rep
         check_allocator({{'name': 'vllm'}}, verl_tree=tree)
         doctor.build(type('A', (), {{'verl_root': {str(verl_trees['0.9.1'].root)!r}, 'verl': None, 'accelerator': None, 'rollout': 'vllm'}})())

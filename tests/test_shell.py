@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,62 @@ def test_a_command_whose_words_expand_to_nothing():
     """Found by bench/fuzz.py (seed 0, case 6825): an empty array as the whole command."""
     result = evaluate("/tmp/x.sh", 'A=()\n"${A[@]}"\n"${A[@]}" "${A[@]}" > log\n')
     assert result.diagnostics == []
+
+
+def test_a_declared_variable_is_not_used_before_assignment(tmp_path):
+    """`declare -A CACHE` declares the array: an element read in a function that fills the
+    cache later is not a use before assignment; a plain use before any assignment still is."""
+    text = (
+        "declare -A CACHE\nlabel() {\n  if [ -n \"${CACHE[$1]+x}\" ]; then echo \"${CACHE[$1]}\"; return; fi\n"
+        "  CACHE[$1]=\"gpu$1\"\n}\nlabel 0\nlocal_only() { local V; echo \"$V\"; V=1; }\nlocal_only\n"
+        "echo \"$LATE\"\nLATE=1\n"
+    )
+    found = [(d.code, d.span.line) for d in evaluate(str(tmp_path / "s.sh"), text).diagnostics]
+    assert found == [("VL002", 9)]
+
+
+TILDE_ASSIGNMENTS = r"""A=~/a
+B=x:~/b
+C=~
+D=${U:-~/d}
+E="${U:-~/e}"
+F="~/f"
+G=a=~/g
+H=~/h:~/i
+I=pre~/h
+export L=~/l
+T=${U:-a:~/t}
+W=\~/w
+V=/v
+Z=~$V
+Q=x:"~"/q
+R=~"/r"
+S=~/"s"
+""".splitlines()
+TILDE_ARGS = r'data.path=~/x ~/x --opt=~/y a:~/z a=~/x b=x:~/y 1a=~/z a.b=~/v a+=~/u ${U:-a:~/t} ${U:-~/t} x${U:-~/t} "~/x" ~"/x" ~/"x" a=${U:-x:~/t} \~/x x~/y ~trainer.val_before_train ~a.b:~/c'
+
+
+def test_tilde_expansion_matches_bash():
+    """Where bash expands `~` (the start of a word or of an assignment's value, after `:` in an
+    assignment, in an unquoted `${V:-~/x}`, in arguments shaped like assignments) the value is
+    unknown: the home directory is the user's, never the linter's. Everywhere else the text stays."""
+    home = "/nonexistent/home-of-the-user"
+    names = [line.split("=")[0].split()[-1] for line in TILDE_ASSIGNMENTS]
+    text = "\n".join(TILDE_ASSIGNMENTS) + "\n" + "".join(f'printf "%s\\n" "${n}"\n' for n in names) + f'printf "%s\\n" {TILDE_ARGS}\n'
+    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={"HOME": home}, capture_output=True, text=True, check=True)
+    expected = real.stdout.splitlines()
+    result = evaluate("/tmp/tilde.sh", text)
+    got = [w for c in result.commands if c.words and c.words[0].text == "printf" for w in c.words[2:]]
+    assert len(got) == len(expected) == len(names) + len(TILDE_ARGS.split())
+    for want, w in zip(expected, got):
+        if home in want:
+            assert w.text is None and "home directory" in w.unknown.reason, (want, w)
+        else:
+            assert w.text == want, (want, w)
+
+
+def test_tilde_in_an_assignment_is_not_a_hydra_parse_error(lint):
+    """`FILES=~/data/x` reaches Hydra as `/home/<user>/data/x`; `data.path=~/x` as an argument
+    reaches it with the `~` (data.path is no shell name), which Hydra cannot parse."""
+    report = lint("TRAIN=~/data/train.parquet\npython3 -m verl.trainer.main_ppo data.train_files=$TRAIN data.val_files=~/data/val.parquet\n")
+    assert [(d.code, d.span.col) for d in report.diagnostics] == [("VL102", 58)]

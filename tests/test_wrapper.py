@@ -245,7 +245,7 @@ def test_analysis_over_the_time_limit_runs_the_command_unless_strict(tmp_path):
     assert proc.stderr == "verl-lint: the analysis took longer than 1e-06 s (--timeout); not running the command (--strict)\n"
     # Within the limit the launch is analysed, and the clean script runs.
     proc = bounded_wrap(tmp_path, "--verl", NEWEST, "--", "bash", "train.sh")
-    assert proc.returncode == 0 and proc.stdout == "ran\n" and "1 launches" in proc.stderr, proc.stderr
+    assert proc.returncode == 0 and proc.stdout == "ran\n" and "1 launch" in proc.stderr, proc.stderr
 
 
 def test_linter_failure_on_a_real_script_runs_the_command_unless_strict(tmp_path):

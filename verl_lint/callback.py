@@ -110,6 +110,8 @@ def lint_config(
     from .engine import REGISTRY, Context, finalize, parse_version, run_rules, selected
     from .environment import installed_versions
     from .model import EnvVar, Launch, Span
+    from .versions import ENGINES, Evidence
+    from .versions import notes as version_notes
 
     hydra_node = _hydra_node(cfg)
     if overrides is None:
@@ -138,7 +140,9 @@ def lint_config(
 
     versions = {k: parse_version(v) for k, v in installed_versions().items()}
     versions["verl"] = parse_version(tree.version if tree else None)
-    ctx = Context(launch, comp, versions, env_vars)
+    # In the live process the installed engines are the evidence (verl_lint.versions)
+    engines = {k: Evidence(k, v, source="installed") for k, v in versions.items() if k in ENGINES and v is not None}
+    ctx = Context(launch, comp, versions, env_vars, engines, live=True)
     rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore) and (r.code not in OPT_IN or select)]
     if on_error is None:
         diags = run_rules(ctx, rules)
@@ -149,6 +153,7 @@ def lint_config(
                 diags.extend(run_rules(ctx, [r]))
             except Exception as ex:  # noqa: BLE001 - reported through on_error; the other rules still run
                 on_error(r, ex)
+    diags += version_notes(ctx)
     for d in diags:
         _add_provenance(d, comp, env_vars, choices, config_name)
     return finalize(diags, select, ignore)

@@ -36,8 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--from-root", metavar="DIR", help="the current verl checkout")
     for flag in ("--select", "--ignore"):
         u.add_argument(flag, action="append", default=None)
-    for flag in ("--vllm-version", "--sglang-version", "--vllm-ascend-version"):
-        u.add_argument(flag)
+    _engine_flags(u)
     u.add_argument("--config")
     u.add_argument("--debug", action="store_true")
     _output_flags(u)
@@ -83,11 +82,28 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--verl", metavar="VERSION", help="lint against this verl release (downloaded once, no dependencies)")
     p.add_argument("--select", action="append", default=None, help="only these codes/prefixes/names (comma-separated)")
     p.add_argument("--ignore", action="append", default=None, help="skip these codes/prefixes/names")
-    p.add_argument("--vllm-version", help="the vLLM version to check engine args and env vars against (default: installed)")
-    p.add_argument("--sglang-version", help="the SGLang version to check engine args against (default: installed)")
-    p.add_argument("--vllm-ascend-version", help="the vllm-ascend version to check env vars against (default: installed)")
+    _engine_flags(p)
     p.add_argument("--config", help="settings file (default: [tool.verl-lint] in the nearest pyproject.toml)")
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    p.add_argument(
+        "--cwd", metavar="DIR",
+        help="the directory the scripts are run from (default: assumed, and said in the findings: the repository root, ...)",
+    )
+
+
+# flag (and its older alias) -> engine key; the version wins over the installed one and over the
+# ranges the verl tree declares (see verl_lint/versions.py)
+ENGINE_FLAGS = {
+    "--vllm": ("--vllm-version", "vllm"),
+    "--sglang": ("--sglang-version", "sglang"),
+    "--vllm-ascend": ("--vllm-ascend-version", "vllm_ascend"),
+    "--torch-npu": ("--torch-npu-version", "torch_npu"),
+}
+
+
+def _engine_flags(p: argparse.ArgumentParser) -> None:
+    for flag, (alias, key) in ENGINE_FLAGS.items():
+        p.add_argument(flag, alias, dest=key, metavar="VERSION", help=f"the {flag[2:]} release to check against (default: installed, else the range the verl tree declares)")
 
 
 def _split(values) -> tuple[str, ...]:
@@ -164,18 +180,33 @@ def _options(args, settings, tree):
     # `source` may follow files inside the scanned tree (a directory given, or a file's directory).
     scanned = [Path(os.path.realpath(p)) for p in getattr(args, "paths", None) or ()]  # never raises, even on a loop
     roots = tuple(dict.fromkeys(p if os.path.isdir(p) else p.parent for p in scanned))
-    given = {"vllm": args.vllm_version, "sglang": args.sglang_version, "vllm_ascend": args.vllm_ascend_version}
-    versions = {k: v for k, v in given.items() if v}
+    cwd = getattr(args, "cwd", None) or settings.cwd
+    if cwd is not None and not os.path.isdir(cwd):
+        raise UsageError(f"{'--cwd' if getattr(args, 'cwd', None) else 'cwd setting'} {cwd}: not a directory")
+    from .versions import version_problem
+
+    versions, origin = {}, {}
+    for key, text in settings.engines.items():
+        versions[key], origin[key] = text, f"[tool.verl-lint] {key.replace('_', '-')}"
+    for flag, (_, key) in ENGINE_FLAGS.items():
+        text = getattr(args, key, None)
+        if text is not None:
+            problem = version_problem(text)
+            if problem:
+                raise UsageError(f"{flag}: {problem}")
+            versions[key], origin[key] = text, flag
     return Options(
         verl_tree=tree,
         select=select,
         ignore=ignore,
         severity=settings.severity,
         versions=versions,
+        version_origin=origin,
         allowed_roots=roots,
         debug=args.debug,
         max_bytes=int((args.max_file_size or settings.max_file_size) * 2**20),
         timeout=args.timeout if args.timeout is not None else settings.timeout,
+        cwd=os.path.abspath(cwd) if cwd else None,
     )
 
 
@@ -396,6 +427,9 @@ def _rule(args) -> int:
     if r is None:
         return _error(f"no rule {args.code!r} (see `verl-lint rules`)")
     print(f"{r.code} {r.name} [{r.severity}]  verl {str(r.verl) or '*'}\n")
+    for label, evs in (("Runs on a verl tree whose source has", r.evidence), ("Not where it has", r.unless)):
+        if evs:
+            print(f"{label}: " + " or ".join(f"/{ev.pattern}/ in {', '.join(ev.files)}" for ev in evs) + "\n")
     print(textwrap.dedent("\n".join(r.doc.splitlines()[1:])).strip() if "\n" in r.doc else r.doc.strip())
     for title, examples in (("Bad", r.bad), ("Good", r.good)):
         for ex in examples:

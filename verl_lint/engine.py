@@ -1,9 +1,9 @@
 """The rule engine: the registry, the context a rule reads, and running rules.
 
 A rule is a code (`VL` + 3 digits; the hundreds are the family), a kebab-case name,
-a default severity, the verl releases it applies to (a `packaging` specifier checked
-against the composed app's verl version), a docstring that is its documentation, and
-bad/good example scripts that the test suite runs. Rules never see raw Hydra errors:
+a default severity, where it applies (the evidence in verl's source it mirrors, checked in the
+tree being linted; or a `packaging` specifier checked against the app's verl version), a
+docstring that is its documentation, and bad/good example scripts that the test suite runs. Rules never see raw Hydra errors:
 those are diagnostics of the composition step, documented here as rules too.
 """
 
@@ -14,7 +14,11 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -24,6 +28,34 @@ from packaging.version import InvalidVersion, Version
 from .compose import Composition
 from .locate import HydraApp
 from .model import Diagnostic, EnvVar, Launch, Severity, Span, Unknown
+
+
+class Evidence(NamedTuple):
+    """A piece of verl's source a rule mirrors: the regex `pattern` found in one of `files`
+    (paths or globs relative to the tree root, the directory holding `verl/`)."""
+
+    files: tuple[str, ...]
+    pattern: str
+
+
+@lru_cache(maxsize=1024)
+def _source_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+@lru_cache(maxsize=4096)
+def tree_has(root: str, ev: Evidence) -> bool:
+    """`ev` is in the verl tree at `root` (read as text, never imported; kept per tree root)."""
+    rx = re.compile(ev.pattern)
+    base = Path(root)
+    for f in ev.files:
+        paths = sorted(base.glob(f)) if any(c in f for c in "*?[") else [base / f]
+        if any(rx.search(_source_text(str(p))) for p in paths):
+            return True
+    return False
 
 
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
@@ -43,6 +75,10 @@ class Rule:
     apps: tuple[str, ...] = ()  # config names the rule reads (empty: every app)
     bad_options: dict = field(default_factory=dict)  # Options fields the bad examples need (e.g. a tiny timeout)
     live: bool = False  # found only in a running process (callback, doctor): no example scripts
+    # The check in verl's source the rule mirrors: it runs only on a tree holding one of these,
+    # and none of `unless` (code that makes the problem moot, e.g. verl fixing the value itself).
+    evidence: tuple[Evidence, ...] = ()
+    unless: tuple[Evidence, ...] = ()
 
     @property
     def summary(self) -> str:
@@ -63,6 +99,22 @@ class Rule:
         if version is None:
             return False  # a version-dependent rule never guesses
         return self.verl in REGISTRY.specs_containing(version)
+
+    def runs_on(self, ctx: "Context") -> bool:
+        """The rule has a check and applies to this launch's verl tree and app."""
+        if self.check is None or not self.applies_to(ctx.verl_version) or not self.holds_in(ctx.verl_root):
+            return False
+        return not self.apps or (ctx.app.config_name or "").removesuffix(".yaml") in self.apps
+
+    def holds_in(self, root: Path | str | None) -> bool:
+        """The verl tree at `root` contains the evidence the rule needs (no tree: it does not apply)."""
+        if not self.evidence and not self.unless:
+            return True
+        if root is None:
+            return False
+        return (not self.evidence or any(tree_has(str(root), ev) for ev in self.evidence)) and not any(
+            tree_has(str(root), ev) for ev in self.unless
+        )
 
 
 def spec_contains(spec: str, version: Version) -> bool:
@@ -119,12 +171,17 @@ class Registry:
 REGISTRY = Registry()
 
 
-def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), apps=()):
+def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), apps=(), bad_options=None, evidence=(), unless=()):
     """Decorator: register a Python check; its docstring is the rule's documentation."""
 
     def deco(fn):
         REGISTRY.register(
-            Rule(code, name, Severity.parse(severity), fn.__doc__ or "", fn, verl, list(bad), list(good), tuple(apps))
+            Rule(
+                code, name, Severity.parse(severity), fn.__doc__ or "", fn, verl, list(bad), list(good), tuple(apps),
+                dict(bad_options or {}),
+                evidence=tuple(evidence),
+                unless=tuple(unless),
+            )
         )
         return fn
 
@@ -165,27 +222,80 @@ MISSING = Unknown("the key is not in the config")
 class Context:
     """What a rule reads: the composed config (resolved per key), provenance, env, versions."""
 
-    def __init__(self, launch: Launch, comp: Composition, versions: dict[str, Version | None], env: dict[str, EnvVar]):
+    def __init__(
+        self,
+        launch: Launch,
+        comp: Composition,
+        versions: dict[str, Version | None],
+        env: dict[str, EnvVar],
+        engines: dict | None = None,
+        live: bool = False,
+    ):
         self.launch = launch
         self.comp = comp
         self.app: HydraApp = comp.app
         self.cfg: DictConfig = comp.config
-        self.versions = versions
+        self.versions = versions  # exact versions only (verl, torch, and engines known exactly)
         self.env = env
+        self.engines = engines or {}  # engine -> versions.Evidence (exact, declared range, or none)
+        self.skipped_engines: set[str] = set()  # engines whose unknown release silenced a rule (VL010)
+        # live (the Hydra callback): the config and env are the real ones, OmegaConf resolves as at
+        # run time. Static: `${oc.env:X}` reads the script's env, and X unset there is unknown.
+        self.live = live
+        self.unknown_reads: list[str] | None = None  # when a list: the keys read that the script left to run time
+        if not live:
+            OmegaConf.register_new_resolver("oc.env", _oc_env, replace=True)  # again per launch: a resolver reset elsewhere undoes it
         self._cache: dict[str, object] = {}
 
     @property
     def verl_version(self) -> Version | None:
         return self.versions.get("verl")
 
+    @property
+    def verl_root(self) -> Path | None:
+        return self.app.verl.root if self.app.verl is not None else None
+
+    def verl_has(self, *evidence: Evidence) -> bool:
+        """The verl tree being linted contains one of `evidence` (False when no tree is known)."""
+        root = self.verl_root
+        return root is not None and any(tree_has(str(root), ev) for ev in evidence)
+
     def get(self, key: str, default=MISSING):
-        """The resolved value of `key` (as OmegaConf would resolve it), or an `Unknown`."""
+        """The resolved value of `key` (as OmegaConf would resolve it), or an `Unknown`.
+
+        Statically, a value the script leaves to run time stays unknown: `${oc.env:X}` with X not
+        set by the script, and an interpolation reading an override whose value is unknown (even
+        through `${oc.select:key,default}`, which OmegaConf would answer with its default)."""
         if key in self._cache:
             v = self._cache[key]
         else:
-            v = _select(self.cfg, key)
+            v = _select(self.cfg, key, None if self.live else self.env)
+            if not self.live and not isinstance(v, Unknown) and v is not MISSING:
+                ref = self._unknown_reference(key)
+                if ref is not None:
+                    v = Unknown(f"`{key}` reads `{ref}`, which is only known at run time")
             self._cache[key] = v
+        if self.unknown_reads is not None and isinstance(v, Unknown) and self._left_to_run_time(key, v):
+            self.unknown_reads.append(key)
         return default if v is MISSING else v
+
+    def _left_to_run_time(self, key: str, v: Unknown) -> bool:
+        """The unknown value comes from the script (an override, or an env variable it does not
+        set), not from a mandatory `???` that verl's config leaves for the user to fill in."""
+        return self.provenance(key) == "unknown" or v.reason.startswith(f"`{key}` reads ")
+
+    def _unknown_reference(self, key: str, _depth: int = 0) -> str | None:
+        """A key that the interpolation at `key` reads (directly or further down) and that an
+        override with an unknown value set, else None."""
+        for ref in _references(self.cfg, key):
+            s = self.comp.last_setter(ref)
+            if s is not None and s.value_unknown is not None:
+                return ref
+            if _depth < 4:
+                deeper = self._unknown_reference(ref, _depth + 1)
+                if deeper is not None:
+                    return deeper
+        return None
 
     def num(self, key: str) -> int | float | None:
         """A numeric value, or None when unknown/absent/not a number (rules then stay silent)."""
@@ -314,11 +424,49 @@ def _plain_value(cfg, key: str):
 
 _SLOW = object()
 
+# The launch's env while a static read resolves (None: OmegaConf's own `oc.env`), and the
+# variables it found unknown.
+_STATIC_ENV: ContextVar[tuple[dict[str, EnvVar], list[str]] | None] = ContextVar("verl_lint_static_env", default=None)
+_NO_DEFAULT = object()
 
-def _select(cfg: DictConfig, key: str):
+
+def _oc_env(key: str, default=_NO_DEFAULT):
+    """`oc.env` that, during a static read, answers from the launch's env: a variable the script
+    does not set (or sets to a value unknown before run time) is unknown, never the default or
+    this process's own value. Outside a static read it is OmegaConf's `oc.env`."""
+    from omegaconf.resolvers import oc
+
+    state = _STATIC_ENV.get()
+    if state is None:
+        return oc.env(key) if default is _NO_DEFAULT else oc.env(key, default)
+    env, unknown = state
+    ev = env.get(key)
+    if ev is not None and ev.exported and ev.value is not None and ev.unknown is None:
+        return ev.value
+    unknown.append(key)
+    raise LookupError(f"${{oc.env:{key}}} is only known at run time")
+
+
+def _select(cfg: DictConfig, key: str, env: dict[str, EnvVar] | None = None):
+    """The value at `key`; with `env` (a static read), `${oc.env:X}` is answered from it."""
     v = _plain_value(cfg, key)
     if v is not _SLOW:
         return v
+    if env is None:
+        return _resolve(cfg, key)
+    unknown: list[str] = []
+    token = _STATIC_ENV.set((env, unknown))
+    try:
+        v = _resolve(cfg, key)
+    finally:
+        _STATIC_ENV.reset(token)
+    if unknown and isinstance(v, Unknown):
+        how = "sets it to a value only known at run time" if unknown[0] in env else "does not set it (it depends on the machine)"
+        return Unknown(f"`{key}` reads the environment variable {unknown[0]} and the script {how}")
+    return v
+
+
+def _resolve(cfg: DictConfig, key: str):
     try:
         v = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_missing=True)
     except MissingMandatoryValue:
@@ -370,9 +518,6 @@ def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict |
 def run_rules(ctx: Context, rules: Iterable[Rule]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for r in rules:
-        if r.check is None or not r.applies_to(ctx.verl_version):
-            continue
-        if r.apps and (ctx.app.config_name or "").removesuffix(".yaml") not in r.apps:
-            continue
-        out.extend(r.check(ctx))
+        if r.runs_on(ctx):
+            out.extend(r.check(ctx))
     return out

@@ -28,7 +28,6 @@ on the composed config; whatever it cannot know stays unknown.
 from __future__ import annotations
 
 import ast
-import re
 import difflib
 import zipfile
 from collections.abc import Callable, Iterable
@@ -37,7 +36,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from .data import load_table as load_data
@@ -516,54 +514,18 @@ def installed_schema(engine: str) -> Schema | None:
     return Schema(engine, version, names, "installed", snapshot=snapshot(engine))
 
 
-@lru_cache(maxsize=32)
-def declared_requirement(verl_root: str, dist: str) -> SpecifierSet | None:
-    """The `dist` versions a verl tree declares (its wheel METADATA extras, or a checkout's
-    setup.py), e.g. `vllm==0.24.0` for verl 0.9.1 or `vllm>=0.8.5,<=0.12.0` for 0.7.0."""
-    root = Path(verl_root)
-    texts = [p.read_text(encoding="utf-8", errors="replace") for p in root.glob("verl-*.dist-info/METADATA")]
-    if (root / "setup.py").is_file():
-        texts.append((root / "setup.py").read_text(encoding="utf-8", errors="replace"))
-    pattern = re.compile(rf"(?<![\w-]){re.escape(dist)}(?:\[[^\]]*\])?\s*\(?\s*((?:[<>=!~]=?\s*[\w.*]+\s*,?\s*)+)")
-    for text in texts:
-        m = pattern.search(text)
-        if m:
-            try:
-                return SpecifierSet(m.group(1).replace(" ", "").rstrip(","))
-            except InvalidSpecifier:
-                return None
-    return None
-
-
-def schema_for(engine: str, requested: Version | None, declared: SpecifierSet | None = None) -> Schema | None:
-    """The schema to check against: the installed engine when it is the requested release,
-    else the bundled snapshot nearest to `requested`; with no version known, the newest
-    snapshot the verl tree `declared` supports, else the newest one."""
+def schema_for(engine: str, requested: Version) -> Schema | None:
+    """The names of release `requested`: the installed engine when it is that release, else the
+    bundled snapshot of that release, else the nearest one (and `note` says so). Which release
+    to ask for is decided by `verl_lint.versions` from evidence; there is no default."""
     info = ENGINES[engine]
     inst = installed_schema(engine)
-    if inst is not None and (requested is None or lenient_version(inst.version) == requested):
+    if inst is not None and lenient_version(inst.version) == requested:
         return inst
     snap = snapshot(engine)
     if snap is None or not snap.versions:
         return None
     versions = sorted(snap.versions, key=lenient_version)
-    if requested is None:
-        supported = [v for v in versions if declared is not None and declared.contains(lenient_version(v), prereleases=True)]
-        v = (supported or versions)[-1]
-        which = (
-            f"{info.title} {v}, the newest bundled release this verl declares ({info.dist}{declared})"
-            if supported
-            else f"the newest bundled snapshot ({info.title} {v})"
-        )
-        return Schema(
-            engine,
-            v,
-            snap.names_at(v),
-            "snapshot",
-            note=f"no {info.title} installed and no version given: checked against {which}",
-            confident=False,
-            snapshot=snap,
-        )
     exact = [v for v in versions if lenient_version(v) == requested]
     if exact:
         return Schema(engine, exact[0], snap.names_at(exact[0]), "snapshot", snapshot=snap)

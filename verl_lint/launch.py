@@ -258,7 +258,7 @@ def _unreadable(cmd: Command, env, path: str) -> Launch | None:
             )
         la = Launch(
             path=path, span=cmd.span, entry_span=w.span, module=module, file=file or (name if m else None),
-            env=dict(env), cwd=cmd.state.cwd, note=cmd.note,
+            env=dict(env), cwd=cmd.state.cwd or "", run_from=cmd.state.run_from, note=cmd.note,
         )
         la.not_analysable = f"{name} is started here, but {why}"
         return la
@@ -273,7 +273,8 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
         module=module,
         file=file,
         env=dict(env),
-        cwd=cmd.state.cwd,
+        cwd=cmd.state.cwd or "",
+        run_from=cmd.state.run_from,
         note=cmd.note,
     )
     j = 0
@@ -296,6 +297,10 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
                 j += 1
         else:
             launch.overrides.append(w)
+    d = launch.config_dir
+    if d is not None and d.text and not os.path.isabs(d.text) and cmd.state.cwd:
+        # Hydra takes --config-dir from the working directory (os.path.abspath), where the script runs
+        launch.config_dir = d._replace(text=os.path.join(cmd.state.cwd, d.text), cwd=cmd.state.cwd_base)
     return launch
 
 

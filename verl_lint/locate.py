@@ -175,6 +175,32 @@ def repository_root(start: Path) -> Path | None:
     return next((p for p in [start, *start.parents] if (p / ".git").exists()), None)
 
 
+def working_dirs(script: Path) -> tuple[str, ...]:
+    """Where a script may be run from when the caller does not say (--cwd), most likely first:
+    its repository's root (scripts are normally run from there), each directory between that
+    root and the script (a vendored repository inside a project is run from its own root), then
+    the script's own directory."""
+    here = script.resolve().parent
+    root = repository_root(here) or here
+    between = [p for p in reversed(here.parents) if root in p.parents]
+    return tuple(dict.fromkeys(str(p) for p in (root, *between, here)))
+
+
+def places(word: Word, cwd: str | None, cwd_base: str | None, run_from: tuple[str, ...]) -> list[str]:
+    """Where a path word points, most likely first: one place when it does not rest on an
+    assumed working directory (`$(dirname "$0")/conf`; any path once the caller's directory is
+    known), else one for each directory in `run_from` the script may be run from (`$(pwd)/conf`,
+    `conf` built on `cwd_base`); none for a relative path after a `cd` to an unknown place."""
+    text = word.text or ""
+    if not os.path.isabs(text) and cwd is None:
+        return []
+    base = word.cwd if os.path.isabs(text) else cwd_base
+    if base is None or not run_from:
+        return [text] if os.path.isabs(text) else [os.path.join(cwd, text)] if cwd else []
+    rel = os.path.relpath(os.path.join(cwd or base, text), base)
+    return [os.path.normpath(os.path.join(d, rel)) for d in run_from]
+
+
 def find_checkout(start: Path) -> VerlTree | None:
     for p in [start, *start.parents]:
         if (p / "verl" / "trainer").is_dir() and (p / "verl" / "__init__.py").is_file():
@@ -216,9 +242,9 @@ def _module_file(module: str, roots: list[Path]) -> Path | None:
 
 def _search_roots(launch: Launch, tree: VerlTree | None) -> list[Path]:
     roots: list[Path] = []
-    cwd = Path(launch.cwd)
+    cwd = [Path(launch.cwd)] if launch.cwd else []
     script_dir = Path(launch.path).resolve().parent if launch.path != "<command>" else Path.cwd()
-    for p in [cwd, script_dir, *script_dir.parents]:
+    for p in [*cwd, script_dir, *script_dir.parents]:
         if p not in roots:
             roots.append(p)
     if tree is not None:
@@ -281,11 +307,14 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     for flag, word in (("--config-path", launch.config_path), ("--config-name", launch.config_name), ("--config-dir", launch.config_dir)):
         if word is not None and word.text is None:
             raise NotAnalysable(word, f"{flag} is only known at run time ({word.unknown.reason if word.unknown else 'unknown'})")
-    config_path = _run_from_script_dir(launch.config_path.text, launch) if launch.config_path is not None else main["config_path"]
     config_name = launch.config_name.text if launch.config_name is not None else main["config_name"]
+    config_path = main["config_path"]
+    if launch.config_path is not None:  # relative: from the app's file, as Hydra resolves it
+        word = launch.config_path
+        config_path = _placed(word, launch, config_name) if os.path.isabs(word.text) else word.text
     dirs: list[Path] = []
     if launch.config_dir is not None and launch.config_dir.text:
-        d = Path(launch.cwd, launch.config_dir.text)
+        d = Path(_placed(launch.config_dir, launch, config_name))
         if not d.is_dir():
             raise ConfigNotFound(launch.config_dir, f"--config-dir {launch.config_dir.text} not found", "point --config-dir at an existing directory", "--config-dir")
         dirs.append(d.resolve())
@@ -320,20 +349,31 @@ def _nearest_module(module: str, root: Path) -> str | None:
     return f"{package}.{close[0]}" if close and package else (close[0] if close else None)
 
 
-def _run_from_script_dir(path: str, launch: Launch) -> str:
-    """`$(pwd)/conf` is read as run from the repository root (shell.evaluate); when only the
-    script's own directory has `conf`, the script is run from there: use it, and say so."""
-    if launch.path.startswith("<") or not os.path.isabs(path) or os.path.isdir(path):
-        return path
-    here = Path(launch.path).resolve().parent
-    root = repository_root(here)
-    if root is None or root == here or not path.startswith(f"{root}{os.sep}"):
-        return path
-    beside = here / os.path.relpath(path, root)
-    if not beside.is_dir():
-        return path
-    launch.note = f"assuming the script runs from its own directory, where {os.path.relpath(path, root)} is"
-    return str(beside)
+def _placed(word: Word, launch: Launch, config_name: str | None) -> str:
+    """The directory a --config-path / --config-dir word names. Built on an assumed working
+    directory (`$(pwd)/conf`), it is the first place the script may run from where the directory
+    exists (one with the config first), and the launch says which assumption it rests on; when
+    no place has it the launch is not analysable: an error would rest on a guess."""
+    found = places(word, launch.cwd, None, launch.run_from)
+    if not found:
+        raise NotAnalysable(word, f"{word.text} is relative to a working directory only known at run time")
+    if word.cwd is None or not launch.run_from:
+        return found[0]
+    rel = os.path.relpath(word.text, word.cwd)
+    have = [(d, c) for d, c in zip(found, launch.run_from) if os.path.isdir(d)]
+    if not have:
+        tried = ", ".join(launch.run_from)
+        raise NotAnalysable(word, f"config directory {rel} not found relative to any assumed working directory (tried {tried}); pass --cwd")
+    d, c = next(((d, c) for d, c in have if config_name and _config_file(Path(d), config_name)), have[0])
+    first, script_dir = launch.run_from[0], launch.run_from[-1]
+    where = (
+        "its own directory" if c == script_dir
+        else "the repository root" if c == first
+        else f"{os.path.relpath(c, first)}/ in the repository"
+    )
+    assumption = f"assuming the script runs from {where}, where {rel} is; pass --cwd to say"
+    launch.note = f"{launch.note}; {assumption}" if launch.note else assumption
+    return d
 
 
 def _resolve_config_path(config_path: str, file: Path, roots: list[Path]) -> Path:
@@ -389,7 +429,7 @@ def map_searchpath(entries, cwd: str, roots: list[Path]) -> tuple[str, ...]:
             out.append(f"file://{d}")
         elif e.startswith("file://") or "://" not in e:
             rel = e[len("file://") :] if e.startswith("file://") else e
-            d = next((Path(r, rel) for r in [Path(cwd), *roots] if Path(r, rel).is_dir()), None)
+            d = next((Path(r, rel) for r in [*([Path(cwd)] if cwd else []), *roots] if Path(r, rel).is_dir()), None)
             # Hydra skips a directory that does not exist (with a warning), as it would here.
             out.append(f"file://{d.resolve() if d else Path(cwd, rel)}")
         else:

@@ -62,6 +62,9 @@ class Word(NamedTuple):
     # For an unknown word: the literal text known before the first unknown part
     # (`data.x=$UNSET` keeps `data.x=`), so the override's key is still known.
     prefix: str = ""
+    # The working directory the text was built on (`$(pwd)/conf`), when that is assumed rather
+    # than known: where the script is run from decides what the text really is.
+    cwd: str | None = None
 
 
 class EnvVar(NamedTuple):
@@ -99,7 +102,10 @@ class Launch:
     config_name: Word | None = None
     config_dir: Word | None = None
     env: dict[str, EnvVar] = field(default_factory=dict)
-    cwd: str = "."
+    cwd: str = "."  # absolute; "" after a `cd` to a place only known at run time
+    # When the caller's working directory is not known: the directories the script may be run
+    # from, most likely first (`cwd` is built on the first).
+    run_from: tuple = ()
     caller_args: Span | None = None  # where "$@" adds unknown overrides
     ray: RayAttach | None = None
     note: str | None = None  # the branch it is in, when the script's own values do not take it

@@ -20,6 +20,8 @@ from .locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysab
 from .rules.tables import removed_module_diag
 from .suppress import apply_suppressions
 from .terminal import safe
+from .versions import context_versions, project_root, resolve
+from .versions import notes as version_notes
 from .model import Diagnostic, EnvVar, Launch, Severity, Word
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -31,12 +33,14 @@ class Options:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)  # per-rule overrides
-    # Versions that win over the installed ones (--vllm-version ...): key as in environment.TRACKED.
+    # Versions that win over the installed ones (--vllm ...): key as in environment.TRACKED.
     versions: dict[str, str] = field(default_factory=dict)
+    version_origin: dict[str, str] = field(default_factory=dict)  # key -> "--vllm" / "[tool.verl-lint] vllm"
     allowed_roots: tuple[Path, ...] = ()  # `source` may read files under these
     debug: bool = False
     max_bytes: int = 4 * 2**20  # larger files get a VL004 finding instead of an analysis
     timeout: float = 20.0  # seconds per file before a VL005 finding (0: no limit)
+    cwd: str | None = None  # where the scripts are run from (--cwd); None: assumed per script
 
     def active_rules(self) -> list[Rule]:
         return [r for r in REGISTRY if selected(r.code, r.name, self.select, self.ignore)]
@@ -70,6 +74,7 @@ def lint_text(
 ) -> FileReport:
     """Lint one script's text. `positional`: its arguments ("$@", unknown when None); `cwd`: where it runs."""
     report = FileReport(path, text=text)
+    cwd = cwd or options.cwd
     script_dir = Path(path).resolve().parent if not path.startswith("<") else Path(cwd or Path.cwd())
     roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
     result = shell.evaluate(path, text, roots, positional, cwd)
@@ -92,7 +97,7 @@ def lint_text(
         except ConfigNotFound as ex:
             r = REGISTRY.get("VL106")
             report.diagnostics.append(
-                Diagnostic(r.code, r.name, r.severity, f"Hydra cannot compose the config: {ex}", ex.word.span, ex.help, ex.flag)
+                Diagnostic(r.code, r.name, r.severity, f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else ""), ex.word.span, ex.help, ex.flag)
             )
             continue
         except NotAnalysable as ex:
@@ -120,7 +125,7 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
         app = locate_app(la, tree)
     except (LocateError, EntryPointNotFound):
         # An entry point the release removed is a finding with its replacement (VL426), not VL009.
-        gone = la.module and tree and removed_module_diag(la.module, parse_version(tree.version), la.entry_span)
+        gone = la.module and tree and removed_module_diag(la.module, tree, la.entry_span)
         if gone:
             return [gone]
         raise
@@ -130,10 +135,15 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
     diags = list(comp.diagnostics)
     if comp.config is None:
         return diags
+    given = {k: (v, options.version_origin.get(k, "given")) for k, v in options.versions.items()}
+    verl_root = app.verl.root if app.verl else None
+    engines = resolve(given, verl_root, project_root(script_dir))
     versions = {k: parse_version(v) for k, v in {**installed_versions(), **options.versions}.items()}
+    versions.update(context_versions(engines))
     versions["verl"] = parse_version(app.verl_version)
-    ctx = Context(la, comp, versions, launch_env(la, comp))
+    ctx = Context(la, comp, versions, launch_env(la, comp), engines)
     found = run_rules(ctx, options.active_rules())
+    found += version_notes(ctx)
     # A removed/renamed-key finding explains Hydra's bare "Could not override" at the same token.
     explained = {d.span for d in found if d.code.startswith("VL4")}
     return [d for d in diags if not (d.code in ("VL101", "VL105") and d.span in explained)] + found

@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_FORMAT = "reader-1"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-2"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
@@ -62,12 +62,20 @@ class ReaderIndex:
     patterns: tuple[str, ...]  # regexes (full match) from f-strings such as f"{role}_micro_batch_size"
     whole: frozenset[str]  # config node names unpacked with ** or iterated: any key under them is read
     files: int  # how many files were read
+    # Names mentioned by code other than the config declarations (`*/config/*.py`, where every
+    # key is a dataclass field): a key whose name is only declared there is read by nothing.
+    used: frozenset[str] = frozenset()
 
     def reads(self, name: str) -> bool:
         """`name` is mentioned, or built by an f-string from names that are (`ppo_micro_batch_size`
         + `_per_gpu` by f"{param}_per_gpu"; a typo of the first part is not)."""
-        if name in self.names:
-            return True
+        return name in self.names or self._built(name)
+
+    def used_beyond_config(self, name: str) -> bool:
+        """`name` is mentioned by code other than the config declarations, or built by an f-string."""
+        return name in self.used or self._built(name)
+
+    def _built(self, name: str) -> bool:
         for p in self.patterns:
             m = re.fullmatch(p.replace(".*", "(.*)"), name)
             if m and all(g == "" or g.isdigit() or g in self.names for g in m.groups()):
@@ -189,8 +197,11 @@ def _fstring_names(body: str, names: set[str], patterns: set[str]) -> None:
             patterns.add(".*".join(re.escape(p) for p in piece.split("\0")))
 
 
-def _python_reads(text: str, names: set[str], patterns: set[str], whole: set[str]) -> None:
-    names.update(_NAME.findall(text))  # every identifier token (see the module docstring)
+def _python_reads(text: str, names: set[str], patterns: set[str], whole: set[str], used: set[str] | None) -> None:
+    tokens = _NAME.findall(text)
+    names.update(tokens)  # every identifier token (see the module docstring)
+    if used is not None:
+        used.update(tokens)
     for m in _FSTRING.finditer(text):
         _fstring_names(m.group(2), names, patterns)
     for m in _TO_CONTAINER.finditer(text):  # handed on as a plain dict (to Ray, to a library); may span lines
@@ -240,6 +251,7 @@ def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     names: set[str] = set()
     patterns: set[str] = set()
     whole: set[str] = set()
+    used: set[str] = set()
     files = _files(_roots(tree_root, extra))
     for f in files:
         try:
@@ -247,10 +259,10 @@ def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
         except OSError:
             continue
         if f.suffix == ".py":
-            _python_reads(text, names, patterns, whole)
+            _python_reads(text, names, patterns, whole, None if f.parent.name == "config" else used)
         else:
             _yaml_reads(text, names)
-    return ReaderIndex(frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files))
+    return ReaderIndex(frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
 
 
 def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:

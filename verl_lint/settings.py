@@ -33,6 +33,9 @@ class Settings:
     fail_on: str = "error"
     verl_root: str | None = None
     verl_version: str | None = None
+    cwd: str | None = None  # where the scripts are run from
+    # engine releases (`vllm = "0.8.5"`): key as in Context.versions
+    engines: dict[str, str] = field(default_factory=dict)
     severity: dict[str, Severity] = field(default_factory=dict)
     max_file_size: float = 4.0  # MiB
     timeout: float = 20.0  # seconds per file
@@ -152,6 +155,15 @@ def _severity(value: Any) -> dict[str, Severity]:
     return out
 
 
+def _engine_version(value: Any) -> str:
+    from .versions import version_problem
+
+    problem = version_problem(value)
+    if problem:
+        raise _Bad(problem)
+    return value
+
+
 # name -> (Settings field, check: the value to keep, or _Bad saying what the value must be).
 SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "select": ("select", _codes),
@@ -162,7 +174,12 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "fail-on": ("fail_on", _fail_on),
     "verl-root": ("verl_root", _text),  # a path relative to the settings file
     "verl-version": ("verl_version", _text),
+    "cwd": ("cwd", _text),  # a path relative to the settings file
     "severity": ("severity", _severity),
+    "vllm": ("engines.vllm", _engine_version),
+    "sglang": ("engines.sglang", _engine_version),
+    "vllm-ascend": ("engines.vllm_ascend", _engine_version),
+    "torch-npu": ("engines.torch_npu", _engine_version),
     "max-file-size": ("max_file_size", _number(0, above=True, what="MiB")),
     "timeout": ("timeout", _number(0, above=False, what="seconds per file; 0: no limit")),
 }
@@ -214,9 +231,14 @@ def load_settings(config: str | None, start: Path) -> Settings:
             )
         attr, check = SETTINGS[name]
         try:
-            values[attr] = check(value)
+            checked = check(value)
         except _Bad as ex:
             raise ValueError(f"{where}: [tool.verl-lint] {name} = {show(value)}: {ex}") from None
-    if "verl_root" in values:
-        values["verl_root"] = str(path.parent / values["verl_root"])
+        if attr.startswith("engines."):
+            values.setdefault("engines", {})[attr.split(".", 1)[1]] = checked
+        else:
+            values[attr] = checked
+    for attr in ("verl_root", "cwd"):
+        if attr in values:
+            values[attr] = str(path.parent / values[attr])
     return Settings(**values, root=path.parent)

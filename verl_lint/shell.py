@@ -21,7 +21,7 @@ from pathlib import Path
 import tree_sitter as ts
 import tree_sitter_bash as tsb
 
-from .locate import repository_root
+from .locate import places, working_dirs
 from .model import Diagnostic, EnvVar, Severity, Span, Unknown, Word
 
 _PARSER: ts.Parser | None = None
@@ -106,6 +106,7 @@ class Seg:
     unknown: Unknown | None = None
     from_caller: bool = False
     expanded: bool = False  # came from a variable: its span is where the value was written
+    cwd: str | None = None  # Word.cwd: built on this assumed working directory
 
 
 Field = list  # list[Seg]; one argument word after expansion
@@ -125,13 +126,21 @@ class State:
     vars: dict[str, Var] = field(default_factory=dict)
     functions: dict[str, ts.Node] = field(default_factory=dict)
     positional: list[Word] | None = None  # None at top level: the caller's "$@"
-    cwd: str = "."
-    # What `$(pwd)` / `$PWD` give: where the script is run from (the caller's directory when it
-    # is known, else the repository root, as scripts are normally run), None after an unknown `cd`.
-    pwd: str | None = None
+    # The working directory (`$(pwd)`, `$PWD`, what relative paths mean), absolute; None after a
+    # `cd` to a place not known statically. When the caller does not say where the script runs,
+    # it is built on `cwd_base`, the first of `run_from`: the directories it may be run from.
+    cwd: str | None = None
+    cwd_base: str | None = None
+    run_from: tuple[str, ...] = ()
 
     def copy(self) -> "State":
-        return State(dict(self.vars), dict(self.functions), self.positional, self.cwd, self.pwd)
+        return State(dict(self.vars), dict(self.functions), self.positional, self.cwd, self.cwd_base, self.run_from)
+
+    def cwd_seg(self, span: Span) -> "Seg":
+        """`$(pwd)` / `$PWD`: the working directory, marked when it rests on an assumption."""
+        if self.cwd is None:
+            return Seg(None, span, Unknown("the working directory after a `cd` to a place only known at run time"))
+        return Seg(self.cwd, span, cwd=self.cwd_base)
 
 
 @dataclass
@@ -218,7 +227,7 @@ class Evaluator:
 
     # -- entry --------------------------------------------------------------
     def run(self, state: State | None = None) -> tuple[ScriptResult, State]:
-        state = state or State(cwd=str(Path(self.src.path).parent))
+        state = state or State(cwd=str(Path(self.src.path).resolve().parent))
         self._collect_assignments(self.src.tree.root_node)
         self._report_parse_errors(self.src.tree.root_node)
         self._block(self.src.tree.root_node.children, state)
@@ -242,6 +251,10 @@ class Evaluator:
                 v = n.child_by_field_name("variable")
                 if v is not None:
                     self._first_assignment(self.src.node_text(v), n.start_byte)
+            elif n.type == "declaration_command":  # `declare -A X`, `local X`: declared here, on purpose
+                for c in n.named_children:
+                    if c.type == "variable_name":
+                        self._first_assignment(self.src.node_text(c), n.start_byte)
             stack.extend(n.children)
 
     def _first_assignment(self, name: str, byte: int) -> None:
@@ -518,9 +531,13 @@ class Evaluator:
         exported = kind == "export" or any(
             c.type == "word" and self.src.node_text(c).startswith("-") and "x" in self.src.node_text(c) for c in n.children
         )
+        array = any(c.type == "word" and re.fullmatch(r"-[a-zA-Z]*[aA][a-zA-Z]*", self.src.node_text(c)) for c in n.children)
         for c in n.named_children:
             if c.type == "variable_assignment":
                 self._assign(c, state, exported=exported)
+            elif c.type == "variable_name" and array and self.src.node_text(c) not in state.vars:
+                span = self.src.node_span(c)  # `declare -A X`: an empty array
+                state.vars[self.src.node_text(c)] = Var([], True, exported, span)
             elif c.type == "variable_name" and exported:
                 name = self.src.node_text(c)
                 span = self.src.node_span(c)
@@ -653,13 +670,14 @@ class Evaluator:
         if name in ("source", ".") and args:
             self._source(args[0], state)
         elif name == "cd" and args:
-            target = args[0].text
-            if target is None:
-                state.cwd = str(Path(state.cwd) / "<unknown>")
-                state.pwd = None
-            else:
-                state.cwd = os.path.normpath(os.path.join(state.cwd, os.path.expanduser(target)))
-                state.pwd = state.pwd and os.path.normpath(os.path.join(state.pwd, os.path.expanduser(target)))
+            target = args[0]
+            if target.text is None or target.text == "-":
+                state.cwd = None
+            elif os.path.isabs(target.text):
+                state.cwd = os.path.normpath(target.text)
+                state.cwd_base = target.cwd  # `cd "$(dirname "$0")"`: known from here on
+            elif state.cwd is not None:
+                state.cwd = os.path.normpath(os.path.join(state.cwd, target.text))
         elif name == "read":
             for a in args:
                 if a.text and not a.text.startswith("-"):
@@ -682,8 +700,11 @@ class Evaluator:
     def _source(self, arg: Word, state: State) -> None:
         if arg.text is None or self.depth >= MAX_SOURCE_DEPTH:
             return
-        path = Path(state.cwd, arg.text).resolve() if not os.path.isabs(arg.text) else Path(arg.text).resolve()
-        if not any(path == r or r in path.parents for r in self.allowed_roots) or not path.is_file():
+        path = next((p for p in map(Path, places(arg, state.cwd, state.cwd_base, state.run_from)) if p.is_file()), None)
+        if path is None:
+            return
+        path = path.resolve()
+        if not any(path == r or r in path.parents for r in self.allowed_roots):
             return  # never read files outside the scanned tree
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
@@ -705,7 +726,7 @@ class Evaluator:
         # A word that is exactly one expanded value points where that value was written.
         if len(f) == 1 and f[0].expanded:
             s = f[0]
-            return Word(s.text, s.span, s.unknown, s.from_caller)
+            return Word(s.text, s.span, s.unknown, s.from_caller, cwd=s.cwd)
         unknown = next((s.unknown for s in f if s.unknown is not None), None)
         if unknown is not None:
             prefix = []
@@ -714,12 +735,12 @@ class Evaluator:
                     break
                 prefix.append(s.text)
             return Word(None, span, unknown, any(s.from_caller for s in f), "".join(prefix))
-        return Word("".join(s.text or "" for s in f), span)
+        return Word("".join(s.text or "" for s in f), span, cwd=next((s.cwd for s in f if s.cwd), None))
 
     def _join_words(self, a: Word, b: Word, span: Span) -> Word:
         if a.text is None or b.text is None:
             return Word(None, span, a.unknown or b.unknown)
-        return Word(a.text + b.text, span)
+        return Word(a.text + b.text, span, cwd=a.cwd or b.cwd)
 
     def _expand_all(self, nodes, state: State) -> None:
         for n in nodes:
@@ -731,7 +752,11 @@ class Evaluator:
         span = self.src.node_span(node)
         if t in ("word", "number", "extglob_pattern", "regex"):
             text = self.src.node_text(node)
-            return [[Seg(_unescape_unquoted(text) if not quoted else text, span)]]
+            if "~" in text and t == "word":
+                tilde = self._tilde(node, text, span)
+                if tilde is not None:
+                    return [tilde]
+            return [[Seg(self._unescape(node, text, quoted), span)]]
         if t == "raw_string":
             return [[Seg(self.src.node_text(node)[1:-1], span)]]
         if t == "ansi_c_string":
@@ -760,11 +785,79 @@ class Evaluator:
             return [[Seg(str(v), span)]]
         if t in ("command_substitution", "process_substitution"):
             what = self.src.node_text(node)
-            known = self._directory_of(what, state) if t == "command_substitution" else None
+            known = self._directory_of(what, state, span) if t == "command_substitution" else None
             if known is not None:
-                return [[Seg(known, span)]]
+                return [[known]]
             return [[Seg(None, span, Unknown(f"the output of `{_short(what)}` is only known at run time"))]]
         return [[Seg(self.src.node_text(node), span)]]
+
+    def _tilde(self, node: ts.Node, text: str, span: Span) -> list[Seg] | None:
+        """Tilde expansion of an unquoted word part, as bash does it: `~` at the start of a word,
+        of an assignment's value (also after each `:` there: `P=a:~/b`), of a `${V:-~/x}`
+        default, and of the value of an argument shaped like an assignment (`env A=~/x`; not
+        `data.path=~/x`, whose `data.path` is no name). The home directory is not known
+        statically (the linter's own HOME is not the user's): the result is unknown."""
+        context = self._tilde_context(node)
+        if context is None:
+            return None
+        at_start, after_colon, start = context
+        starts = [start] if at_start else []
+        if after_colon:
+            starts += [m.end() for m in re.finditer(":", text) if m.end() > start]
+        for i in starts:
+            if not text.startswith("~", i):
+                continue
+            stop = re.compile("[/:]" if after_colon else "/").search(text, i)
+            end = stop.start() if stop else len(text)
+            if stop is None and node.next_sibling is not None and node.parent is not None and node.parent.type == "concatenation":
+                continue  # `~"/x"`, `~$V`: the tilde-prefix runs into a quoted or expanded part
+            user = text[i + 1 : end]
+            if user not in ("", "+", "-") and (
+                stop is None or stop.group() != "/" or not re.fullmatch(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*", user)
+            ):
+                # Bash keeps `~name` when no user `name` exists: a `~name` not followed by a path
+                # is a Hydra delete (`~trainer.val_before_train`), not a login name.
+                continue
+            what = "the home directory of the user who runs the script ($HOME)" if not user else (
+                "$PWD" if user == "+" else "$OLDPWD" if user == "-" else f"the home directory of user {user}"
+            )
+            return [
+                Seg(_unescape_unquoted(text[:i]), span),
+                Seg(None, span, Unknown(f"`{text[i:end]}` expands to {what}, which is only known at run time")),
+                Seg(_unescape_unquoted(text[end:]), span),
+            ]
+        return None
+
+    def _unescape(self, node: ts.Node, text: str, quoted: bool) -> str:
+        """A word part's text without bash's backslash quoting; `quoted` (no field splitting,
+        e.g. an assignment's value) keeps the backslashes only inside double quotes."""
+        if "\\" not in text or not quoted:
+            return _unescape_unquoted(text)
+        p = node.parent
+        while p is not None and p.type not in ("string", "program"):
+            p = p.parent
+        return text if p is not None and p.type == "string" else _unescape_unquoted(text)
+
+    def _tilde_context(self, node: ts.Node) -> tuple[bool, bool, int] | None:
+        """(expanded at its start, expanded after `:`, where its value starts) for an unquoted
+        word part, or None inside double quotes."""
+        first = True
+        n, p = node, node.parent
+        while p is not None and p.type == "concatenation":
+            first = first and p.children[0] == n
+            n, p = p, p.parent
+        if p is None or p.type == "string":
+            return None
+        if p.type == "variable_assignment":
+            return first, True, 0
+        if p.type == "expansion":  # `${V:-~/x}`: the default's own start; `:` only in an assignment
+            outer = self._tilde_context(p)
+            return None if outer is None else (first, outer[1], 0)
+        if p.type == "command" and first:
+            m = re.match(r"[A-Za-z_][A-Za-z0-9_]*\+?=", self.src.node_text(node))
+            if m:
+                return True, True, m.end()
+        return first, False, 0
 
     def _expand_string(self, node: ts.Node, state: State) -> list[list[Seg]]:
         fields: list[list[Seg]] = [[]]
@@ -817,8 +910,8 @@ class Evaluator:
             return self._expand(operand, state, quoted=True)  # `${1:-ppo_trainer}`: analysed with its default
         if name in ("@", "*") or (index is None and name.isdigit()):
             return self._positional(name, span, state, quoted)
-        if name == "PWD" and name not in state.vars and op is None and state.pwd is not None:
-            return [[Seg(state.pwd, span)]]
+        if name == "PWD" and name not in state.vars and op is None:
+            return [[state.cwd_seg(span)]]
         if indirect or (op is not None and op not in (":-", "-", ":=", "=", ":+", "+")):
             if op is None and not indirect and length:
                 pass
@@ -869,19 +962,19 @@ class Evaluator:
             return [[self._seg_of(w, w.span)]]
         return self._split(w)
 
-    def _directory_of(self, text: str, state: State) -> str | None:
+    def _directory_of(self, text: str, state: State, span: Span) -> Seg | None:
         """The value of a substitution that only names a directory of the launch: `$(pwd)`, and
         the script's own directory (`$(dirname "$0")`, `$(cd "$(dirname "$0")" && pwd)`, ...)."""
         tokens = [t for t in re.split(r"[\s\"'`()$;&]+|(?<=\))", text) if t]
         rest = [t for t in tokens if t not in _DIR_WORDS]
         if not rest and tokens in (["pwd"], ["pwd", "-P"], ["pwd", "-L"]):
-            return state.pwd
+            return state.cwd_seg(span)
         if rest and all(r in _SCRIPT_REFS for r in rest) and "dirname" in tokens:
-            return str(Path(self.src.path).resolve().parent)
+            return Seg(str(Path(self.src.path).resolve().parent), span)
         return None
 
     def _seg_of(self, w: Word, span: Span) -> Seg:
-        return Seg(w.text, span, w.unknown, w.from_caller, expanded=True)
+        return Seg(w.text, span, w.unknown, w.from_caller, expanded=True, cwd=w.cwd)
 
     def _split(self, w: Word) -> list[list[Seg]]:
         """Unquoted expansion: bash splits the value on whitespace."""
@@ -889,8 +982,8 @@ class Evaluator:
             return [[self._seg_of(w, w.span)]]
         parts = w.text.split()
         if len(parts) == 1 and parts[0] == w.text:
-            return [[Seg(w.text, w.span, expanded=True)]]
-        return [[Seg(p, w.span, expanded=True)] for p in parts]
+            return [[Seg(w.text, w.span, expanded=True, cwd=w.cwd)]]
+        return [[Seg(p, w.span, expanded=True, cwd=w.cwd)] for p in parts]
 
     def _join_all(self, words: list[Word], span: Span) -> Word:
         if any(w.text is None for w in words):
@@ -1097,8 +1190,10 @@ def evaluate(
     """Evaluate a script. `positional` are its arguments ("$@"; None: unknown), `cwd` where it runs."""
     src = Source(path, text)
     roots = allowed_roots if allowed_roots is not None else [Path(path).resolve().parent]
-    here = Path(path).resolve().parent
-    pwd = cwd or (str(repository_root(here) or here) if not path.startswith("<") else None)
-    state = State(positional=positional, cwd=cwd or str(Path(path).parent), pwd=pwd)
+    if cwd or path.startswith("<"):  # the caller's directory (--cwd, `verl-lint run`, a command line)
+        state = State(positional=positional, cwd=os.path.abspath(cwd or "."))
+    else:
+        run_from = working_dirs(Path(path))
+        state = State(positional=positional, cwd=run_from[0], cwd_base=run_from[0], run_from=run_from)
     result, _ = Evaluator(src, [r.resolve() for r in roots]).run(state)
     return result

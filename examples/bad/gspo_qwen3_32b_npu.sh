@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GSPO on Qwen3-32B on Ascend NPU.
-# Bug: an obsolete vLLM attention backend is exported for the rollout.
+# Bug: an obsolete vLLM attention backend is exported (ignored by verl 0.9.1's vllm==0.24.0; fatal on 0.12-0.14).
 set -euo pipefail
 
 export VLLM_USE_V1=1

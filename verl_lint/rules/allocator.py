@@ -21,7 +21,7 @@ from typing import NamedTuple
 from packaging.version import Version
 
 from ..data import load_table
-from ..engine import MISSING, REGISTRY, main_ppo, parse_version, rule
+from ..engine import MISSING, REGISTRY, Evidence, main_ppo, parse_version, rule
 from ..model import Diagnostic, EnvVar, Span
 from ..runtime import RUNTIME_SPAN, VerlAllocatorCode, analyze_verl, rollout_config_default
 
@@ -933,6 +933,8 @@ def npu_expandable_conflict(ctx):
     "VL607",
     "expandable-segments-with-vllm-sleep-mode",
     "error",
+    # verl's vLLM>=0.7 rollout passes enable_sleep_mode (0.2 on); the verl 0.1 that TinyZero/Logic-RL vendor does not.
+    evidence=[Evidence(("verl/workers/rollout/vllm_rollout/*.py",), r"enable_sleep_mode[\"']?\s*[:=]")],
     bad=[
         main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
         main_ppo(VLLM, NPU, env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}),
@@ -941,6 +943,7 @@ def npu_expandable_conflict(ctx):
         main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}),
         main_ppo(VLLM, "+actor_rollout_ref.rollout.enable_sleep_mode=False", env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
     ],
+    bad_options={"versions": {"vllm": "0.12.0"}},  # verl 0.9.1 pins vllm==0.24.0, which no longer asserts
 )
 def vllm_sleep_mode(ctx):
     """`expandable_segments:True` in the env while vLLM runs with sleep mode (verl's default).
@@ -966,7 +969,9 @@ def vllm_sleep_mode(ctx):
     ## Where in verl
     0.9.1 `verl/workers/config/rollout.py:268` (`enable_sleep_mode: bool = True`),
     `verl/workers/rollout/vllm_rollout/vllm_async_server.py:337` (passed to vLLM) and `:349`
-    (`**engine_kwargs` last); 0.7.1 `verl/workers/config/rollout.py:242`.
+    (`**engine_kwargs` last); 0.7.1 `verl/workers/config/rollout.py:242`; 0.4.1
+    `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:151`. Runs only on a tree whose vLLM
+    rollout passes `enable_sleep_mode` to vLLM (not the verl 0.1 vendored in TinyZero, Logic-RL).
     """
     yield from _emit(ctx, check_memory_pool(_ctx_input(ctx)), "VL607")
 

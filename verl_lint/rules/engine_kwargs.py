@@ -1,6 +1,8 @@
 """7xx: `engine_kwargs.vllm.*` / `engine_kwargs.sglang.*` against the engine and against verl.
 
-Every key under `<rollout>.engine_kwargs.<engine>` is checked twice:
+Every key under `<rollout>.engine_kwargs.<engine>` is checked twice (only keys the user set, in
+the script or their own config files, are findings on the script: a problem in verl's shipped
+defaults is one info per run):
 
 - against the engine release (`verl_lint.engine_args.schema_for`): `vllm serve` rejects an
   unknown option, SGLang's `ServerArgs(**args)` an unknown keyword (VL701);
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
+from .. import versions
 from ..data import load_table as load_data
 from ..engine import MISSING, Context, lazy_module, main_ppo, rule
 from ..model import Severity, Unknown
@@ -217,39 +220,59 @@ def analyse(ctx: Context) -> list[Finding]:
     return out
 
 
+def _accepted(kw: Kwarg, names: frozenset[str]) -> bool:
+    if kw.key in names:
+        return True
+    # argparse accepts a unique prefix of a long option (vLLM's parser keeps allow_abbrev)
+    dashed = kw.key.replace("_", "-")
+    return kw.engine == "vllm" and len([a for a in names if a.replace("_", "-").startswith(dashed)]) == 1
+
+
 def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
+    """VL701, judged over the releases the evidence admits (`verl_lint.versions`)."""
     info = ea.ENGINES[kw.engine]
-    declared = ea.declared_requirement(str(ctx.app.verl.root), info.dist) if ctx.app.verl else None
-    schema = ea.schema_for(kw.engine, ctx.versions.get(info.key), declared)
-    if schema is None or kw.key in schema.names.args:
-        return None
-    if kw.engine == "vllm":
-        dashed = kw.key.replace("_", "-")
-        # argparse accepts a unique prefix of a long option (vLLM's parser keeps allow_abbrev)
-        hits = [a for a in schema.names.args if a.replace("_", "-").startswith(dashed)]
-        if len(hits) == 1:
+    ev = versions.evidence(ctx, kw.engine)
+    snap = ea.snapshot(kw.engine)
+    if ev.exact is not None:
+        schema = ea.schema_for(kw.engine, ev.exact)
+        if schema is None or _accepted(kw, schema.names.args):
             return None
+        note = f"checked against {ev.describe()}" + (f"; {schema.note}" if schema.note else "")
+        # An argument no release has is a typo whatever the version; one that only some releases
+        # have is an error only when the checked release is known.
+        uncertain = not schema.confident and bool(snap and snap.history("args", kw.key))
+        return _unknown_kwarg(kw, schema, note, "warning" if uncertain else None)
+    if snap is None or not snap.versions:
+        return None
+    typo = not snap.history("args", kw.key)  # no bundled release has it: a misspelling on any release
+    verdict = versions.judge(ev, snap.versions, lambda r: not _accepted(kw, snap.at("args", r)), typo or None, typo or None)
+    if verdict.level == "skipped":
+        versions.skipped(ctx, kw.engine)
+    if verdict.level not in ("all", "some"):
+        return None
+    schema = ea.schema_for(kw.engine, ea.lenient_version(verdict.holds[-1] if verdict.holds else snap.versions[-1]))
+    return _unknown_kwarg(kw, schema, verdict.note, "warning" if verdict.level == "some" else None)
+
+
+def _unknown_kwarg(kw: Kwarg, schema, note: str, severity: str | None) -> Finding:
+    info = ea.ENGINES[kw.engine]
+    if kw.engine == "vllm":
         if isinstance(kw.value, bool) and kw.value is False:
             effect = "verl drops `False` flags that are not optional booleans, so this does nothing"
         else:
-            effect = f"verl passes `--{dashed}` to `vllm serve`, whose parser stops the rollout server with `unrecognized arguments`"
+            effect = f"verl passes `--{kw.key.replace('_', '-')}` to `vllm serve`, whose parser stops the rollout server with `unrecognized arguments`"
     else:
         effect = "verl calls `ServerArgs(**args)`, which raises `TypeError: unexpected keyword argument` when the rollout server starts"
     history = schema.describe("args", kw.key)
     where = f"{info.title} {schema.version}" + (" (installed)" if schema.origin == "installed" else "")
-    msg = f"`{kw.key}` is not a {where} engine argument" + (f": {history}" if history else "") + f"; {effect}"
-    if schema.note:
-        msg += f" ({schema.note})"
+    msg = f"`{kw.key}` is not a {where} engine argument" + (f": {history}" if history else "") + f"; {effect} ({note})"
     guess = schema.suggest("args", kw.key)
     help = (
         f"did you mean `{kw.section}.engine_kwargs.{kw.engine}.{guess[0]}`?"
         if guess
         else "remove it, or check the argument list of your engine release"
     )
-    # An argument no release has is a typo whatever the version; one that only some releases
-    # have is an error only when the checked release is known.
-    uncertain = not schema.confident and bool(schema.snapshot and schema.snapshot.history("args", kw.key))
-    return Finding("VL701", kw, msg, help, "warning" if uncertain else None)
+    return Finding("VL701", kw, msg, help, severity)
 
 
 def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
@@ -395,11 +418,27 @@ def _use_knobs(ctx: Context, kw: Kwarg, ev: Evaluator, e: ArgSet) -> str:
     return "remove the engine kwarg and set " + " / ".join(hints) + " instead"
 
 
+def _verl_default(ctx: Context, path: str) -> bool:
+    """verl's shipped config chose the value: neither it nor a key under it (a dict such as
+    `compilation_config`, filled in field by field) is set by the user."""
+    if ctx.provenance(path) != "verl-default":
+        return False
+    return not any(o.ok and (o.key or "").startswith(path + ".") for o in ctx.comp.overrides)
+
+
 def _emit(ctx: Context, code: str):
     for f in analyse(ctx):
         if f.code != code:
             continue
-        yield ctx.diag(code, f.message, key=f.kwarg.path, help=f.help, severity=Severity.parse(f.severity) if f.severity else None)
+        if _verl_default(ctx, f.kwarg.path):
+            # verl's own shipped config set it, not the user: once per run as info. An argument
+            # for the engine the rollout does not run is inert there, and verl ships both.
+            if code != "VL705":
+                yield ctx.default_problem(code, f.message, f.kwarg.path, f.help)
+            continue
+        under = [o for o in ctx.comp.overrides if o.ok and (o.key or "").startswith(f.kwarg.path + ".")]
+        span = under[0].word.span if under and not ctx.set_by_override(f.kwarg.path) else None
+        yield ctx.diag(code, f.message, key=f.kwarg.path, help=f.help, span=span, severity=Severity.parse(f.severity) if f.severity else None)
 
 
 # ------------------------------------------------------------------ rules ----
@@ -432,9 +471,13 @@ def unknown_engine_kwarg(ctx: Context):
     list of the engine release: the fields of vLLM's `EngineArgs`/`AsyncEngineArgs`, its
     front-end `*Args` classes and the `--options` of the `vllm serve` parser, or SGLang's
     `ServerArgs` fields — read with `ast` from the installed engine, else from the bundled
-    snapshot of `--vllm-version` (or the newest snapshot, and the message says so). Says
-    "removed in vLLM X" or "only exists from" when another release has the key, and
-    suggests the closest real argument.
+    snapshots. The releases come from evidence: `--vllm` / `--sglang` (or the
+    `[tool.verl-lint]` setting), the installed engine, else the range the verl tree and the
+    project declare — an error where every release in it rejects the key, a warning naming
+    the releases where only some do; with no evidence only a key no release has is reported
+    (VL010 says what stayed silent). Says "removed in vLLM X" or "only exists from" when
+    another release has the key, and suggests the closest real argument. A key set by verl's
+    own shipped config, not by you, is reported once per run as info.
 
     ## Why is this bad?
     verl hands the keys to `vllm serve` as `--key value` (argparse: `unrecognized
@@ -511,11 +554,12 @@ def engine_kwarg_breaks_mapping(ctx: Context):
     bad=[
         # the vLLM argument only exists from vLLM 0.14, newer than verl 0.7 declares
         (main_ppo(_V, "actor_rollout_ref.rollout.enable_rollout_routing_replay=True", f"{_EK}.vllm.enable_return_routed_experts=False"), ">=0.8"),
-        main_ppo(_S, "actor_rollout_ref.rollout.enable_rollout_routing_replay=True", f"{_EK}.sglang.enable_return_routed_experts=False"),
+        # ... and the SGLang one from SGLang 0.5.7 (verl 0.7 declares sglang==0.5.6)
+        (main_ppo(_S, "actor_rollout_ref.rollout.enable_rollout_routing_replay=True", f"{_EK}.sglang.enable_return_routed_experts=False"), ">=0.8"),
     ],
     good=[
         main_ppo(_V, f"{_EK}.vllm.limit_mm_per_prompt.image=4"),
-        main_ppo(_S, f"{_EK}.sglang.enable_return_routed_experts=True", "actor_rollout_ref.rollout.enable_rollout_routing_replay=True"),
+        (main_ppo(_S, f"{_EK}.sglang.enable_return_routed_experts=True", "actor_rollout_ref.rollout.enable_rollout_routing_replay=True"), ">=0.8"),
     ],
 )
 def engine_kwarg_overwritten(ctx: Context):

@@ -2,8 +2,9 @@
 
 The facts live in `rules/env_vars.yaml` (crashing values, deprecations and removals per engine
 release) and in the envs.py snapshots of `rules/engine_args/` (which names a release declares).
-The release checked against is the installed one, else `--vllm-version` (and friends), else
-the newest bundled snapshot, and the finding says so.
+The releases checked against come from evidence (`verl_lint.versions`): `--vllm` (and
+friends), the installed engine, else the range the verl tree and the project declare; with a
+range a finding is an error only where every release in it agrees. The finding says which.
 """
 
 # Real (not postponed) annotations: NamedTuple classes define faster, at every Hydra job start.
@@ -17,6 +18,7 @@ from typing import NamedTuple
 
 from packaging.version import Version
 
+from .. import versions
 from ..engine import Context, lazy_module, main_ppo, rule, spec_contains
 from ..data import load_table as load_data
 from ..model import EnvVar, RayAttach, Severity
@@ -121,62 +123,108 @@ def _fill(text: str, var: EnvVar) -> str:
     return text.replace("{value}", var.value if var.value not in (None, "") else "<value>")
 
 
+# The codes one variable can get, most severe first: a variable gets one finding.
+_RANK = ("VL501", "VL502", "VL503", "VL504")
+
+
 def classify(ctx: Context, var: EnvVar) -> Finding | None:
-    """The one finding (if any) for a VLLM_* / VLLM_ASCEND_* variable."""
+    """The one finding (if any) for a VLLM_* / VLLM_ASCEND_* variable, judged over the releases
+    the evidence admits (`verl_lint.versions`): an exact release, a declared range, or none."""
     engine = _engine_of(var.name)
     if engine is None:
         return None
-    info = ea.ENGINES[engine]
-    version = ctx.versions.get(info.key)
-    matching = [f for f in facts(engine) if f.name_matches(var.name) and f.value_matches(var.value) and f.verl_ok(ctx.verl_version)]
-    if matching:
-        if version is not None:
-            for f in matching:
-                if f.holds_at(version):
-                    return Finding(
-                        f.code, f"{_fill(f.message, var)} (checked against {info.title} {version})", _fill(f.help, var), f.severity
-                    )
-        else:
-            # No release known: a value that crashes some release is reported as such; else the newest release's fact.
-            fatal = [f for f in matching if f.code == "VL501"]
+    ev = versions.evidence(ctx, engine)
+    title = ea.ENGINES[engine].title
+    if ev.exact is not None:
+        f = _at(ctx, var, engine, str(ev.exact))
+        if f is None:
+            return None
+        schema = ea.schema_for(engine, ev.exact)
+        note = f"checked against {ev.describe()}" + (f"; {schema.note}" if schema is not None and schema.note else "")
+        return f._replace(message=f"{f.message} ({note})")
+    snap = ea.snapshot(engine)
+    releases = list(snap.versions) if snap else []
+    at = {r: _at(ctx, var, engine, r) for r in releases}
+    probes = [p for p in versions.probes(ev) if ev.admits(p)] if ev.known else []
+    for code in _RANK:
+        older = _region(ctx, var, engine, code, [p for p in probes if releases and p.release < ea.lenient_version(releases[0]).release] or [Version("0")])
+        newer = _region(ctx, var, engine, code, [p for p in probes if releases and p.release > ea.lenient_version(releases[-1]).release] or [Version("9999")])
+        verdict = versions.judge(ev, releases, lambda r: at[r] is not None and at[r].code == code, older, newer)
+        if verdict.level == "none":
+            continue
+        if verdict.level == "skipped":
+            versions.skipped(ctx, engine)
+            return None
+        # the message of the newest release it holds on (or of a release older/newer than the snapshots)
+        f = at[verdict.holds[-1]] if verdict.holds else next(
+            (g for p in probes or [Version("0"), Version("9999")] if (g := _at(ctx, var, engine, str(p))) and g.code == code), None
+        )
+        if f is None:
+            return None
+        severity = f.severity
+        if verdict.level == "some" and severity != "info":
+            severity = "warning"
+        return f._replace(message=f"{f.message} ({verdict.note})", severity=severity)
+    return None
+
+
+def _region(ctx: Context, var: EnvVar, engine: str, code: str, probes: list[Version]) -> bool | None:
+    """Whether `code` is the finding on releases outside the bundled snapshots: the facts of
+    env_vars.yaml hold at any version; the envs.py names are unknown there, except that a name
+    no snapshot declares is a misspelling on every release."""
+    results = set()
+    for p in probes:
+        f = _fact_at(ctx, var, engine, p)
+        if f is None:
             snap = ea.snapshot(engine)
-            newest = ea.lenient_version(snap.versions[-1]) if snap and snap.versions else None
-            chosen = fatal[0] if fatal else next((f for f in matching if newest is None or f.holds_at(newest)), None)
-            if chosen is not None:
-                note = f"on {chosen.span_text(info.title)}; no {info.title} version is known{_flag_hint(engine)}: " + _history(
-                    engine, var.name
-                )
-                return Finding(chosen.code, f"{_fill(chosen.message, var)} ({note})", _fill(chosen.help, var), chosen.severity)
-    schema = ea.schema_for(engine, version)
-    if schema is None or var.name in schema.names.env:
-        return None
+            if code == "VL504" and not (snap and snap.history("env", var.name)) and _not_excused(ctx, var, engine):
+                results.add(True)
+                continue
+            return None
+        results.add(f.code == code)
+    return results.pop() if len(results) == 1 else None
+
+
+def _fact_at(ctx: Context, var: EnvVar, engine: str, v: Version) -> Finding | None:
+    for f in facts(engine):
+        if f.name_matches(var.name) and f.value_matches(var.value) and f.verl_ok(ctx.verl_version) and f.holds_at(v):
+            return Finding(f.code, _fill(f.message, var), _fill(f.help, var), f.severity)
+    return None
+
+
+def _not_excused(ctx: Context, var: EnvVar, engine: str) -> bool:
+    """The name is not one verl itself reads, nor a vllm-ascend variable with a VLLM_ prefix."""
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if root and var.name in ea.verl_env_names(root):
-        return None  # verl itself reads or sets it
-    if engine == "vllm" and _declared_by("vllm_ascend", var.name):
-        return None  # a vllm-ascend variable with a VLLM_ prefix (VLLM_VERSION, VLLM_DP_SIZE_LOCAL...)
-    where = f"{info.title} {schema.version}" + (f"; {schema.note}" if schema.note else "")
+        return False  # verl itself reads or sets it
+    return not (engine == "vllm" and _declared_by("vllm_ascend", var.name))  # VLLM_VERSION, VLLM_DP_SIZE_LOCAL...
+
+
+def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Finding | None:
+    """The finding for the variable on one release (the facts first, then that release's envs.py)."""
+    f = _fact_at(ctx, var, engine, ea.lenient_version(version))
+    if f is not None:
+        return f
+    info = ea.ENGINES[engine]
+    schema = ea.schema_for(engine, ea.lenient_version(version))
+    if schema is None or var.name in schema.names.env or not _not_excused(ctx, var, engine):
+        return None
     history = schema.describe("env", var.name)
     if history.startswith("removed"):
-        code = "VL503" if engine == "vllm_ascend" else "VL502"
         return Finding(
-            code,
-            f"`{var.name}` is not read by {info.title} {schema.version}: {history}, so this export does nothing ({where})",
+            "VL503" if engine == "vllm_ascend" else "VL502",
+            f"`{var.name}` is not read by {info.title} {schema.version}: {history}, so this export does nothing",
             "delete the export" + _replacement_hint(var.name, schema),
         )
     guess = schema.suggest("env", var.name)
-    msg = f"`{var.name}` is not a {info.title} environment variable ({where})"
+    msg = f"`{var.name}` is not a {info.title} environment variable"
     if history:
-        msg += f"; it {history}"
+        msg += f" in {info.title} {schema.version}; it {history}"
     if engine == "vllm" and ea.lenient_version(schema.version) >= ea.lenient_version("0.17.0"):
         msg += "; vLLM >= 0.17 logs `Unknown vLLM environment variable detected` for it and otherwise ignores it"
     return Finding(
         "VL504", msg, f"did you mean `{guess[0]}`?" if guess else "check the spelling against the engine's envs.py, or delete the export"
     )
-
-
-def _flag_hint(engine: str) -> str:
-    return " (not installed, no --vllm-version)" if engine == "vllm" else " (not installed)"
 
 
 def _declared_by(engine: str, name: str) -> bool:
@@ -187,22 +235,6 @@ def _declared_by(engine: str, name: str) -> bool:
 def _replacement_hint(name: str, schema) -> str:
     guess = schema.suggest("env", name)
     return f"; the closest current variable is `{guess[0]}`" if guess else ""
-
-
-def _history(engine: str, name: str) -> str:
-    snap = ea.snapshot(engine)
-    if not snap:
-        return "no bundled snapshot"
-    toggles = snap.history("env", name)
-    title = ea.ENGINES[engine].title
-    tail = "; pass --vllm-version for a precise finding" if engine == "vllm" else ""
-    if not toggles:
-        return f"no bundled snapshot declares it{tail}"
-    parts = []
-    for i in range(0, len(toggles), 2):
-        end = toggles[i + 1] if i + 1 < len(toggles) else None
-        parts.append(f"declared from {title} {toggles[i]}" + (f" until {end}" if end else ""))
-    return "; ".join(parts) + f" (bundled snapshots){tail}"
 
 
 def _findings(ctx: Context, code: str):
@@ -225,9 +257,11 @@ _NPU = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
     "VL501",
     "vllm-env-var-crashes-engine",
     "error",
+    # verl 0.7 declares vllm>=0.8.5,<=0.12.0, which includes releases where these crash; verl
+    # 0.9.1 pins vllm==0.24.0, where neither does
     bad=[
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_USE_V1": "0"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env=_NPU),
+        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_USE_V1": "0"}), "<0.8"),
+        (main_ppo("actor_rollout_ref.rollout.name=vllm", env=_NPU), "<0.8"),
     ],
     good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})],
 )
@@ -237,10 +271,12 @@ def vllm_env_crash(ctx: Context):
     ## What it does
     Checks every `VLLM_*` variable the script exports (or passes through
     `+ray_kwargs.ray_init.runtime_env.env_vars.*`) against `rules/env_vars.yaml` for the
-    vLLM release being checked: `VLLM_USE_V1=0` on vLLM <= 0.11.0 and
-    `VLLM_ATTENTION_BACKEND=XFORMERS` on vLLM 0.12-0.14. When no vLLM version is known
-    (not installed, no `--vllm-version`) a value that crashes any release is reported, with
-    the releases it crashes and the history of the variable.
+    vLLM releases the evidence admits: `VLLM_USE_V1=0` on vLLM <= 0.11.0 and
+    `VLLM_ATTENTION_BACKEND=XFORMERS` on vLLM 0.12-0.14. The release is `--vllm` (or
+    `vllm = "..."` in `[tool.verl-lint]`), else the installed vLLM, else the range the verl
+    tree and the project declare (setup.py, pyproject.toml, requirements*.txt, docker files,
+    a wheel's METADATA): an error when every release in that range crashes, a warning naming
+    the releases when only some do. With no evidence at all it stays silent (VL010 says so).
 
     ## Why is this bad?
     The job gets through Ray start-up, model download and worker creation, then the vLLM
@@ -264,16 +300,21 @@ def vllm_env_crash(ctx: Context):
     "VL502",
     "obsolete-vllm-env-var",
     "warning",
+    # deprecated/removed after vllm 0.12.0, the newest release verl 0.7 declares
     bad=[
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_TORCH_PROFILER_DIR": "/tmp/prof"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_SLEEP_WHEN_IDLE": "1"}),
+        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}), ">=0.8"),
+        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_TORCH_PROFILER_DIR": "/tmp/prof"}), ">=0.8"),
+        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_SLEEP_WHEN_IDLE": "1"}), ">=0.8"),
+        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_USE_V1": "1"}),
     ],
     good=[
-        main_ppo(
-            "actor_rollout_ref.rollout.name=vllm",
-            "+actor_rollout_ref.rollout.engine_kwargs.vllm.all2all_backend=deepep_low_latency",
-            env={"VLLM_WORKER_MULTIPROC_METHOD": "spawn"},
+        (
+            main_ppo(
+                "actor_rollout_ref.rollout.name=vllm",
+                "+actor_rollout_ref.rollout.engine_kwargs.vllm.all2all_backend=deepep_low_latency",
+                env={"VLLM_WORKER_MULTIPROC_METHOD": "spawn"},
+            ),
+            ">=0.8",  # the engine argument only exists from vLLM 0.11.1
         ),
         main_ppo("actor_rollout_ref.rollout.name=sglang", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}),
     ],
@@ -316,6 +357,7 @@ def obsolete_vllm_env(ctx: Context):
         main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_PREFETCH_MLP": "1"}),
     ],
     good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZ": "0"})],
+    bad_options={"versions": {"vllm_ascend": "0.23.0"}},  # no verl release declares vllm-ascend
 )
 def obsolete_vllm_ascend_env(ctx: Context):
     """A vllm-ascend environment variable was renamed or removed in the vllm-ascend release checked.
@@ -382,18 +424,43 @@ def unknown_vllm_env(ctx: Context):
 
 # ------------------------------------------------- env not reaching Ray ----
 
+RUNTIME_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
+
 
 def attach_mode(ctx: Context) -> RayAttach | None:
-    """How this launch reaches Ray, when that means the script's exports may not reach the workers."""
+    """How this launch reaches Ray, when that means the script's exports may not reach the workers.
+
+    As `ray.init(address=...)` resolves it (Ray `python/ray/_private/worker.py` `init`,
+    `python/ray/_private/services.py` `canonicalize_bootstrap_address`): an `address` other than
+    None/"auto" wins; else a non-empty `RAY_ADDRESS` does; "local", or no address and no cluster
+    to find, starts a new local cluster whose workers inherit the driver's environment."""
     la = ctx.launch
-    if la.ray is not None:
+    if la.ray is not None and la.ray.kind == "job-submit":
+        return la.ray  # the job runs on the cluster: neither address applies to this shell
+    given = ctx.get("ray_kwargs.ray_init.address", None)
+    if given is not None and not isinstance(given, str):
+        return None  # only known at run time
+    line = ctx.span("ray_kwargs.ray_init.address").line if given else 0
+    env = la.env.get("RAY_ADDRESS")
+    address: str | None = given or None
+    if address in (None, "auto") and env is not None and env.value != "":
+        address, line = env.value, env.span.line  # None: set, to a value only known at run time
+        if address is None:
+            return la.ray or RayAttach("address", line)
+    if address == "local":
+        return None
+    if la.ray is not None:  # the cluster `ray start` started here (found, or named by its address)
         return la.ray
-    if "RAY_ADDRESS" in la.env:
-        return RayAttach("address", la.env["RAY_ADDRESS"].span.line)
-    addr = ctx.get("ray_kwargs.ray_init.address", None)
-    if isinstance(addr, str) and addr and addr != "local":
-        return RayAttach("address", ctx.span("ray_kwargs.ray_init.address").line)
-    return None
+    return RayAttach("address", line) if address is not None else None
+
+
+def runtime_env_names(ctx: Context) -> frozenset[str] | None:
+    """The names `ray_kwargs.ray_init.runtime_env.env_vars` passes to every worker (from the
+    script's overrides or the config's YAML); None when that is only known at run time."""
+    value = ctx.get(RUNTIME_ENV_VARS, None)
+    if value is None:
+        return frozenset()
+    return frozenset(str(k) for k in value) if isinstance(value, dict) else None
 
 
 @lru_cache(maxsize=16)
@@ -436,6 +503,7 @@ def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
         "#!/bin/bash\nray start --head --num-gpus 8\n"
         + main_ppo("trainer.nnodes=1", "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_IB_DISABLE=1").split("\n", 1)[1],
         main_ppo("trainer.nnodes=1", env={"NCCL_IB_DISABLE": "1"}),
+        main_ppo("trainer.nnodes=1", env={"RAY_ADDRESS": "local", "NCCL_IB_DISABLE": "1"}),
     ],
 )
 def env_not_propagated(ctx: Context):
@@ -447,9 +515,11 @@ def env_not_propagated(ctx: Context):
     `ray_kwargs.ray_init.address` — and reports the variables exported for the launch that
     the cluster did not have when it started (exported after `ray start`, or exported at
     all for a submitted job or a remote address). Variables passed through
-    `+ray_kwargs.ray_init.runtime_env.env_vars.*` and the ones verl forwards from the driver
-    itself (read from `verl/trainer/constants_ppo.py`) are fine. When `ray.init()` starts
-    its own local cluster the driver's environment is inherited and nothing is reported.
+    `ray_kwargs.ray_init.runtime_env.env_vars` (an override or the config's YAML), through
+    `ray job submit --runtime-env-json`, and the ones verl forwards from the driver itself
+    (read from `verl/trainer/constants_ppo.py`) are fine. When `ray.init()` starts its own
+    local cluster (`RAY_ADDRESS=local`, `ray_init.address=local`, or no address and no
+    `ray start`) the driver's environment is inherited and nothing is reported.
 
     ## Why is this bad?
     Ray workers inherit the environment of the raylet, not of the driver shell: verl's
@@ -470,7 +540,10 @@ def env_not_propagated(ctx: Context):
     0.9.1 `verl/trainer/constants_ppo.py:105-154` (`get_ppo_ray_runtime_env`: defaults dropped
     when set in the driver env; a few determinism variables forwarded); 0.7.1 same file
     `:38-54`. verl 0.4.0 `docs/faq/faq.rst:104`: "The env var must be set before the
-    `ray start` command if any".
+    `ray start` command if any". Ray: `python/ray/_private/worker.py` `init` (`RAY_ADDRESS` is
+    used only when `address` is None or "auto"), `python/ray/_private/services.py`
+    `canonicalize_bootstrap_address` (None or "local": "the caller should start a local Ray
+    instance"); docs.ray.io `ray-core/starting-ray`.
     """
     mode = attach_mode(ctx)
     if mode is None:
@@ -478,15 +551,13 @@ def env_not_propagated(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     forwarded, defaults = verl_runtime_env(root) if root else (frozenset(), frozenset())
     skip_names, skip_prefixes = _skip_table()
-    if mode.kind == "job-submit" and mode.passed_unknown:
+    passed = runtime_env_names(ctx)
+    if passed is None or (mode.kind == "job-submit" and mode.passed_unknown):
         return
     for name in sorted(ctx.launch.env):
         var = ctx.launch.env[name]
-        if name in skip_names or name.startswith(skip_prefixes) or name in forwarded:
+        if name in skip_names or name.startswith(skip_prefixes) or name in forwarded or name in passed:
             continue
-        eff = ctx.env.get(name)
-        if eff is not None and eff.span != var.span:
-            continue  # also passed through ray_kwargs.ray_init.runtime_env.env_vars
         if mode.kind == "ray-start":
             before = mode.env_at_start or {}
             if name in before and before[name] == var.value:

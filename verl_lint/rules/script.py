@@ -218,3 +218,33 @@ _limit(
     ["#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n"],
     ["#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n"],
 )
+
+_limit(
+    "VL010",
+    "engine-version-unknown",
+    "info",
+    """Rules that depend on the rollout engine's release stayed silent: no version is known.
+
+    ## What it does
+    Whether an exported `VLLM_*` variable crashes the server or an `engine_kwargs` key exists
+    depends on the vLLM / SGLang / vllm-ascend release. verl-lint takes that release from
+    evidence only: `--vllm` / `--sglang` / `--vllm-ascend` / `--torch-npu` (or `vllm = "0.8.5"`
+    in `[tool.verl-lint]`), the installed package, or the requirement ranges the verl tree
+    and the project around the script declare (setup.py, pyproject.toml, requirements*.txt,
+    docker files, a wheel's METADATA). With none of them, a finding that holds on some
+    releases and not on others is not reported; this line (once per run, per engine) names
+    the rules that stayed silent and the flag that enables them. A finding that holds on
+    every known release (a misspelt name no release has) is still reported.
+
+    ## Why is this bad?
+    Nothing was checked where the verdict depends on the release: the export or engine
+    argument may crash the rollout server on the release you run.
+
+    ## Use instead
+    Pass the release you run, e.g. `verl-lint check run.sh --vllm 0.12.0`, or set
+    `vllm = "0.12.0"` in `[tool.verl-lint]`; or lint where the engine is installed.
+    """,
+    # no verl release declares vllm-ascend, and this variable was removed in vllm-ascend 0.13
+    ["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
+    ["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_NZ=0\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
+)

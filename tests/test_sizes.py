@@ -1,0 +1,184 @@
+"""3xx size rules against real verl releases: each runs only where the release's source has the
+check it mirrors, scales by the parallel dimensions that release uses, and never lets a default
+stand in for a value the script leaves unknown."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from verl_lint.engine import main_ppo
+from verl_lint.locate import release_tree, tree_at
+from verl_lint.pipeline import Options
+from verl_lint.runner import lint_file
+
+A = "actor_rollout_ref.actor"
+R = "actor_rollout_ref.rollout"
+OLD = "0.2.0.post2"  # the last release before verl checked mini vs train batch (0.1-0.3 semantics)
+
+
+@pytest.fixture(scope="module")
+def trees():
+    return {v: release_tree(v) for v in (OLD, "0.4.1", "0.7.1", "0.9.1")}
+
+
+@pytest.fixture
+def findings(trees, composer, tmp_path):
+    """findings(script, version_or_tree) -> [(code, message)] of a real lint of the script."""
+
+    def run(text: str, where) -> list[tuple[str, str]]:
+        path = tmp_path / "run.sh"
+        path.write_text(text)
+        tree = trees[where] if isinstance(where, str) else where
+        # VL607 depends on the vLLM release too: one where sleep mode and expandable segments clash.
+        report = lint_file(path, Options(verl_tree=tree, versions={"vllm": "0.12.0"}), composer)
+        assert not report.errors, report.errors
+        return [(d.code, d.message) for d in report.diagnostics]
+
+    return run
+
+
+def only(found, code: str) -> list[str]:
+    return [m for c, m in found if c == code]
+
+
+def test_vl302_only_where_the_tree_checks_it(findings):
+    script = main_ppo("data.train_batch_size=16", f"{A}.ppo_mini_batch_size=256")
+    assert only(findings(script, "0.9.1"), "VL302")  # ActorConfig.validate raises
+    assert only(findings(script, "0.4.1"), "VL302")  # ray_trainer._validate_config asserts
+    # verl 0.2 (as vendored by TinyZero / Logic-RL at 0.1) splits the batch without checking.
+    assert only(findings(script, OLD), "VL302") == []
+
+
+def test_vl304_follows_the_worker_main_ppo_runs(findings):
+    twelve = (f"{A}.ppo_mini_batch_size=12", "data.train_batch_size=96")  # 12 × n=1 over 8 GPUs
+    # 0.9.1's engine worker asserts mini_batch_size % dp == 0.
+    assert only(findings(main_ppo(*twelve), "0.9.1"), "VL304")
+    # 0.7.1 runs the legacy FSDP worker by default: 12 // 8 = 1, truncated without an assert ...
+    assert only(findings(main_ppo(*twelve), "0.7.1"), "VL304") == []
+    # ... unless the script picks the engine worker.
+    assert only(findings(main_ppo(*twelve, "trainer.use_legacy_worker_impl=disable"), "0.7.1"), "VL304")
+    # The legacy worker asserts the per-GPU mini batch stays positive: 4 // 8 = 0.
+    four = (f"{A}.ppo_mini_batch_size=4", "data.train_batch_size=96")
+    assert only(findings(main_ppo(*four), "0.7.1"), "VL304")
+    assert only(findings(main_ppo(*four), "0.4.1"), "VL304")
+    # verl 0.2 divides before multiplying by rollout.n and asserts neither.
+    assert only(findings(main_ppo(*four), OLD), "VL304") == []
+
+
+MEGATRON_BUDGET = (f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "data.max_prompt_length=4096", "data.max_response_length=32768")
+
+
+@pytest.mark.parametrize("version,head", [("0.9.1", "model_engine=megatron"), ("0.7.1", "--config-name=ppo_megatron_trainer")])
+def test_vl305_megatron_budget_counts_context_parallel(findings, version, head):
+    def script(cp: int) -> str:
+        return main_ppo(head, *MEGATRON_BUDGET, f"{A}.megatron.context_parallel_size={cp}")
+
+    # 8192 × CP 8 = 65536 >= 4096 + 32768: the Megatron actor multiplies the budget by CP.
+    assert only(findings(script(8), version), "VL305") == []
+    got = only(findings(script(2), version), "VL305")
+    assert got and "× context_parallel_size=2 is below" in got[0] and "36864" in got[0]
+
+
+EXPANDABLE = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+ENGINE_FROM_ENV = f"{R}.name=${{oc.env:ENGINE,vllm}}"
+
+
+def test_oc_env_reads_the_script_env_not_the_default(findings):
+    # ENGINE not set by the script: known only on the machine, so not the default `vllm`.
+    assert only(findings(main_ppo(ENGINE_FROM_ENV, env=EXPANDABLE), "0.9.1"), "VL607") == []
+    # Set by the script: its value.
+    assert only(findings(main_ppo(ENGINE_FROM_ENV, env={**EXPANDABLE, "ENGINE": "vllm"}), "0.9.1"), "VL607")
+    assert only(findings(main_ppo(ENGINE_FROM_ENV, env={**EXPANDABLE, "ENGINE": "sglang"}), "0.9.1"), "VL607") == []
+
+
+def test_oc_env_ignores_the_linters_own_environment(verl_trees, tmp_path):
+    """Through the CLI, with ENGINE set in verl-lint's own process: the script's value counts."""
+    script = tmp_path / "run.sh"
+    script.write_text(main_ppo(f"{R}.name=${{oc.env:ENGINE}}", env={**EXPANDABLE, "ENGINE": "vllm"}))
+    args = [sys.executable, "-m", "verl_lint.cli", "check", str(script), "--verl-root", str(verl_trees["0.9.1"].root), "--vllm", "0.12.0", "--format", "json"]
+    proc = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "ENGINE": "sglang"})
+    assert [d["code"] for d in json.loads(proc.stdout)] == ["VL607"], proc.stderr
+    assert proc.returncode == 1
+
+
+def test_unknown_value_read_through_oc_select_stays_unknown(findings):
+    # rollout.log_prob_max_token_len_per_gpu is ${oc.select:actor...ppo_max_token_len_per_gpu,16384}:
+    # the actor's value is only known at run time, so 16384 is not what the job gets.
+    script = (
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$(nproc) "
+        f"{A}.use_dynamic_bsz=True {R}.log_prob_use_dynamic_bsz=True data.max_prompt_length=16384 data.max_response_length=16384\n"
+    )
+    for version in ("0.9.1", "0.7.1"):
+        assert only(findings(script, version), "VL305") == []
+        # The same budget known: VL305.
+        assert only(findings(script.replace("$(nproc)", "16384"), version), "VL305")
+
+
+def test_vl607_needs_verl_to_start_vllm_with_sleep_mode(findings, trees, tmp_path):
+    script = main_ppo(f"{R}.name=vllm", env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    assert only(findings(script, OLD), "VL607")  # vllm_rollout_spmd.py passes enable_sleep_mode=True
+    assert only(findings(script, "0.9.1"), "VL607")
+    # The same release without its vLLM>=0.7 rollout (as verl 0.1 vendored in TinyZero/Logic-RL,
+    # which drives its own patched vLLM): nothing enables sleep mode, so the rule does not apply.
+    root = tmp_path / "verl-old"
+    shutil.copytree(trees[OLD].root / "verl", root / "verl")
+    (root / "verl" / "workers" / "rollout" / "vllm_rollout" / "vllm_rollout_spmd.py").unlink()
+    assert only(findings(script, tree_at(root, "test")), "VL607") == []
+
+
+def test_vl300_names_the_checks_an_unknown_value_skipped(findings):
+    script = f"python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=$(nproc) {A}.ppo_mini_batch_size=12 data.train_batch_size=96\n"
+    found = findings(script, "0.9.1")
+    assert only(found, "VL304") == []  # the GPU count is not replaced by the default 8
+    (note,) = only(found, "VL300")
+    assert "`trainer.n_gpus_per_node`" in note and "VL304" in note and "VL302" not in note
+    # verl's own mandatory `???` (0.9.1's rollout.name) is the user's to fill in, not "known at run time".
+    assert "rollout.name" not in note
+    assert only(findings(script.replace("$(nproc)", "8"), "0.9.1"), "VL300") == []
+
+
+def test_rule_page_states_the_evidence():
+    proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", "rule", "VL302"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "Runs on a verl tree whose source has: " in proc.stdout
+    assert "verl/workers/config/actor.py" in proc.stdout and "verl/trainer/ppo/ray_trainer.py" in proc.stdout
+
+
+def test_vl304_megatron_dp_counts_tp_pp_cp(findings):
+    def script(head: str, cp: int) -> str:
+        sizes = (f"{A}.megatron.tensor_model_parallel_size=2", f"{A}.megatron.context_parallel_size={cp}")
+        return main_ppo(head, f"{A}.ppo_mini_batch_size=6", "data.train_batch_size=96", *sizes)
+
+    # 0.9.1's engine worker: dp = 8 GPUs / (TP 2 × PP 1 × CP cp); 6 % 4 != 0, 6 % 2 == 0.
+    got = only(findings(script("model_engine=megatron", 1), "0.9.1"), "VL304")
+    assert got and "over 4 data-parallel ranks" in got[0] and "context_parallel_size=1" in got[0]
+    assert only(findings(script("model_engine=megatron", 2), "0.9.1"), "VL304") == []
+    # 0.7.1's default legacy Megatron worker truncates without an assert.
+    assert only(findings(script("--config-name=ppo_megatron_trainer", 1), "0.7.1"), "VL304") == []
+
+
+def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
+    """A release whose shipped actor config has a mini batch above its default train batch (1024):
+    with the script choosing neither, it is verl's problem, reported once per run as info."""
+    root = tmp_path / "verl-defaults"
+    shutil.copytree(trees["0.9.1"].root / "verl", root / "verl")
+    actor = root / "verl" / "trainer" / "config" / "actor" / "actor.yaml"
+    actor.write_text(actor.read_text().replace("ppo_mini_batch_size: 256", "ppo_mini_batch_size: 4096", 1))
+
+    def vl302(text: str) -> list[tuple[str, str]]:
+        script = tmp_path / "run.sh"
+        script.write_text(text)
+        args = [sys.executable, "-m", "verl_lint.cli", "check", str(script), "--verl-root", str(root), "--format", "json", "--fail-on", "never"]
+        proc = subprocess.run(args, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return [(d["severity"], d["message"]) for d in json.loads(proc.stdout) if d["code"] == "VL302"]
+
+    got = vl302(main_ppo(f"{R}.name=vllm") + main_ppo(f"{R}.name=sglang"))  # two launches, one finding
+    assert [sev for sev, _ in got] == ["info"] and "in verl's own default config" in got[0][1]
+    # The script choosing one of the two values makes it the user's error.
+    assert [sev for sev, _ in vl302(main_ppo("data.train_batch_size=2048"))] == ["error"]
