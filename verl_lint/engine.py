@@ -204,11 +204,14 @@ def lazy_module(name: str):
     return module
 
 
+ROLLOUT_NAME = "actor_rollout_ref.rollout.name=vllm"  # every example launch names its rollout (VL109)
+
+
 def main_ppo(*overrides: str, env: dict[str, str] | None = None, module: str = "verl.trainer.main_ppo") -> str:
     """An example script: optional exports, then one main_ppo launch with `overrides` (and
     `actor_rollout_ref.rollout.name=vllm` unless they name the rollout: verl >= 0.7 requires it)."""
     if module == "verl.trainer.main_ppo" and not any(o.lstrip("+~").startswith("actor_rollout_ref.rollout.name=") for o in overrides):
-        overrides = (*overrides, "actor_rollout_ref.rollout.name=vllm")
+        overrides = (*overrides, ROLLOUT_NAME)
     lines = ["#!/bin/bash"] + [f"export {k}={shlex.quote(v)}" for k, v in (env or {}).items()]
     lines.append(" ".join(["python3", "-m", module, *(shlex.quote(o) for o in overrides)]))
     return "\n".join(lines) + "\n"

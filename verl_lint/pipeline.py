@@ -146,6 +146,10 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
     found += version_notes(ctx)
     # A removed/renamed-key finding explains Hydra's bare "Could not override" at the same token.
     explained = {d.span for d in found if d.code.startswith("VL4")}
+    # "nothing reads this key" (VL230) is the weaker form of "the class built from this node has
+    # no such field" (VL110, an error): one finding per override.
+    rejected = {d.span for d in found if d.code == "VL110"}
+    found = [d for d in found if not (d.code == "VL230" and d.span in rejected)]
     return [d for d in diags if not (d.code in ("VL101", "VL105") and d.span in explained)] + found
 
 

@@ -807,7 +807,7 @@ def bad_value(ctx):
     "error",
     bad=[
         main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments"}),
-        main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True:False"}),
+        main_ppo("actor_rollout_ref.rollout.name=sglang", env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True:False"}),
     ],
     good=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments: False,"})],
 )
@@ -904,8 +904,8 @@ def npu_both_set(ctx):
     "VL606",
     "npu-expandable-segments-with-max-split",
     "error",
-    bad=[main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,max_split_size_mb:512"})],
-    good=[main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,base_addr_aligned_kb:16"})],
+    bad=[main_ppo("actor_rollout_ref.rollout.name=sglang", env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,max_split_size_mb:512"})],
+    good=[main_ppo("actor_rollout_ref.rollout.name=sglang", env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,base_addr_aligned_kb:16"})],
 )
 def npu_expandable_conflict(ctx):
     """NPU `expandable_segments:True` together with `max_split_size_mb` or `garbage_collection_threshold`.

@@ -69,8 +69,8 @@ REGISTRY.register(
         Remove the code from the comment.
         """,
         None,
-        bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1  # verl-lint: disable=VL101\n"],
-        good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1  # verl-lint: disable=VL101\n"],
+        bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1  # verl-lint: disable=VL101\n"],
+        good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1  # verl-lint: disable=VL101\n"],
     )
 )
 
@@ -116,7 +116,7 @@ _limit(
     ## Use instead
     Raise `--timeout`, or split the script.
     """,
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
     ["#!/bin/bash\necho quick\n"],
     timeout=1e-6,
 )
@@ -165,10 +165,10 @@ _limit(
     value: `verl-lint check -- python3 -m ... --config-path /abs/dir ...`.
     """,
     [
-        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$CONFIG_DIR\" trainer.nnodes=1\n",
-        "#!/bin/bash\nsu trainer -c \"python3 -m verl.trainer.main_ppo trainer.nnodes=1\"\n",
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$CONFIG_DIR\" actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n",
+        "#!/bin/bash\nsu trainer -c \"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\"\n",
     ],
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
 )
 
 _limit(
@@ -191,8 +191,8 @@ _limit(
     The module the tree has (`verl.trainer.main_ppo`, ...), or lint against the verl you run
     with `--verl-root` / `--verl`.
     """,
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppoo trainer.nnodes=1\n"],
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppoo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
 )
 
 _limit(
@@ -215,8 +215,8 @@ _limit(
     Keep every line of the command ending in a bare `\\`; put comments in an array
     (`ARGS=( a=1  # why\n b=2 )`) instead.
     """,
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n"],
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n"],
+    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n"],
 )
 
 _limit(

@@ -48,7 +48,7 @@ def _report(ctx, code, message, inputs, key, help):
     "VL300",
     "size-checks-skipped-for-unknown-values",
     "info",
-    bad=[f"python3 -m verl.trainer.main_ppo data.train_batch_size=$BSZ {A}.ppo_mini_batch_size=128\n"],
+    bad=[f"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm data.train_batch_size=$BSZ {A}.ppo_mini_batch_size=128\n"],
     good=[main_ppo("data.train_batch_size=256", f"{A}.ppo_mini_batch_size=128")],
 )
 def skipped_for_unknown(ctx):
@@ -582,12 +582,12 @@ def rollout_pp(ctx):
     evidence=[Evidence(VALIDATION, r"must be divisible by model_parallel_size")],
     bad=[
         (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=3"), ">=0.8"),
-        ("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
+        ("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
          f"{A}.megatron.tensor_model_parallel_size=3\n", "<0.8"),
     ],
     good=[
         (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=4"), ">=0.8"),
-        ("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
+        ("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
          f"{A}.megatron.tensor_model_parallel_size=4\n", "<0.8"),
     ],
 )

@@ -25,7 +25,7 @@ from typing import NamedTuple
 from packaging.version import Version
 
 from ..data import MissingTable, load_table
-from ..engine import REGISTRY, Context, Rule, main_ppo, parse_version
+from ..engine import ROLLOUT_NAME, REGISTRY, Context, Rule, main_ppo, parse_version
 from ..model import Diagnostic, Fix, Severity
 
 
@@ -278,7 +278,9 @@ def _examples(rec: dict, field: str, spec: str) -> list[tuple[str, str]]:
         if isinstance(ex, dict):
             ex, ex_spec = ex["script"], ex.get("verl", spec)
         if isinstance(ex, str):  # an override line as written (a whole script for entry-point records)
-            out.append((f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {ex}\n" if rec.get("module") is None else ex, ex_spec))
+            if rec.get("module") is None:  # verl >= 0.7 requires the rollout's name (VL109)
+                ex = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {ex}" + ("" if "rollout.name=" in ex else f" {ROLLOUT_NAME}") + "\n"
+            out.append((ex, ex_spec))
         else:
             out.append((main_ppo(*ex), ex_spec))
     return out

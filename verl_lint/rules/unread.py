@@ -141,14 +141,9 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         if name is None:
             continue
         seen.add(o.key)
-        parent = o.key.rpartition(".")[0]
-        target = ctx.text(f"{parent}._target_") if parent and name == parts[-1] else None
-        if target and typo:
-            # The node becomes that class (`omega_conf_to_dataclass` -> hydra `instantiate`), and a
-            # name no code mentions is no field of it: the constructor gets an unknown keyword.
-            what = f"`{parent}` becomes a `{target.rpartition('.')[2]}` (its `_target_`), which has no field `{name}`: verl stops with `unexpected keyword argument '{name}'` when it builds that config"
-        else:
-            what = tail
+        # Under a node verl builds into a dataclass, VL110 says more (the field is missing from the
+        # class, an error) when the tree converts that node; the pipeline keeps that one.
+        what = tail
         yield ctx.diag(code, f"nothing in {where} reads `{o.key}`: {what}", key=o.key, help=_suggest(ctx, o.key, name, index, typo), span=o.word.span)
 
 
@@ -157,8 +152,8 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
     "key-never-read",
     "warning",
     bad=[
-        main_ppo("+actor_rollout_ref.actor.no_such_knob=1"),
-        main_ppo("+actor_rollout_ref.actor.ppo_micro_batch_size_per_gpuu=4"),
+        main_ppo("+trainer.no_such_knob=1"),
+        main_ppo("+data.train_batch_sizee=4"),
     ],
     good=[
         main_ppo("+actor_rollout_ref.model.override_config.attention_dropout=0.0"),

@@ -175,7 +175,7 @@ def mandatory_value_missing(ctx: Context):
     "added-key-not-a-config-field",
     "error",
     bad=[main_ppo("+actor_rollout_ref.actor.clip_ratio_cap=3.0"), main_ppo("+actor_rollout_ref.actor.optim.warmup_ratio=0.1")],
-    good=[main_ppo("actor_rollout_ref.actor.clip_ratio_c=3.0", "+actor_rollout_ref.rollout.engine_kwargs.vllm.max_num_seqs=256")],
+    good=[main_ppo("actor_rollout_ref.actor.clip_ratio_c=3.0", "+actor_rollout_ref.model.override_config.attention_dropout=0.0")],
 )
 def added_key_not_a_field(ctx: Context):
     """A `+key` added under a config node that verl builds into a dataclass without that field.
