@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NEWEST, OLDER, RELEASES
+from conftest import NEWEST, OLDER, RELEASES, codes
 from verl_lint.engine import main_ppo
 
 
@@ -64,3 +64,11 @@ def test_added_key_under_a_section_no_code_converts_is_not_judged(lint, version)
     assert found(lint(main_ppo("+algorithm.my_extra_coef=0.5"), version), "VL110") == []
     # Free-form dicts (engine_kwargs) are not dataclass fields' parents.
     assert found(lint(main_ppo("+actor_rollout_ref.rollout.engine_kwargs.vllm.max_num_seqs=8"), version), "VL110") == []
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_a_launch_that_only_prints_its_config_is_judged_on_composition_only(lint, version):
+    """`--cfg job` (verl's own scripts/generate_trainer_config.sh does this): Hydra composes the
+    config, prints it and exits; nothing reads the mandatory values, but a bad key still fails."""
+    script = "#!/bin/bash\npython3 -m verl.trainer.main_ppo --cfg job trainer.nnodez=1\n"
+    assert codes(lint(script, version)) == ["VL101"]

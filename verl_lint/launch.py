@@ -45,6 +45,8 @@ _HYDRA_VALUE_FLAGS = {
     "-cd": "config_dir",
 }
 _HYDRA_VALUE_OTHER = {"--cfg", "-c", "--package", "-p", "--info", "--experimental-rerun"}
+# Hydra composes the config, prints it (or help) and exits without running the app.
+_HYDRA_PRINT_ONLY = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "--version"}
 
 
 def launches(commands: list[Command], path: str) -> list[Launch]:
@@ -295,6 +297,8 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
                 j += 1
             elif flag in _HYDRA_VALUE_OTHER and not eq:
                 j += 1
+            if flag in _HYDRA_PRINT_ONLY:
+                launch.prints_only = flag
         else:
             launch.overrides.append(w)
     d = launch.config_dir

@@ -109,6 +109,7 @@ class Launch:
     caller_args: Span | None = None  # where "$@" adds unknown overrides
     ray: RayAttach | None = None
     note: str | None = None  # the branch it is in, when the script's own values do not take it
+    prints_only: str | None = None  # `--cfg job`, `--help`, ...: Hydra composes and prints, the app never runs
     # Set when the command names an entry point but cannot be read as a launch: why (a VL007).
     not_analysable: str | None = None
 

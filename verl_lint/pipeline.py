@@ -133,8 +133,8 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
         return None
     comp = composer.compose(app, la.overrides, la.entry_span)
     diags = list(comp.diagnostics)
-    if comp.config is None:
-        return diags
+    if comp.config is None or la.prints_only:
+        return diags  # with `--cfg job` and the like only the composition can fail
     given = {k: (v, options.version_origin.get(k, "given")) for k, v in options.versions.items()}
     verl_root = app.verl.root if app.verl else None
     engines = resolve(given, verl_root, project_root(script_dir))
