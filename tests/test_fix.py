@@ -76,3 +76,15 @@ def test_fix_skips_a_file_changed_since_read(tmp_path, verl_trees):
     res = apply_fixes(str(s), report.text, report.diagnostics, unsafe=False, write=True)
     assert res.applied == 0 and "changed since" in res.skipped_reason
     assert s.read_text().endswith("# edited meanwhile\n")
+
+
+def test_a_value_repeated_word_for_word_is_redundant_even_when_only_known_at_run_time(lint):
+    """`k=$(pwd)/x/$RUN` twice in one command: the same words give the same value, so nothing is
+    lost (info, removable); a different tail is a real override (warning)."""
+    script = (
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm "
+        "trainer.rollout_data_dir=$(nproc)/x/$RUN trainer.rollout_data_dir=$(nproc)/x/$RUN "
+        "trainer.validation_data_dir=$(nproc)/y trainer.validation_data_dir=$(nproc)/z\n"
+    )
+    found = [(d.key, str(d.severity)) for d in lint(script).diagnostics if d.code == "VL107"]
+    assert found == [("trainer.rollout_data_dir", "info"), ("trainer.validation_data_dir", "warning")]

@@ -4,6 +4,8 @@ VL101–VL106 are emitted by the composition step (`compose.py`), which runs Hyd
 code; they are registered here for their documentation and examples.
 """
 
+from functools import lru_cache
+
 from ..engine import REGISTRY, Rule, main_ppo, rule
 from ..model import Fix, Severity
 
@@ -156,7 +158,11 @@ def duplicate_override(ctx):
     for o in ctx.comp.overrides:
         if o.ok and o.kind in ("set", "force_add", "add") and last.get(o.key) is not o:
             winner = last[o.key]
-            same = o.value_unknown is None and winner.value_unknown is None and o.line.lstrip("+") == winner.line.lstrip("+")
+            if o.value_unknown is None and winner.value_unknown is None:
+                same = o.line.lstrip("+") == winner.line.lstrip("+")
+            else:  # both only known at run time: the same words in one command give the same value
+                written = _written(o.word.span), _written(winner.word.span)
+                same = None not in written and written[0].lstrip("+") == written[1].lstrip("+")
             if same:  # harmless redundancy: say so, quietly
                 d = ctx.diag(
                     "VL107",
@@ -179,3 +185,21 @@ def duplicate_override(ctx):
             if o.word.span.path == cmd.path and cmd.start_byte <= o.word.span.start_byte < cmd.end_byte:
                 d.fix = Fix("remove the shadowed override", True, "remove-token", o.word.span)
             yield d
+
+
+def _written(span) -> str | None:
+    """The text of `span` as the script writes it (None for a command line or an unreadable file)."""
+    if span.path.startswith("<") or span.end_byte <= span.start_byte:
+        return None
+    data = _script_bytes(span.path)
+    return None if data is None else data[span.start_byte : span.end_byte].decode("utf-8", "surrogateescape")
+
+
+@lru_cache(maxsize=8)
+def _script_bytes(path: str) -> bytes | None:
+    from ..files import read_regular
+
+    try:
+        return read_regular(path)
+    except OSError:
+        return None

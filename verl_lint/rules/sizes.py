@@ -10,6 +10,7 @@ run as info (`_report`).
 
 from __future__ import annotations
 
+from ..model import Severity
 from ..engine import MISSING, REGISTRY, Evidence, main_ppo, rule
 
 A = "actor_rollout_ref.actor"
@@ -36,11 +37,11 @@ def _size(ctx, key):
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _report(ctx, code, message, inputs, key, help):
+def _report(ctx, code, message, inputs, key, help, severity=None):
     """The finding, unless none of `inputs` is the user's choice: then a problem of verl's own
     defaults (info, once per run)."""
     if any(ctx.user_set(k) for k in inputs):
-        return ctx.diag(code, message, key=key, help=help)
+        return ctx.diag(code, message, key=key, help=help, severity=severity)
     return ctx.default_problem(code, message, key, help)
 
 
@@ -300,8 +301,9 @@ def mini_batch_dp(ctx):
     runs (`trainer.use_legacy_worker_impl` where the tree has it): the engine worker needs
     `ppo_mini_batch_size × rollout.n` to be a multiple of `dp`; the legacy FSDP worker truncates
     the per-GPU mini batch `ppo_mini_batch_size × rollout.n // dp` and asserts only that it is
-    positive (the legacy Megatron worker checks neither). Then the per-GPU mini batch must be a
-    multiple of `ppo_micro_batch_size_per_gpu` when dynamic batch size is off.
+    positive (the legacy Megatron worker checks neither): a remainder there is a warning, since
+    the mini batch silently shrinks. Then the per-GPU mini batch must be a multiple of
+    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off.
 
     ## Why is this bad?
     verl 0.9 asserts `mini_batch_size % dp == 0` at the first actor update — after a full
@@ -355,6 +357,19 @@ def mini_batch_dp(ctx):
             f"make ppo_mini_batch_size × rollout.n a multiple of {dp}",
         )
         return
+    if total % dp:  # the legacy worker: no error, but not the mini batch the script asks for
+        per_gpu = total // dp
+        yield _report(
+            ctx,
+            "VL304",
+            f"ppo_mini_batch_size={mini} × rollout.n={n} = {total} does not split over {dp} data-parallel ranks "
+            f"(n_gpus={n_gpus} / {how}): this verl's worker silently truncates each rank's mini batch to "
+            f"{total} // {dp} = {per_gpu}, so a mini batch is {per_gpu * dp} samples, not {total}",
+            inputs,
+            _anchor(ctx, f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS),
+            f"make ppo_mini_batch_size × rollout.n a multiple of {dp}",
+            Severity.WARNING,
+        )
     micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
     if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro:
         yield _report(
