@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from conftest import NEWEST, RELEASES
 from verl_lint.callback import ENABLE_LINE, VerlLintCallback, lint_config
-from verl_lint.engine import REGISTRY, Rule
+from verl_lint.engine import REGISTRY, ROLLOUT_NAME, Rule
 from verl_lint.model import Diagnostic, Severity
 
 APPS = Path(__file__).resolve().parent / "apps"
@@ -52,6 +52,8 @@ def run_app(tmp_path: Path, tree, *args: str, app: str = "lint_app.py", config_n
         f"hydra.run.dir={tmp_path / 'out'}",
         *args,
     ]
+    if config_name in ("ppo_trainer", "ppo_megatron_trainer", "my_job") and not any("rollout.name=" in a for a in args):
+        cmd.append(ROLLOUT_NAME)  # verl >= 0.7 requires it: without it the job stops (VL109)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     data = json.loads(marker.read_text()) if marker.exists() else None
     return proc, data
@@ -283,7 +285,7 @@ def composed(verl_trees):
 
     def make(*overrides: str, version: str = NEWEST):
         with initialize_config_dir(config_dir=str(config_dir(verl_trees[version])), version_base=None, job_name="lint_app"):
-            return compose("ppo_trainer", overrides=list(overrides), return_hydra_config=True)
+            return compose("ppo_trainer", overrides=[*overrides, ROLLOUT_NAME], return_hydra_config=True)
 
     return make
 
@@ -421,10 +423,20 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
 
 
 def test_keys_nobody_reads_are_checked_only_when_selected(tmp_path, verl_trees):
-    """VL230/VL231 read an index of the whole verl tree (~35 ms at job start): opt-in here."""
-    knob = "+actor_rollout_ref.actor.no_such_knob=1"
+    """VL230/VL231 read an index of the whole verl tree (~35 ms at job start), VL108/VL110 verl's
+    config classes: opt-in here."""
+    knob = "+trainer.no_such_knob=1"
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", knob)
     assert proc.returncode == 0 and marker is not None and "VL230" not in output(proc), output(proc)
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", f"{CB}.select=[VL230]", knob)
     assert proc.returncode == 1 and marker is None, output(proc)
     assert "VL230 [warning]" in proc.stderr and "no_such_knob" in proc.stderr
+
+
+def test_config_class_rules_are_checked_only_when_selected(tmp_path, verl_trees):
+    knob = "+actor_rollout_ref.actor.no_such_knob=1"
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, knob)
+    assert proc.returncode == 0 and marker is not None and "VL110" not in output(proc), output(proc)
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.select=[VL110]", knob)
+    assert proc.returncode == 1 and marker is None, output(proc)
+    assert "VL110 [error]" in proc.stderr and "FSDPActorConfig" in proc.stderr

@@ -6,8 +6,6 @@ Both rules read the tree being linted: the choice checks of verl's config datacl
 
 from __future__ import annotations
 
-import difflib
-
 from omegaconf import DictConfig, ListConfig
 
 from .. import config_classes
@@ -112,6 +110,8 @@ def _missing(cfg, path: str = "", switched_off: bool = False):
             return
         off = switched_off or any(_is_off_switch(k, cfg._get_node(k, validate_access=False)) for k in cfg.keys())
         for key in cfg.keys():
+            if not path and key == "hydra":
+                continue  # Hydra's own node (a live config has it): filled in by Hydra itself
             node = cfg._get_node(key, validate_access=False)
             if isinstance(node, DictConfig):
                 yield from _missing(node, f"{path}.{key}" if path else str(key), off)
@@ -215,6 +215,8 @@ def added_key_not_a_field(ctx: Context):
         cls = config_classes.find(root, target)
         if cls is None or not cls.closed or name in cls.fields:
             continue
+        import difflib  # only with a finding: the Hydra callback imports this module at every job start
+
         guess = difflib.get_close_matches(name, [f for f in cls.fields if not f.startswith("_")], n=1)
         yield ctx.diag(
             "VL110",
