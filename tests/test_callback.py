@@ -53,7 +53,7 @@ def run_app(tmp_path: Path, tree, *args: str, app: str = "lint_app.py", config_n
         *args,
     ]
     if config_name in ("ppo_trainer", "ppo_megatron_trainer", "my_job") and not any("rollout.name=" in a for a in args):
-        cmd.append(ROLLOUT_NAME)  # verl >= 0.7 requires it: without it the job stops (VL109)
+        cmd.append(ROLLOUT_NAME)  # verl >= 0.7 requires it (`name: ???`): as real launches do
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     data = json.loads(marker.read_text()) if marker.exists() else None
     return proc, data

@@ -204,7 +204,7 @@ def lazy_module(name: str):
     return module
 
 
-ROLLOUT_NAME = "actor_rollout_ref.rollout.name=vllm"  # every example launch names its rollout (VL109)
+ROLLOUT_NAME = "actor_rollout_ref.rollout.name=vllm"  # verl >= 0.7 ships `name: ???`: real launches set it
 
 
 def main_ppo(*overrides: str, env: dict[str, str] | None = None, module: str = "verl.trainer.main_ppo") -> str:

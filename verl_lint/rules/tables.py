@@ -278,7 +278,7 @@ def _examples(rec: dict, field: str, spec: str) -> list[tuple[str, str]]:
         if isinstance(ex, dict):
             ex, ex_spec = ex["script"], ex.get("verl", spec)
         if isinstance(ex, str):  # an override line as written (a whole script for entry-point records)
-            if rec.get("module") is None:  # verl >= 0.7 requires the rollout's name (VL109)
+            if rec.get("module") is None:  # verl >= 0.7 requires the rollout's name (`name: ???`)
                 ex = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {ex}" + ("" if "rollout.name=" in ex else f" {ROLLOUT_NAME}") + "\n"
             out.append((ex, ex_spec))
         else:

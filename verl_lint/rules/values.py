@@ -1,12 +1,12 @@
 """1xx (values): values that compose fine but that verl rejects once a worker builds its config.
 
-Both rules read the tree being linted: the choice checks of verl's config dataclasses
-(`config_classes`), and the mandatory `???` values its shipped YAML leaves to the user.
+Both rules read the tree being linted: verl's config dataclasses (`config_classes`), their
+fields and the choice checks of their `__post_init__`, and the code that converts them.
 """
 
 from __future__ import annotations
 
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig
 
 from .. import config_classes
 from ..engine import Context, main_ppo, rule
@@ -95,79 +95,6 @@ def value_not_accepted(ctx: Context):
                 key=key,
                 help=f"use one of: {allowed}",
             )
-
-
-def _missing(cfg, path: str = "", switched_off: bool = False):
-    """Dotted keys of the `???` values left in the config. Silent below a section that sits
-    beside a switch that is off (`enable: false`, `use_reward_loop: false`, ...): whether verl
-    reads the section then is not something the linter can tell."""
-    if isinstance(cfg, DictConfig):
-        if cfg._is_missing():
-            if path and not switched_off:
-                yield path
-            return
-        if cfg._is_none() or cfg._is_interpolation():
-            return
-        off = switched_off or any(_is_off_switch(k, cfg._get_node(k, validate_access=False)) for k in cfg.keys())
-        for key in cfg.keys():
-            if not path and key == "hydra":
-                continue  # Hydra's own node (a live config has it): filled in by Hydra itself
-            node = cfg._get_node(key, validate_access=False)
-            if isinstance(node, DictConfig):
-                yield from _missing(node, f"{path}.{key}" if path else str(key), off)
-            elif node is not None and node._is_missing() and not switched_off:
-                yield f"{path}.{key}" if path else str(key)
-
-
-def _is_off_switch(key, node) -> bool:
-    name = str(key)
-    return (
-        (name == "enable" or name.startswith(("use_", "enable_")))
-        and node is not None
-        and not isinstance(node, (DictConfig, ListConfig))
-        and not node._is_interpolation()
-        and node._value() is False
-    )
-
-
-@rule(
-    "VL109",
-    "mandatory-value-missing",
-    "error",
-    bad=[main_ppo("actor_rollout_ref.rollout.name=???")],
-    good=[main_ppo(f"{R}.name=vllm", "reward.reward_model.enable=False")],
-)
-def mandatory_value_missing(ctx: Context):
-    """A mandatory value (`???` in verl's config) that nothing sets.
-
-    ## What it does
-    Finds the values left as `???` (OmegaConf's "missing") in the composed config: verl's
-    shipped YAML leaves some to the user (`actor_rollout_ref.rollout.name` from 0.7), and a
-    user config may do the same. A section beside a switch that is off (`enable: false`,
-    `use_reward_loop: false`, ...) is skipped: verl may never read it then.
-    A value the script sets from a variable unknown before run time is not reported.
-
-    ## Why is this bad?
-    Hydra composes a config with `???` values without complaint; the job fails with
-    `MissingMandatoryValue` when verl first reads the key or converts its section to a
-    dataclass, after Ray and the workers are up.
-
-    ## Use instead
-    Set the value, e.g. `actor_rollout_ref.rollout.name=vllm`.
-
-    ## Where in verl
-    0.9.1 and 0.7.1 `verl/trainer/config/rollout/rollout.yaml:5` (`name: ???`) and
-    `verl/workers/config/rollout.py` (`name: Optional[str] = MISSING`).
-    """
-    for key in _missing(ctx.cfg):
-        if ctx.provenance(key) == "unknown":
-            continue  # `key=$UNSET`: composed as `???`, but the script does set it
-        yield ctx.diag(
-            "VL109",
-            f"`{key}` is mandatory (`???`) and nothing sets it: verl stops with MissingMandatoryValue when it reads it",
-            key=key,
-            help=f"set `{key}=...` in the launch",
-        )
 
 
 @rule(
