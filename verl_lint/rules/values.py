@@ -6,23 +6,11 @@ fields and the choice checks of their `__post_init__`, and the code that convert
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
 
 from .. import config_classes
 from ..engine import Context, main_ppo, rule
 
 R = "actor_rollout_ref.rollout"
-
-
-def _targets(cfg, path: str = ""):
-    """(dotted path, `_target_`) of every node the config builds into a class."""
-    if not isinstance(cfg, DictConfig) or cfg._is_none() or cfg._is_missing() or cfg._is_interpolation():
-        return
-    target = cfg._get_node("_target_", validate_access=False) if "_target_" in cfg else None
-    if target is not None and isinstance(target._value(), str):
-        yield path, target._value()
-    for key in cfg.keys():
-        yield from _targets(cfg._get_node(key, validate_access=False), f"{path}.{key}" if path else str(key))
 
 
 def _accepted(value, allowed: tuple) -> bool:
@@ -71,30 +59,31 @@ def value_not_accepted(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return
-    for path, target in _targets(ctx.cfg):
-        if not config_classes.built(root, path):
-            continue  # never converted: `__post_init__` does not run
+    # Only values the user chose are judged: start from them, not from every node of the config.
+    chosen = {o.key for o in ctx.comp.overrides if o.ok and o.kind in ("set", "add", "force_add")} | ctx.comp.user_keys
+    for key in sorted(chosen):
+        path, _, field = key.rpartition(".")
+        target = ctx.get(f"{path}._target_", None) if path else None
+        if not isinstance(target, str) or not config_classes.built(root, path):
+            continue  # not a dataclass node, or never converted: `__post_init__` does not run
         cls = config_classes.find(root, target)
-        if cls is None:
+        choice = cls.choices.get(field) if cls is not None else None
+        if choice is None or not ctx.user_set(key):
+            continue  # no check on this field, or a value unknown before run time
+        value = ctx.get(key, None)
+        if isinstance(value, (dict, list)) or (value is None and choice.allows_none) or _accepted(value, choice.values):
             continue
-        for field, choice in cls.choices.items():
-            key = f"{path}.{field}" if path else field
-            if not ctx.user_set(key):
-                continue  # verl's own default, or a value unknown before run time
-            value = ctx.get(key, None)
-            if isinstance(value, (dict, list)) or (value is None and choice.allows_none) or _accepted(value, choice.values):
-                continue
-            if value is None and not ctx.has(key):
-                continue
-            allowed = ", ".join(str(v) for v in choice.values)
-            shown = "null" if value is None else value
-            yield ctx.diag(
-                "VL108",
-                f"`{key}={shown}` is not accepted by verl's {cls.name}: {choice.where} raises {choice.raises} "
-                f"when the worker builds its config (allowed: {allowed})",
-                key=key,
-                help=f"use one of: {allowed}",
-            )
+        if value is None and not ctx.has(key):
+            continue
+        allowed = ", ".join(str(v) for v in choice.values)
+        shown = "null" if value is None else value
+        yield ctx.diag(
+            "VL108",
+            f"`{key}={shown}` is not accepted by verl's {cls.name}: {choice.where} raises {choice.raises} "
+            f"when the worker builds its config (allowed: {allowed})",
+            key=key,
+            help=f"use one of: {allowed}",
+        )
 
 
 @rule(
