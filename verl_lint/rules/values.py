@@ -6,7 +6,6 @@ fields and the choice checks of their `__post_init__`, and the code that convert
 
 from __future__ import annotations
 
-
 from .. import config_classes
 from ..engine import Context, main_ppo, rule
 
