@@ -39,11 +39,13 @@ class Evidence(NamedTuple):
 
 
 @lru_cache(maxsize=1024)
-def _source_text(path: str) -> str:
+def source_text(path: str | Path) -> str | None:
+    """A file of a verl tree as text, read once per process (None when absent): the one reader
+    of the source facts rules rest on (`Evidence` here, the tables' `requires:` facts)."""
     try:
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return ""
+        return None
 
 
 @lru_cache(maxsize=4096)
@@ -53,7 +55,7 @@ def tree_has(root: str, ev: Evidence) -> bool:
     base = Path(root)
     for f in ev.files:
         paths = sorted(base.glob(f)) if any(c in f for c in "*?[") else [base / f]
-        if any(rx.search(_source_text(str(p))) for p in paths):
+        if any(rx.search(source_text(p) or "") for p in paths):
             return True
     return False
 

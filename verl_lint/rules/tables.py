@@ -25,7 +25,7 @@ from typing import NamedTuple
 from packaging.version import Version
 
 from ..data import MissingTable, load_table
-from ..engine import ROLLOUT_NAME, REGISTRY, Context, Rule, main_ppo, parse_version
+from ..engine import REGISTRY, ROLLOUT_NAME, Context, Rule, main_ppo, parse_version, source_text
 from ..model import Diagnostic, Fix, Severity
 
 
@@ -105,15 +105,6 @@ def has_source(root: Path) -> bool:
         return False
 
 
-@lru_cache(maxsize=None)
-def _text(path: Path) -> str | None:
-    """A file of the tree, read once per process (None when absent)."""
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
 _HOLDS: dict[tuple, bool] = {}  # the explicit per-(tree, app sources, fact) cache
 
 
@@ -142,7 +133,7 @@ def holds(f: Fact, root: Path, ctx: Context | None = None, name: str = "") -> bo
 
 def _tree_fact(f: Fact, root: Path, extra: tuple[Path, ...] = ()) -> bool:
     if f.kind in _FILE_KINDS:
-        text = _text(root / f.subject)
+        text = source_text(root / f.subject)
         if f.kind == "exists":
             return (text is not None) == f.arg
         found = text is not None and f.arg in text
@@ -155,7 +146,7 @@ def _tree_fact(f: Fact, root: Path, extra: tuple[Path, ...] = ()) -> bool:
     # field: `verl.workers.config.actor.ActorConfig.grad_clip` -> a `grad_clip:` line in that
     # class's body in verl/workers/config/actor.py
     module, cls, name = f.subject.rsplit(".", 2)
-    text = _text(root / (module.replace(".", "/") + ".py")) or ""
+    text = source_text(root / (module.replace(".", "/") + ".py")) or ""
     m = re.search(rf"^class {re.escape(cls)}\b[^\n]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)*)", text, re.M)
     return bool(m and re.search(rf"^[ \t]+{re.escape(name)}[ \t]*:", m.group(1), re.M))
 
