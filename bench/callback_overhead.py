@@ -105,8 +105,8 @@ def phase(name, fn):
     out[name] = [(time.perf_counter() - w) * 1000, (time.process_time() - c) * 1000]
     return r
 cb = phase("import verl_lint.callback", lambda: __import__("verl_lint.callback", fromlist=["x"]))
-phase("import verl_lint.engine (+compose, locate, model)", lambda: __import__("verl_lint.engine"))
-phase("import verl_lint.rules (rule pack, YAML tables)", lambda: __import__("verl_lint.rules"))
+phase("import verl_lint.registry (+compose, locate, model)", lambda: __import__("verl_lint.registry"))
+phase("import verl_lint.rules (rule pack, YAML tables)", lambda: __import__("verl_lint.rules.pack"))
 phase("first lint_config (config + env rules)", lambda: cb.lint_config(cfg, env=os.environ))
 def live():
     try:
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         config_dir = Path(args.config_dir).resolve()
         label = str(config_dir)
     else:
-        from verl_lint.locate import release_tree
+        from verl_lint.launch.locate import release_tree
 
         tree = release_tree(args.verl)
         config_dir = tree.root / "verl" / "trainer" / "config"

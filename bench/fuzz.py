@@ -129,7 +129,7 @@ def script(rnd: random.Random) -> str:
 
 def check_case(text: str, tmp: Path, options, composer) -> list[str]:
     """Problems with one case (empty when it is fine)."""
-    from verl_lint.report import render_json
+    from verl_lint.report.render import render_json
     from verl_lint.runner import lint_file
 
     path = tmp / "case.sh"
@@ -156,8 +156,8 @@ def main() -> int:
 
     import tempfile
 
-    from verl_lint.compose import Composer
-    from verl_lint.locate import release_tree
+    from verl_lint.config.compose import Composer
+    from verl_lint.launch.locate import release_tree
     from verl_lint.pipeline import Options
 
     options = Options(verl_tree=release_tree(args.verl), timeout=20)

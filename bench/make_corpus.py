@@ -897,7 +897,7 @@ def check_bash(corpus_dir: str | Path, specs: list[ScriptSpec] | None = None) ->
 
 def _config_dir_for(version: str) -> Path:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from verl_lint.locate import release_tree
+    from verl_lint.launch.locate import release_tree
 
     return release_tree(version).root / "verl" / "trainer" / "config"
 

@@ -235,7 +235,7 @@ class Item:
     script: str  # path
     spec: object  # make_corpus.LaunchSpec
     launch: object  # verl_lint.model.Launch
-    app: object  # verl_lint.locate.HydraApp
+    app: object  # verl_lint.launch.locate.HydraApp
 
     @property
     def words(self) -> list[str]:
@@ -244,8 +244,8 @@ class Item:
 
 def front_end(corpus: Path, specs, tree) -> tuple[list[Item], list[str], list[float]]:
     """shell -> launches -> locate for every script; (items, problems, per-script seconds)."""
-    from verl_lint.launch import launches
-    from verl_lint.locate import locate_app
+    from verl_lint.launch.recognise import launches
+    from verl_lint.launch.locate import locate_app
     from verl_lint.shell import evaluate
 
     items, problems, times = [], [], []
@@ -302,7 +302,7 @@ class Pass:
 def run_passes(items: list[Item], config_dir: Path, cache_root: Path, plain_every: int = 1) -> dict:
     from hydra import initialize_config_dir
 
-    from verl_lint.compose import Composer
+    from verl_lint.config.compose import Composer
 
     results: dict = {"mismatches": [], "plain": Pass("plain hydra.compose"), "cold": Pass("verl-lint cold (empty caches)"),
                      "warm_disk": Pass("verl-lint warm disk (new process)"), "warm_mem": Pass("verl-lint warm memory (same Composer)")}
@@ -442,8 +442,8 @@ def profile_section(items: list[Item], top: int = 15) -> list[str]:
     import io
     import pstats
 
-    from verl_lint import compose as compose_mod
-    from verl_lint.compose import Composer
+    from verl_lint.config import compose as compose_mod
+    from verl_lint.config.compose import Composer
 
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -505,7 +505,7 @@ def profile_section(items: list[Item], top: int = 15) -> list[str]:
 
     from hydra import version
 
-    from verl_lint.compose import _h
+    from verl_lint.config.compose import _h
 
     hh = _h()
     n = 20000
@@ -529,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true", help="also profile the cold path (cProfile top 15, phase timers)")
     args = ap.parse_args(argv)
 
-    from verl_lint.locate import release_tree
+    from verl_lint.launch.locate import release_tree
 
     t_start = time.perf_counter()
     tree = release_tree(args.verl)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from verl_lint.compose import Composer
-from verl_lint.locate import release_tree
+from verl_lint.config.compose import Composer
+from verl_lint.launch.locate import release_tree
 from verl_lint.pipeline import Options
 from verl_lint.runner import lint_file
 

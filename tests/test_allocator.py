@@ -13,8 +13,8 @@ from conftest import NEWEST, RELEASES, codes
 from packaging.version import Version
 
 import verl_lint.pipeline as pipeline
-from verl_lint.data import load_table
-from verl_lint.engine import REGISTRY, main_ppo, parse_version
+from verl_lint.knowledge import load_table
+from verl_lint.registry import REGISTRY, main_ppo, parse_version
 from verl_lint.environment import package_dir
 from verl_lint.rules import allocator as A
 
@@ -179,7 +179,7 @@ def test_table_matches_installed_torch():
     cuda_h = torch_dir / "include" / "c10" / "cuda" / "CUDAAllocatorConfig.h"
     if not cuda_h.is_file():
         pytest.skip("the installed torch ships no c10 headers")
-    from verl_lint.runtime import inspect_torch
+    from verl_lint.allocator.runtime import inspect_torch
 
     version = Version(inspect_torch().version)
     text = cuda_h.read_text()

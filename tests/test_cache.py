@@ -11,10 +11,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from verl_lint import cache
-from verl_lint.compose import Composer
-from verl_lint.launch import launches
+from verl_lint.config.compose import Composer
+from verl_lint.launch.recognise import launches
 from verl_lint.cache import cache_dir
-from verl_lint.locate import locate_app
+from verl_lint.launch.locate import locate_app
 from verl_lint.shell import evaluate
 
 SCRIPT = (
@@ -249,7 +249,7 @@ def test_cache_keys_follow_the_code_that_produced_them(tmp_path):
 def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl_trees):
     """The per-file time limit firing while a base composes is VL005 for that run, and nothing
     is stored: the next run (same process, then a new one on the same cache) composes it."""
-    from verl_lint.compose import _h
+    from verl_lint.config.compose import _h
     from verl_lint.pipeline import Options
     from verl_lint.runner import lint_file
 

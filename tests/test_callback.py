@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 
 from conftest import NEWEST, RELEASES
 from verl_lint.callback import ENABLE_LINE, VerlLintCallback, lint_config
-from verl_lint.engine import REGISTRY, ROLLOUT_NAME, Rule
+from verl_lint.registry import REGISTRY, ROLLOUT_NAME, Rule
 from verl_lint.model import Diagnostic, Severity
 
 APPS = Path(__file__).resolve().parent / "apps"
@@ -101,7 +101,7 @@ def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version)
     _, plain = run_app(tmp_path, verl_trees[version], *GOOD)
     added = set(marker["modules"]) - set(plain["modules"])
     assert "verl_lint.callback" in added
-    lazy = {"verl_lint.engine_args", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}
+    lazy = {"verl_lint.engines.args", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}
     lazy.add("verl_lint.settings")  # only a bad parameter needs its messages
     assert not added & lazy, sorted(added & lazy)
 
@@ -392,7 +392,7 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from verl_lint.callback import _applied
-    from verl_lint.compose import override_kind
+    from verl_lint.config.compose import override_kind
 
     lines = [
         "trainer.nnodes=2",

@@ -7,8 +7,8 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from conftest import RELEASES
-from verl_lint.launch import launches
-from verl_lint.locate import locate_app
+from verl_lint.launch.recognise import launches
+from verl_lint.launch.locate import locate_app
 from verl_lint.shell import evaluate
 
 R = "actor_rollout_ref.rollout"
@@ -110,7 +110,7 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
     (interpolations, missing values, containers) is left to OmegaConf."""
     from omegaconf import DictConfig
 
-    from verl_lint import engine
+    from verl_lint import registry
 
     with initialize_config_dir(config_dir=str(verl_trees[version].root / "verl" / "trainer" / "config"), version_base=None):
         cfg = compose(name, overrides=["actor_rollout_ref.rollout.n=5", "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"])
@@ -140,7 +140,7 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
 def test_provenance_tells_script_user_file_and_verl_default_apart(verl_trees, composer, tmp_path, version):
     """A value is the user's choice when the script or the user's own config file sets it (or it
     interpolates one that is); everything else is verl's shipped default."""
-    from verl_lint.engine import Context
+    from verl_lint.config.context import Context
 
     conf = tmp_path / "conf"
     conf.mkdir()

@@ -22,8 +22,8 @@ import pytest
 
 from verl_lint import cache
 from verl_lint.download import DownloadError
-from verl_lint.engine_args import fetch_wheel
-from verl_lint.locate import LocateError, release_tree
+from verl_lint.engines.args import fetch_wheel
+from verl_lint.launch.locate import LocateError, release_tree
 
 HINT = "; pass --verl-root DIR with a verl checkout instead"
 SCRIPT = "python3 -m verl.trainer.main_ppo trainer.nnodez=4 trainer.nnodes=2\n"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from verl_lint import engine_args as ea
-from verl_lint.engine_args import (
+from verl_lint.engines import args as ea
+from verl_lint.engines.args import (
     UNKNOWN,
     EngineNames,
     Evaluator,
@@ -398,7 +398,7 @@ def test_sglang_tp_size_read_from_each_release(lint, composer, tmp_path):
     assert _only(lint(script, "0.9.1")) == []
     assert _only(lint(script, "0.7.1")) == []
     # 0.7.0 passed tp_size = TP = 2: a mismatch
-    from verl_lint.locate import release_tree
+    from verl_lint.launch.locate import release_tree
     from verl_lint.pipeline import Options
     from verl_lint.runner import lint_file
 
@@ -437,8 +437,8 @@ def test_no_engine_package_is_imported(tmp_path):
     code = textwrap.dedent(
         f"""
         import sys
-        from verl_lint.compose import Composer
-        from verl_lint.locate import release_tree
+        from verl_lint.config.compose import Composer
+        from verl_lint.launch.locate import release_tree
         from verl_lint.pipeline import Options
         from verl_lint.runner import lint_file
         from pathlib import Path

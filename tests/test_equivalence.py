@@ -232,8 +232,8 @@ def test_edge_case_composes_like_hydra(words, verl_trees, composer, tmp_path):
 
     from hydra import initialize_config_dir
 
-    from verl_lint.launch import launches
-    from verl_lint.locate import locate_app
+    from verl_lint.launch.recognise import launches
+    from verl_lint.launch.locate import locate_app
     from verl_lint.shell import evaluate
 
     text = "python3 -m verl.trainer.main_ppo " + " ".join(shlex.quote(w) for w in words) + "\n"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import RELEASES, codes
-from verl_lint.engine import main_ppo
-from verl_lint.reader import build, reader_index
+from verl_lint.registry import main_ppo
+from verl_lint.config.reader import build, reader_index
 
 
 @pytest.mark.parametrize("version", RELEASES)
@@ -70,13 +70,13 @@ def test_what_counts_as_read(tmp_path):
 def test_disk_cache_follows_the_files(tmp_path, monkeypatch):
     monkeypatch.setenv("VERL_LINT_CACHE_DIR", str(tmp_path / "cache"))
     root = _tree(tmp_path)
-    monkeypatch.setattr("verl_lint.reader._LOADED", {})
+    monkeypatch.setattr("verl_lint.config.reader._LOADED", {})
     assert not reader_index(root).reads("brand_new_knob")
     assert list((tmp_path / "cache" / "reader").glob("*.pickle"))
     f = root / "verl" / "trainer" / "worker.py"
     f.write_text(f.read_text() + "x = config.brand_new_knob\n")
     os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1_000_000))
-    monkeypatch.setattr("verl_lint.reader._LOADED", {})  # a new process
+    monkeypatch.setattr("verl_lint.config.reader._LOADED", {})  # a new process
     assert reader_index(root).reads("brand_new_knob")
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, NEWEST
-from verl_lint.compose import Composer
+from verl_lint.config.compose import Composer
 from verl_lint.pipeline import Options
-from verl_lint.report import render_text
+from verl_lint.report.render import render_text
 from verl_lint.runner import lint_file
 
 SNAPSHOT = Path(__file__).parent / "data" / "grpo_sizes_typos.txt"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import RELEASES, codes
-from verl_lint.engine import REGISTRY
-from verl_lint.engine import parse_version
-from verl_lint.locate import release_tree
+from verl_lint.registry import REGISTRY
+from verl_lint.registry import parse_version
+from verl_lint.launch.locate import release_tree
 
 CASES = []
 for r in REGISTRY:

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from verl_lint.engine import REGISTRY
+from verl_lint.registry import REGISTRY
 
 from verl_lint import doctor
 from verl_lint.cache import cache_dir
-from verl_lint.locate import tree_at
-from verl_lint.runtime import (
+from verl_lint.launch.locate import tree_at
+from verl_lint.allocator.runtime import (
     Accelerator,
     analyze_verl,
     check_allocator,
@@ -174,7 +174,7 @@ def test_synthetic_tree_training_worker_lacks_call(tmp_path, torch_npu_pkgs, cle
 
 
 def test_rollout_config_default_from_source(verl_trees):
-    from verl_lint.runtime import rollout_config_default
+    from verl_lint.allocator.runtime import rollout_config_default
 
     for v in ("0.9.1", "0.7.1"):
         assert rollout_config_default(str(verl_trees[v].root), "enable_sleep_mode") is True
@@ -259,11 +259,11 @@ def test_nothing_heavy_is_imported(tmp_path, verl_trees):
         f"""
         import sys
         from pathlib import Path
-        from verl_lint.compose import Composer
-        from verl_lint.locate import tree_at
+        from verl_lint.config.compose import Composer
+        from verl_lint.launch.locate import tree_at
         from verl_lint.pipeline import Options
         from verl_lint.runner import lint_file
-        from verl_lint.runtime import check_allocator
+        from verl_lint.allocator.runtime import check_allocator
         from verl_lint import doctor
         tree = tree_at(Path({str(verl_trees['0.9.1'].root)!r}), 'test')
         rep = lint_file(Path({str(script)!r}), Options(verl_tree=tree, versions={{'vllm': '0.12.0'}}), Composer(cache=False))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from verl_lint import shell
-from verl_lint.launch import launches
+from verl_lint.launch.recognise import launches
 from verl_lint.shell import evaluate
 
 

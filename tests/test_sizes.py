@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from verl_lint.engine import main_ppo
-from verl_lint.locate import release_tree, tree_at
+from verl_lint.registry import main_ppo
+from verl_lint.launch.locate import release_tree, tree_at
 from verl_lint.pipeline import Options
 from verl_lint.runner import lint_file
 

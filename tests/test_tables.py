@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import NEWEST, OLDER, RELEASES, codes
-from verl_lint.engine import parse_version
-from verl_lint.locate import tree_at
+from verl_lint.registry import parse_version
+from verl_lint.launch.locate import tree_at
 from verl_lint.pipeline import Options
 from verl_lint.rules import tables
 from verl_lint.runner import lint_file

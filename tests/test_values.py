@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import NEWEST, OLDER, RELEASES, codes
-from verl_lint.engine import main_ppo
+from verl_lint.registry import main_ppo
 
 
 def found(report, code):

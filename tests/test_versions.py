@@ -15,7 +15,7 @@ from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
-from verl_lint import versions as V
+from verl_lint.engines import versions as V
 
 XF = "#!/bin/bash\nexport VLLM_ATTENTION_BACKEND=XFORMERS\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"
 

@@ -129,7 +129,7 @@ def test_baseline_of_the_wrong_shape_is_one_line(tmp_path, root, content, proble
 # there is a real write to the file (as an editor saving it would be).
 EDIT_DURING_FIX = """
 import sys
-import verl_lint.fix as fix
+import verl_lint.report.fix as fix
 
 real = fix.write_atomic
 

@@ -106,13 +106,14 @@ def lint_config(
     """
     from omegaconf import OmegaConf
 
-    from . import rules as _rules  # noqa: F401 - registers the rule pack
-    from .compose import Composition
-    from .engine import REGISTRY, Context, finalize, parse_version, run_rules, selected
+    from .rules import pack  # noqa: F401 - registers the rule pack
+    from .config.compose import Composition
+    from .registry import REGISTRY, finalize, parse_version, run_rules, selected
+    from .config.context import Context
     from .environment import installed_versions
     from .model import EnvVar, Launch, Span
-    from .versions import ENGINES, Evidence
-    from .versions import notes as version_notes
+    from .engines.versions import ENGINES, Evidence
+    from .engines.versions import notes as version_notes
 
     hydra_node = _hydra_node(cfg)
     if overrides is None:
@@ -141,7 +142,7 @@ def lint_config(
 
     versions = {k: parse_version(v) for k, v in installed_versions().items()}
     versions["verl"] = parse_version(tree.version if tree else None)
-    # In the live process the installed engines are the evidence (verl_lint.versions)
+    # In the live process the installed engines are the evidence (verl_lint.engines.versions)
     engines = {k: Evidence(k, v, source="installed") for k, v in versions.items() if k in ENGINES and v is not None}
     ctx = Context(launch, comp, versions, env_vars, engines, live=True)
     rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore) and (r.code not in OPT_IN or select)]
@@ -195,7 +196,7 @@ def _verl_tree(task_file: str | None, config_dirs: tuple):
     """The verl the job runs: the tree of the app file or of a config dir, else the installed one."""
     from pathlib import Path
 
-    from .locate import find_checkout, installed_tree
+    from .launch.locate import find_checkout, installed_tree
 
     for start in ([Path(task_file).resolve().parent] if task_file else []) + list(config_dirs):
         tree = find_checkout(start)
@@ -207,7 +208,7 @@ def _verl_tree(task_file: str | None, config_dirs: tuple):
 def _hydra_app(task_file, config_dirs, config_name, tree):
     from pathlib import Path
 
-    from .locate import HydraApp
+    from .launch.locate import HydraApp
 
     file = Path(task_file) if task_file else Path("<hydra>")
     return HydraApp(file.name, file, tuple(config_dirs), config_name, None, tree, None)
@@ -223,7 +224,7 @@ def _applied(overrides: list[str], choices: dict[str, str]):
     the override grammar makes those plain text: `~`, `+` or `++`, then the key up to the first
     `=` (a key cannot contain one). Parsing again with Hydra's grammar costs ~1 ms per override.
     """
-    from .compose import AppliedOverride
+    from .config.compose import AppliedOverride
     from .model import Span, Word
 
     out = []
@@ -261,7 +262,7 @@ def _ray_env(cfg, comp, anchor) -> dict:
 
 
 def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | None = None) -> list:
-    """The live allocator check (`verl_lint.runtime.check_allocator`) for a job.
+    """The live allocator check (`verl_lint.allocator.runtime.check_allocator`) for a job.
 
     Called with the job's rollout config, the verl tree the job runs and the environment
     (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`). Not
@@ -269,7 +270,7 @@ def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | No
     """
     from omegaconf import DictConfig, OmegaConf
 
-    from .runtime import check_allocator
+    from .allocator.runtime import check_allocator
 
     rollout = OmegaConf.select(cfg, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
     environ = dict(os.environ if env is None else env)
@@ -486,7 +487,7 @@ def _import(name: str) -> None:
 
 def _merge(static: list, live: list, select, ignore) -> list:
     """Config/env findings plus live ones; a live finding replaces a static one with its code and key."""
-    from .engine import finalize
+    from .registry import finalize
 
     seen = {(d.code, d.key) for d in live}
     return finalize([d for d in static if (d.code, d.key) not in seen] + list(live), select, ignore)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .data import MissingTable
+from .knowledge import MissingTable
 from .terminal import plural
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -183,7 +183,7 @@ def _options(args, settings, tree):
     cwd = getattr(args, "cwd", None) or settings.cwd
     if cwd is not None and not os.path.isdir(cwd):
         raise UsageError(f"{'--cwd' if getattr(args, 'cwd', None) else 'cwd setting'} {cwd}: not a directory")
-    from .versions import version_problem
+    from .engines.versions import version_problem
 
     versions, origin = {}, {}
     for key, text in settings.engines.items():
@@ -211,7 +211,7 @@ def _options(args, settings, tree):
 
 
 def _tree(root: str | None, version: str | None):
-    from .locate import LocateError, release_tree, tree_at
+    from .launch.locate import LocateError, release_tree, tree_at
 
     try:
         if root:
@@ -254,7 +254,7 @@ def _check(args, command_argv) -> int:
     reports = _run_lint(args, command_argv, settings, options)
     if args.write_baseline:
         from .files import WriteError
-        from .suppress import write_baseline
+        from .report.suppress import write_baseline
 
         try:
             n = write_baseline(Path(args.write_baseline), reports)
@@ -264,7 +264,7 @@ def _check(args, command_argv) -> int:
         return EXIT_USAGE if any(r.errors for r in reports) else EXIT_CLEAN
     hidden = 0
     if args.baseline:
-        from .suppress import filter_baseline
+        from .report.suppress import filter_baseline
 
         try:
             hidden = filter_baseline(Path(args.baseline), reports)
@@ -284,7 +284,7 @@ def _fix(args, command_argv, settings, options, reports):
     Returns the reports, how many files could not be written (each told on stderr) and how
     many diffs --diff showed.
     """
-    from .fix import apply_fixes
+    from .report.fix import apply_fixes
 
     changed = 0
     fixed = 0
@@ -318,7 +318,7 @@ def _emit(reports, args, fail_on, unfixed: int = 0, hidden: int = 0, diffs: int 
     write; `hidden`: findings the baseline removed (the summary says how many)."""
     from .files import WriteError, write_atomic
     from .model import Severity
-    from .report import RENDERERS
+    from .report.render import RENDERERS
 
     fmt = args.format or "text"
     color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
@@ -349,7 +349,7 @@ def _emit(reports, args, fail_on, unfixed: int = 0, hidden: int = 0, diffs: int 
 
         s = stats(reports)
         if s["unanalysed"] or s["files_unanalysed"]:
-            from .report import accounting
+            from .report.render import accounting
 
             print(f"verl-lint: {accounting(s)}; failing (--fail-on-unanalysed)", file=sys.stderr)
             return EXIT_FINDINGS
@@ -361,7 +361,7 @@ def _emit(reports, args, fail_on, unfixed: int = 0, hidden: int = 0, diffs: int 
 
 def _upgrade(args) -> int:
     """Lint against the current and the target verl; report only what the upgrade changes."""
-    from .locate import find_checkout, installed_tree
+    from .launch.locate import find_checkout, installed_tree
 
     try:
         settings = _settings(args)
@@ -395,8 +395,8 @@ def _upgrade(args) -> int:
 def _rules(args) -> int:
     import json
 
-    from . import rules  # noqa: F401 - registers the rule pack
-    from .engine import REGISTRY
+    from .rules import pack  # noqa: F401 - registers the rule pack
+    from .registry import REGISTRY
 
     if args.format == "json":
         print(
@@ -420,8 +420,8 @@ def _rules(args) -> int:
 def _rule(args) -> int:
     import textwrap
 
-    from . import rules  # noqa: F401 - registers the rule pack
-    from .engine import REGISTRY
+    from .rules import pack  # noqa: F401 - registers the rule pack
+    from .registry import REGISTRY
 
     r = REGISTRY.get(args.code)
     if r is None:

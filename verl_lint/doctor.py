@@ -19,9 +19,9 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the runtime inspection is imported when `doctor` runs, not to build the CLI
-    from .locate import VerlTree
+    from .launch.locate import VerlTree
     from .model import Diagnostic
-    from .runtime import RuntimeReport
+    from .allocator.runtime import RuntimeReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 _LABELS = {
@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _tree(args) -> tuple[VerlTree | None, str | None]:
     """(tree, error)."""
-    from .locate import LocateError, find_checkout, installed_tree, release_tree, tree_at
+    from .launch.locate import LocateError, find_checkout, installed_tree, release_tree, tree_at
 
     try:
         if getattr(args, "verl_root", None):
@@ -64,8 +64,8 @@ def _tree(args) -> tuple[VerlTree | None, str | None]:
 
 
 def build(args) -> RuntimeReport:
-    from .locate import LocateError
-    from .runtime import Accelerator, inspect_runtime, runtime_findings
+    from .launch.locate import LocateError
+    from .allocator.runtime import Accelerator, inspect_runtime, runtime_findings
 
     tree, err = _tree(args)
     if err:
@@ -78,7 +78,7 @@ def build(args) -> RuntimeReport:
 
 
 def run(args) -> int:
-    from .locate import LocateError
+    from .launch.locate import LocateError
 
     try:
         report = build(args)

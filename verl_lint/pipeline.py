@@ -9,19 +9,22 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import launch as launch_mod
-from . import rules as _rules  # noqa: F401 - registers the rule pack
+from .launch import recognise as launch_mod
+from .rules import pack  # noqa: F401 - registers the rule pack
+from .rules.hydra_keys import CONFIG_COMPOSITION_ERROR
+from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE
 from . import shell
-from .compose import Composer
+from .config.compose import Composer
 from .environment import installed_versions
-from .engine import REGISTRY, Context, Rule, parse_version, run_rules, selected
-from .engine import finalize as engine_finalize
-from .locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
+from .registry import REGISTRY, Rule, parse_version, run_rules, selected
+from .config.context import Context
+from .registry import finalize as engine_finalize
+from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
 from .rules.tables import removed_module_diag
-from .suppress import apply_suppressions
+from .report.suppress import apply_suppressions
 from .terminal import safe
-from .versions import context_versions, project_root, resolve
-from .versions import notes as version_notes
+from .engines.versions import context_versions, project_root, resolve
+from .engines.versions import notes as version_notes
 from .model import Diagnostic, EnvVar, Launch, Severity, Word
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -81,8 +84,7 @@ def lint_text(
     report.diagnostics.extend(result.diagnostics)
     for la in launch_mod.launches(result.commands, path):
         if la.not_analysable:
-            r = REGISTRY.get("VL007")
-            report.diagnostics.append(Diagnostic(r.code, r.name, r.severity, f"this launch was not checked: {la.not_analysable}", la.entry_span, r.summary))
+            report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary))
             continue
         try:
             diags = lint_launch(la, options, composer, script_dir)
@@ -90,21 +92,15 @@ def lint_text(
             report.errors.append(InputError(path, str(ex), la.entry_span.line, la.entry_span.col))
             continue
         except EntryPointNotFound as ex:
-            r = REGISTRY.get("VL009")
-            fix = f"did you mean `{ex.guess}`?" if ex.guess else r.summary
-            report.diagnostics.append(Diagnostic(r.code, r.name, r.severity, f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or ""))
+            fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
+            report.diagnostics.append(ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or ""))
             continue
         except ConfigNotFound as ex:
-            r = REGISTRY.get("VL106")
-            report.diagnostics.append(
-                Diagnostic(r.code, r.name, r.severity, f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else ""), ex.word.span, ex.help, ex.flag)
-            )
+            message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
+            report.diagnostics.append(CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag))
             continue
         except NotAnalysable as ex:
-            r = REGISTRY.get("VL007")
-            report.diagnostics.append(
-                Diagnostic(r.code, r.name, r.severity, f"this launch was not checked: {ex}", ex.word.span, r.summary)
-            )
+            report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary))
             continue
         if diags is None:
             continue  # not a Hydra app (a data-prep script, pip, ...)

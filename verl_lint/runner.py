@@ -17,10 +17,12 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from .compose import Composer
+from .config.compose import Composer
 from .pipeline import FileReport, InputError, NotRegularFile, Options, command_script, file_kind, has_sh_shebang, is_shell_script
 from .pipeline import lint_text, open_regular
 from .model import Diagnostic, Span
+from .registry import Rule
+from .rules.script import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -298,7 +300,7 @@ def read_script(path: Path, max_bytes: int) -> tuple[str | None, InputError | No
         return None, InputError(str(path), f"cannot read: {ex.strerror or ex}"), []
     if size > max_bytes or len(data) > max_bytes:
         what = f"the file is {_size(size)}, over" if size > max_bytes else "the file is over"  # procfs reports size 0
-        return None, None, [_limit_diag(path, "VL004", f"{what} the {_size(max_bytes)} limit; not analysed")]
+        return None, None, [_limit_diag(path, FILE_TOO_LARGE, f"{what} the {_size(max_bytes)} limit; not analysed")]
     if b"\0" in data[:8192]:
         return None, InputError(str(path), "binary file, not a shell script; skipped"), []
     try:
@@ -307,15 +309,12 @@ def read_script(path: Path, max_bytes: int) -> tuple[str | None, InputError | No
         text = data.decode("utf-8", errors="replace")
         line = data.count(b"\n", 0, ex.start) + 1
         col = ex.start - (data.rfind(b"\n", 0, ex.start) + 1) + 1
-        d = _limit_diag(path, "VL006", f"invalid UTF-8 (byte {data[ex.start]:#04x}); decoded with replacement characters", line, col)
+        d = _limit_diag(path, INVALID_UTF8, f"invalid UTF-8 (byte {data[ex.start]:#04x}); decoded with replacement characters", line, col)
         return text, None, [d]
 
 
-def _limit_diag(path: Path, code: str, message: str, line: int = 1, col: int = 1) -> Diagnostic:
-    from .engine import REGISTRY
-
-    r = REGISTRY.get(code)
-    return Diagnostic(r.code, r.name, r.severity, message, Span(str(path), line, col, line, col + 1), help=r.summary)
+def _limit_diag(path: Path, rule: Rule, message: str, line: int = 1, col: int = 1) -> Diagnostic:
+    return rule.finding(message, Span(str(path), line, col, line, col + 1), help=rule.summary)
 
 
 class _Timeout(Exception):
@@ -363,7 +362,7 @@ def lint_file(path: Path, options: Options, composer: Composer, per_file_ignores
             report = lint_text(str(path), text, opts, composer)
     except _Timeout:
         msg = f"analysis took longer than {options.timeout:g} s; not analysed (raise the limit with --timeout)"
-        return FileReport(str(path), diagnostics=[_limit_diag(path, "VL005", msg)], text=text)
+        return FileReport(str(path), diagnostics=[_limit_diag(path, ANALYSIS_TIMEOUT, msg)], text=text)
     except RecursionError:
         return FileReport(str(path), errors=[InputError(str(path), "script is nested too deeply to analyse; skipped")])
     except Exception as ex:  # noqa: BLE001 - one broken file never stops the run

@@ -69,8 +69,8 @@ def code_problem(code: str) -> str | None:
     """None if `code` names rules (a code, a code prefix or a rule name), else what is wrong.
 
     The one check of rule codes, for flags, settings and the Hydra callback's parameters."""
-    from . import rules as _rules  # noqa: F401 - the rule pack registers itself
-    from .engine import REGISTRY
+    from .rules import pack  # noqa: F401 - registers the rule pack
+    from .registry import REGISTRY
 
     if code and any(r.code.startswith(code) or r.name == code for r in REGISTRY):
         return None
@@ -139,8 +139,8 @@ def _per_file_ignores(value: Any) -> dict[str, tuple[str, ...]]:
 
 
 def _severity(value: Any) -> dict[str, Severity]:
-    from . import rules as _rules  # noqa: F401 - the rule pack registers itself
-    from .engine import REGISTRY
+    from .rules import pack  # noqa: F401 - registers the rule pack
+    from .registry import REGISTRY
 
     out = {}
     for code, sev in _table(value, 'rule code = "error" | "warning" | "info"').items():
@@ -156,7 +156,7 @@ def _severity(value: Any) -> dict[str, Severity]:
 
 
 def _engine_version(value: Any) -> str:
-    from .versions import version_problem
+    from .engines.versions import version_problem
 
     problem = version_problem(value)
     if problem:

@@ -169,8 +169,8 @@ def _say(msg: str) -> None:
 def run(args, command_argv: list[str] | None) -> int:
     """Lint `command_argv`; print the report; if it passes, exec the command (never returns then)."""
     from .cli import UsageError
-    from . import rules as _rules  # noqa: F401 - the rule pack, for select/ignore validation
-    from .compose import Composer
+    from .rules import pack  # noqa: F401 - registers the rule pack
+    from .config.compose import Composer
     from .model import Severity
 
     if not command_argv:
@@ -231,7 +231,7 @@ def run(args, command_argv: list[str] | None) -> int:
 def _print_report(reports, fmt: str, args) -> str | None:
     """The report to stderr and to --output; why --output could not be written, if it could not."""
     from .files import WriteError, write_atomic
-    from .report import RENDERERS
+    from .report.render import RENDERERS
 
     if fmt == "text":
         color = args.color == "always" or (args.color == "auto" and sys.stderr.isatty() and not os.environ.get("NO_COLOR"))

@@ -1,7 +1,7 @@
 """A plugin that registers a rule which raises, through the public registry (fail-open tests)."""
 
-from verl_lint import rules as _rules  # noqa: F401 - the rule pack first, as in a real run
-from verl_lint.engine import REGISTRY, Rule
+from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
+from verl_lint.registry import REGISTRY, Rule
 from verl_lint.model import Severity
 
 

@@ -1,9 +1,7 @@
-"""The rule pack. Importing this package registers every rule in `engine.REGISTRY`.
+"""The rule pack: one module per family, each declaring its rules in the registry.
 
 Families (the hundreds of the code): 0xx script, 1xx Hydra and keys, 2xx ineffective
 keys, 3xx sizes and parallelism, 4xx removed/renamed, 5xx environment, 6xx allocator,
-7xx engine kwargs.
+7xx engine kwargs. Importing `rules.pack` registers all of them; a front end imports only the
+module declaring the rules it reports (`rules.script`, `rules.hydra_keys`).
 """
-
-from . import allocator, engine_kwargs, env, hydra_keys, script, sizes, tables  # noqa: F401
-from . import unread, values  # noqa: F401

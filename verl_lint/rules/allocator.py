@@ -20,10 +20,12 @@ from typing import NamedTuple
 
 from packaging.version import Version
 
-from ..data import load_table
-from ..engine import MISSING, REGISTRY, Evidence, main_ppo, parse_version, rule
+from ..knowledge import load_table
+from ..config.context import MISSING
+from ..registry import REGISTRY, main_ppo, parse_version, rule
+from ..config.source import Evidence
 from ..model import Diagnostic, EnvVar, Span
-from ..runtime import RUNTIME_SPAN, VerlAllocatorCode, analyze_verl, rollout_config_default
+from ..allocator.runtime import RUNTIME_SPAN, VerlAllocatorCode, analyze_verl, rollout_config_default
 
 CUDA_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF")
 NPU_VAR = "PYTORCH_NPU_ALLOC_CONF"

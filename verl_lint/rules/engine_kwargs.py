@@ -4,10 +4,10 @@ Every key under `<rollout>.engine_kwargs.<engine>` is checked twice (only keys t
 the script or their own config files, are findings on the script: a problem in verl's shipped
 defaults is one info per run):
 
-- against the engine release (`verl_lint.engine_args.schema_for`): `vllm serve` rejects an
+- against the engine release (`verl_lint.engines.args.schema_for`): `vllm serve` rejects an
   unknown option, SGLang's `ServerArgs(**args)` an unknown keyword (VL701);
 - against how the linted verl tree assembles the server arguments
-  (`verl_lint.engine_args.assembly`, read from its `launch_server` with ast): does your value
+  (`verl_lint.engines.args.assembly`, read from its `launch_server` with ast): does your value
   replace something verl derives from its own config (VL702 when that breaks verl's worker
   mapping, VL704 otherwise), or does verl overwrite it afterwards (VL703)? The source
   conditions are evaluated on the composed config, so `enable_expert_parallel` is reported
@@ -23,15 +23,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from .. import versions
-from ..data import load_table as load_data
-from ..engine import MISSING, Context, lazy_module, main_ppo, rule
+from ..engines import versions
+from ..knowledge import load_table as load_data
+from ..config.context import MISSING, Context
+from ..registry import lazy_module, main_ppo, rule
 from ..model import Severity, Unknown
 
 if TYPE_CHECKING:
-    from ..engine_args import ArgSet, Assembly, Evaluator
+    from ..engines.args import ArgSet, Assembly, Evaluator
 
-ea = lazy_module("verl_lint.engine_args")  # loaded when a launch sets engine_kwargs: most never do
+ea = lazy_module("verl_lint.engines.args")  # loaded when a launch sets engine_kwargs: most never do
 
 ACTOR = "actor_rollout_ref.rollout"
 KW_ENGINES = ("vllm", "sglang")
@@ -229,7 +230,7 @@ def _accepted(kw: Kwarg, names: frozenset[str]) -> bool:
 
 
 def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
-    """VL701, judged over the releases the evidence admits (`verl_lint.versions`)."""
+    """VL701, judged over the releases the evidence admits (`verl_lint.engines.versions`)."""
     info = ea.ENGINES[kw.engine]
     ev = versions.evidence(ctx, kw.engine)
     snap = ea.snapshot(kw.engine)

@@ -2,7 +2,7 @@
 
 The facts live in `rules/env_vars.yaml` (crashing values, deprecations and removals per engine
 release) and in the envs.py snapshots of `rules/engine_args/` (which names a release declares).
-The releases checked against come from evidence (`verl_lint.versions`): `--vllm` (and
+The releases checked against come from evidence (`verl_lint.engines.versions`): `--vllm` (and
 friends), the installed engine, else the range the verl tree and the project declare; with a
 range a finding is an error only where every release in it agrees. The finding says which.
 """
@@ -18,12 +18,13 @@ from typing import NamedTuple
 
 from packaging.version import Version
 
-from .. import versions
-from ..engine import Context, lazy_module, main_ppo, rule, spec_contains
-from ..data import load_table as load_data
+from ..engines import versions
+from ..config.context import Context
+from ..registry import lazy_module, main_ppo, rule, spec_contains
+from ..knowledge import load_table as load_data
 from ..model import EnvVar, RayAttach, Severity
 
-ea = lazy_module("verl_lint.engine_args")  # loaded for VLLM_* variables only
+ea = lazy_module("verl_lint.engines.args")  # loaded for VLLM_* variables only
 
 # ------------------------------------------------------------------ facts ----
 
@@ -129,7 +130,7 @@ _RANK = ("VL501", "VL502", "VL503", "VL504")
 
 def classify(ctx: Context, var: EnvVar) -> Finding | None:
     """The one finding (if any) for a VLLM_* / VLLM_ASCEND_* variable, judged over the releases
-    the evidence admits (`verl_lint.versions`): an exact release, a declared range, or none."""
+    the evidence admits (`verl_lint.engines.versions`): an exact release, a declared range, or none."""
     engine = _engine_of(var.name)
     if engine is None:
         return None

@@ -6,15 +6,11 @@ code; they are registered here for their documentation and examples.
 
 from functools import lru_cache
 
-from ..engine import REGISTRY, Rule, main_ppo, rule
 from ..model import Fix, Severity
+from ..registry import declare, main_ppo, rule
 
 
-def _builtin(code, name, severity, doc, bad, good):
-    REGISTRY.register(Rule(code, name, Severity.parse(severity), doc, None, bad=bad, good=good))
-
-
-_builtin(
+UNKNOWN_CONFIG_KEY = declare(
     "VL101",
     "unknown-config-key",
     "error",
@@ -32,10 +28,10 @@ _builtin(
     The key the did-you-mean names, or `+key=value` when you really add a new key
     (for example a dataclass-only field such as `actor_rollout_ref.rollout.enable_sleep_mode`).
     """,
-    [main_ppo("actor_rollout_ref.rollout.tensor_parallel_size=2")],
-    [main_ppo("actor_rollout_ref.rollout.tensor_model_parallel_size=2")],
+    bad=[main_ppo("actor_rollout_ref.rollout.tensor_parallel_size=2")],
+    good=[main_ppo("actor_rollout_ref.rollout.tensor_model_parallel_size=2")],
 )
-_builtin(
+OVERRIDE_SYNTAX_ERROR = declare(
     "VL102",
     "override-syntax-error",
     "error",
@@ -51,10 +47,10 @@ _builtin(
     Quote values with spaces, brackets or special characters for Hydra inside the shell
     quoting, e.g. `'trainer.logger=["console","wandb"]'`.
     """,
-    [main_ppo("trainer.logger=[console,wandb")],
-    [main_ppo("trainer.logger=[console,wandb]")],
+    bad=[main_ppo("trainer.logger=[console,wandb")],
+    good=[main_ppo("trainer.logger=[console,wandb]")],
 )
-_builtin(
+ADD_EXISTING_KEY = declare(
     "VL103",
     "add-existing-key",
     "error",
@@ -69,10 +65,10 @@ _builtin(
     ## Use instead
     `key=value` to override, or `++key=value` to add-or-override.
     """,
-    [main_ppo("+trainer.nnodes=2")],
-    [main_ppo("++trainer.nnodes=2")],
+    bad=[main_ppo("+trainer.nnodes=2")],
+    good=[main_ppo("++trainer.nnodes=2")],
 )
-_builtin(
+DELETE_MISSING_KEY = declare(
     "VL104",
     "delete-missing-key",
     "error",
@@ -87,10 +83,10 @@ _builtin(
     ## Use instead
     Remove the override, or fix the key.
     """,
-    [main_ppo("~trainer.no_such_key")],
-    [main_ppo("~trainer.val_before_train")],
+    bad=[main_ppo("~trainer.no_such_key")],
+    good=[main_ppo("~trainer.val_before_train")],
 )
-_builtin(
+OVERRIDE_REJECTED = declare(
     "VL105",
     "override-rejected",
     "error",
@@ -106,10 +102,10 @@ _builtin(
     ## Use instead
     What the message says: quote comma-separated values (`'key="a,b"'`), or fix the type.
     """,
-    [main_ppo("trainer.nnodes=1,2")],
-    [main_ppo("trainer.nnodes=2")],
+    bad=[main_ppo("trainer.nnodes=1,2")],
+    good=[main_ppo("trainer.nnodes=2")],
 )
-_builtin(
+CONFIG_COMPOSITION_ERROR = declare(
     "VL106",
     "config-composition-error",
     "error",
@@ -125,8 +121,8 @@ _builtin(
     ## Use instead
     An existing option of the config group (the message lists them).
     """,
-    [main_ppo("model_engine=no_such_engine")],
-    [main_ppo("model_engine=torchtitan")],
+    bad=[main_ppo("model_engine=no_such_engine")],
+    good=[main_ppo("model_engine=torchtitan")],
 )
 
 

@@ -1,14 +1,12 @@
 """0xx: findings about the bash script itself (emitted by the shell front end)."""
 
-from ..engine import REGISTRY, Rule
-from ..model import Severity
+from ..registry import declare
 
-REGISTRY.register(
-    Rule(
-        "VL001",
-        "bash-parse-error",
-        Severity.ERROR,
-        """The script is not valid bash.
+BASH_PARSE_ERROR = declare(
+    "VL001",
+    "bash-parse-error",
+    "error",
+    """The script is not valid bash.
 
         ## What it does
         Reports text that tree-sitter-bash cannot parse (an unclosed quote, a stray `fi`).
@@ -21,18 +19,15 @@ REGISTRY.register(
         ## Use instead
         Fix the syntax; `bash -n script.sh` shows what bash thinks.
         """,
-        None,
-        bad=['#!/bin/bash\nif [ -z "$X" ]; then\n  echo "unterminated\n'],
-        good=["#!/bin/bash\necho ok\n"],
-    )
+    bad=['#!/bin/bash\nif [ -z "$X" ]; then\n  echo "unterminated\n'],
+    good=["#!/bin/bash\necho ok\n"],
 )
 
-REGISTRY.register(
-    Rule(
-        "VL002",
-        "variable-used-before-assignment",
-        Severity.WARNING,
-        """A variable is used before the line that assigns it.
+VARIABLE_USED_BEFORE_ASSIGNMENT = declare(
+    "VL002",
+    "variable-used-before-assignment",
+    "warning",
+    """A variable is used before the line that assigns it.
 
         ## What it does
         Flags `$VAR` (or `VAR` inside `$(( ))`) read above the script's own assignment of `VAR`.
@@ -45,18 +40,15 @@ REGISTRY.register(
         ## Use instead
         Assign the variable before it is used.
         """,
-        None,
-        bad=["#!/bin/bash\nmax_len=$(( 4096 / sp_size ))\nsp_size=4\n"],
-        good=["#!/bin/bash\nsp_size=4\nmax_len=$(( 4096 / sp_size ))\n"],
-    )
+    bad=["#!/bin/bash\nmax_len=$(( 4096 / sp_size ))\nsp_size=4\n"],
+    good=["#!/bin/bash\nsp_size=4\nmax_len=$(( 4096 / sp_size ))\n"],
 )
 
-REGISTRY.register(
-    Rule(
-        "VL003",
-        "unused-suppression",
-        Severity.INFO,
-        """A `# verl-lint: disable=...` comment that suppresses nothing.
+UNUSED_SUPPRESSION = declare(
+    "VL003",
+    "unused-suppression",
+    "info",
+    """A `# verl-lint: disable=...` comment that suppresses nothing.
 
         ## What it does
         Reports each code in a suppression comment that matched no finding on its line
@@ -68,18 +60,12 @@ REGISTRY.register(
         ## Use instead
         Remove the code from the comment.
         """,
-        None,
-        bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1  # verl-lint: disable=VL101\n"],
-        good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1  # verl-lint: disable=VL101\n"],
-    )
+    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1  # verl-lint: disable=VL101\n"],
+    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1  # verl-lint: disable=VL101\n"],
 )
 
 
-def _limit(code, name, severity, doc, bad, good, **options):
-    REGISTRY.register(Rule(code, name, Severity.parse(severity), doc, None, bad=bad, good=good, bad_options=options))
-
-
-_limit(
+FILE_TOO_LARGE = declare(
     "VL004",
     "file-too-large",
     "error",
@@ -96,11 +82,11 @@ _limit(
     ## Use instead
     Exclude the file (`exclude` in `[tool.verl-lint]`) or raise `--max-file-size`.
     """,
-    ["#!/bin/bash\n# padding\n" * 8],
-    ["#!/bin/bash\necho small\n"],
-    max_bytes=64,
+    bad=["#!/bin/bash\n# padding\n" * 8],
+    good=["#!/bin/bash\necho small\n"],
+    bad_options=dict(max_bytes=64),
 )
-_limit(
+ANALYSIS_TIMEOUT = declare(
     "VL005",
     "analysis-timeout",
     "error",
@@ -116,11 +102,11 @@ _limit(
     ## Use instead
     Raise `--timeout`, or split the script.
     """,
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
-    ["#!/bin/bash\necho quick\n"],
-    timeout=1e-6,
+    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
+    good=["#!/bin/bash\necho quick\n"],
+    bad_options=dict(timeout=1e-6),
 )
-_limit(
+INVALID_UTF8 = declare(
     "VL006",
     "invalid-utf8",
     "warning",
@@ -136,11 +122,11 @@ _limit(
     ## Use instead
     Save the script as UTF-8.
     """,
-    ["#!/bin/bash\n# caf\udce9\n"],
-    ["#!/bin/bash\n# café\n"],
+    bad=["#!/bin/bash\n# caf\udce9\n"],
+    good=["#!/bin/bash\n# café\n"],
 )
 
-_limit(
+LAUNCH_NOT_ANALYSABLE = declare(
     "VL007",
     "launch-not-analysable",
     "info",
@@ -164,14 +150,14 @@ _limit(
     default such as `${CONFIG_DIR:-examples/config}`), or lint the command with the real
     value: `verl-lint check -- python3 -m ... --config-path /abs/dir ...`.
     """,
-    [
+    bad=[
         "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$CONFIG_DIR\" actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n",
         "#!/bin/bash\nsu trainer -c \"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\"\n",
     ],
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
+    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
 )
 
-_limit(
+ENTRY_POINT_NOT_FOUND = declare(
     "VL009",
     "entry-point-not-found",
     "error",
@@ -191,11 +177,11 @@ _limit(
     The module the tree has (`verl.trainer.main_ppo`, ...), or lint against the verl you run
     with `--verl-root` / `--verl`.
     """,
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppoo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
+    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppoo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
+    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
 )
 
-_limit(
+BROKEN_LINE_CONTINUATION = declare(
     "VL008",
     "broken-line-continuation",
     "error",
@@ -215,11 +201,11 @@ _limit(
     Keep every line of the command ending in a bare `\\`; put comments in an array
     (`ARGS=( a=1  # why\n b=2 )`) instead.
     """,
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n"],
-    ["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n"],
+    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n"],
+    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n"],
 )
 
-_limit(
+ENGINE_VERSION_UNKNOWN = declare(
     "VL010",
     "engine-version-unknown",
     "info",
@@ -244,7 +230,6 @@ _limit(
     Pass the release you run, e.g. `verl-lint check run.sh --vllm 0.12.0`, or set
     `vllm = "0.12.0"` in `[tool.verl-lint]`; or lint where the engine is installed.
     """,
-    # no verl release declares vllm-ascend, and this variable was removed in vllm-ascend 0.13
-    ["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
-    ["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_NZ=0\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
+    bad=["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
+    good=["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_NZ=0\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
 )

@@ -11,7 +11,9 @@ run as info (`_report`).
 from __future__ import annotations
 
 from ..model import Severity
-from ..engine import MISSING, REGISTRY, Evidence, main_ppo, rule
+from ..config.context import MISSING
+from ..registry import REGISTRY, main_ppo, rule
+from ..config.source import Evidence
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"

@@ -24,8 +24,10 @@ from typing import NamedTuple
 
 from packaging.version import Version
 
-from ..data import MissingTable, load_table
-from ..engine import REGISTRY, ROLLOUT_NAME, Context, Rule, main_ppo, parse_version, source_text
+from ..knowledge import MissingTable, load_table
+from ..registry import REGISTRY, ROLLOUT_NAME, Rule, main_ppo, parse_version
+from ..config.context import Context
+from ..config.source import source_text
 from ..model import Diagnostic, Fix, Severity
 
 
@@ -139,7 +141,7 @@ def _tree_fact(f: Fact, root: Path, extra: tuple[Path, ...] = ()) -> bool:
         found = text is not None and f.arg in text
         return found if f.kind == "contains" else not found
     if f.kind in ("reads", "not_read"):
-        from ..reader import reader_index
+        from ..config.reader import reader_index
 
         index = reader_index(root, extra)
         return index.reads(f.subject) if f.kind == "reads" else not index.used_beyond_config(f.subject)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..compose import all_keys
-from ..engine import Context, main_ppo, rule
-from ..reader import ReaderIndex, reader_index
+from ..config.compose import all_keys
+from ..config.context import Context
+from ..registry import main_ppo, rule
+from ..config.reader import ReaderIndex, reader_index
 
 # Nodes verl hands whole to another library or to user code, so their keys are never read by
 # name in verl (checked in verl 0.9.1 and 0.7.1):

@@ -6,8 +6,9 @@ fields and the choice checks of their `__post_init__`, and the code that convert
 
 from __future__ import annotations
 
-from .. import config_classes
-from ..engine import Context, main_ppo, rule
+from ..config import classes as config_classes
+from ..config.context import Context
+from ..registry import main_ppo, rule
 
 R = "actor_rollout_ref.rollout"
 

@@ -31,9 +31,9 @@ from typing import NamedTuple
 from functools import lru_cache
 from pathlib import Path
 
-from .engine import REGISTRY, Rule
-from .environment import TRACKED, installed_version, package_dir
-from .model import Diagnostic, Severity, Span
+from ..registry import REGISTRY, Rule
+from ..environment import TRACKED, installed_version, package_dir
+from ..model import Diagnostic, Severity, Span
 
 RUNTIME_SPAN = Span("<runtime>", 1, 1, 1, 1)
 ALLOC_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_NPU_ALLOC_CONF")
@@ -162,7 +162,7 @@ def _names(d: Path) -> list[str]:
 def _per_file(path: Path, what: str, compute, kind: type | tuple[type, ...]):
     """`compute()`, a fact about the file `path`, kept on disk per file version: reading torch's
     sources (a 15 ms parse of memory.py, a 400 KB stub) would cost every job start."""
-    from .cache import memo
+    from ..cache import memo
 
     try:
         st = path.stat()
@@ -458,7 +458,7 @@ def _source_stamp(root: Path, version: str | None) -> str:
     """What identifies the verl sources at `root`: an installed wheel by its RECORD (installers
     replace files, they never edit them in place), anything else (a checkout, an editable
     install) by every `.py` file's path, size and mtime, read with os.scandir."""
-    from .locate import wheel_record
+    from ..launch.locate import wheel_record
 
     record = wheel_record(root)
     if record is not None:
@@ -489,7 +489,7 @@ def analyze_verl(root: str | Path, version: str | None = None) -> VerlAllocatorC
 
     Reading ~400 files costs ~0.1-0.2 s, so the result is kept on disk, keyed by the sources'
     stamp (a changed checkout is read again)."""
-    from .cache import memo
+    from ..cache import memo
 
     ident = f"{root}\0{version}\0{_source_stamp(Path(root), version)}"
     return memo("verl-allocator", ident, lambda: _analyze_verl(Path(root), version), VerlAllocatorCode)
@@ -583,7 +583,7 @@ def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:
                     value = v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
                     writes.append(EnvWrite(a0.value, f"{rel(f)}:{node.lineno}", value))
 
-    from .locate import read_version
+    from ..launch.locate import read_version
 
     return VerlAllocatorCode(
         str(root),
@@ -712,7 +712,7 @@ def inspect_runtime(
         vers["torch_npu"] = npu_api.version
     vers.update(versions or {})
     if verl_tree is None:
-        from .locate import installed_tree
+        from ..launch.locate import installed_tree
 
         verl_tree = installed_tree()
     verl = analyze_verl(str(verl_tree.root), verl_tree.version) if verl_tree is not None else None
@@ -789,7 +789,7 @@ def runtime_findings(report: RuntimeReport, rollout_config=None) -> list[Diagnos
     # The static allocator rules, on the env this process (and the workers it starts) has. Every
     # one of them needs an allocator variable, so the rule pack is imported only when one is set.
     if any(v is not None for v in env.values()):
-        from .rules import allocator as alloc_rules
+        from ..rules import allocator as alloc_rules
 
         diags.extend(alloc_rules.runtime_env_findings(report, rs))
     return diags

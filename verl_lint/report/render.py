@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 
-from . import __version__
-from .engine import REGISTRY
-from .model import Severity
-from .pipeline import FileReport, stats
-from .terminal import plural, safe, width
+from .. import __version__
+from ..registry import REGISTRY
+from ..model import Severity
+from ..pipeline import FileReport, stats
+from ..terminal import plural, safe, width
 
 _COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.INFO: "\033[1;36m"}
 _RESET = "\033[0m"

@@ -38,9 +38,9 @@ from typing import Any, NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
-from .data import load_table as load_data
-from .data import read_text
-from . import environment
+from ..knowledge import load_table as load_data
+from ..knowledge import read_text
+from .. import environment
 
 # ------------------------------------------------------------------ sources ----
 
@@ -96,8 +96,8 @@ def fetch_wheel(dist: str, version: str, dest: Path | None = None) -> Path:
     """The wheel of dist==version from the package index, downloaded once without dependencies
     into `dest` (default: <cache>/wheels; see download.py). Raises download.DownloadError (a
     RuntimeError) when it cannot be downloaded."""
-    from .cache import cache_dir, make_dir
-    from .download import DownloadError, wheel
+    from ..cache import cache_dir, make_dir
+    from ..download import DownloadError, wheel
 
     dest = Path(dest) if dest else cache_dir() / "wheels"
     try:
@@ -517,7 +517,7 @@ def installed_schema(engine: str) -> Schema | None:
 def schema_for(engine: str, requested: Version) -> Schema | None:
     """The names of release `requested`: the installed engine when it is that release, else the
     bundled snapshot of that release, else the nearest one (and `note` says so). Which release
-    to ask for is decided by `verl_lint.versions` from evidence; there is no default."""
+    to ask for is decided by `verl_lint.engines.versions` from evidence; there is no default."""
     info = ENGINES[engine]
     inst = installed_schema(engine)
     if inst is not None and lenient_version(inst.version) == requested:
@@ -798,7 +798,7 @@ def assembly(root: str, engine: str) -> Assembly | None:
         st = p.stat()
     except OSError:
         return fallback_assembly(engine, f"{rel} does not exist in this verl tree")
-    from .cache import memo
+    from ..cache import memo
 
     def read() -> Assembly | None:
         text = _read(p)
@@ -898,7 +898,7 @@ def verl_env_names(root: str) -> frozenset[str]:
 
     if not key:
         return scan()
-    from .cache import memo
+    from ..cache import memo
 
     return memo("engine_args", f"verl-env\0{key}", scan, frozenset)
 

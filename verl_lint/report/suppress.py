@@ -9,7 +9,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from .model import Diagnostic, Severity
+from ..files import read_regular, write_atomic
+from ..model import Diagnostic, Severity, Span
+from ..rules.script import UNUSED_SUPPRESSION
 
 _DIRECTIVE = re.compile(r"#\s*verl-lint:\s*(disable-file|disable)\s*=\s*([A-Za-z0-9_,\- ]+)")
 
@@ -49,24 +51,11 @@ def apply_suppressions(diags: list[Diagnostic], text: str, path: str) -> list[Di
             used.add(hit)
         else:
             kept.append(d)
-    from .engine import REGISTRY
-    from .model import Span
-
-    rule = REGISTRY.get("VL003")
     for codes, line, _targets, col, end in directives:
         for c in codes:
-            if (line, c) not in used and rule is not None:
-                kept.append(
-                    Diagnostic(
-                        rule.code,
-                        rule.name,
-                        rule.severity,
-                        f"this suppression of {c} suppressed nothing",
-                        Span(path, line, col, line, end),
-                        help=f"remove `{c}` from the comment",
-                        key=c,
-                    )
-                )
+            if (line, c) not in used:
+                message = f"this suppression of {c} suppressed nothing"
+                kept.append(UNUSED_SUPPRESSION.finding(message, Span(path, line, col, line, end), help=f"remove `{c}` from the comment", key=c))
     return kept
 
 
@@ -103,8 +92,6 @@ _FIELDS = ("path", "code", "key", "fingerprint")
 
 def write_baseline(path: Path, reports) -> int:
     """Record the findings in `path`; raises files.WriteError when it cannot be written."""
-    from .files import write_atomic
-
     entries = sorted(baseline_entries(reports), key=lambda e: tuple(e[k] for k in _FIELDS))
     write_atomic(path, json.dumps({"version": 1, "findings": entries}, indent=2) + "\n")
     return len(entries)
@@ -129,8 +116,6 @@ def filter_baseline(path: Path, reports) -> int:
 
 def _load_baseline(path: Path) -> list[tuple[str, ...]]:
     """The (path, code, key, fingerprint) of each entry of a --write-baseline file."""
-    from .files import read_regular
-
     try:
         data = json.loads(read_regular(path).decode("utf-8"))
     except OSError as ex:

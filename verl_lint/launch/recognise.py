@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 import re
 
-from .model import EnvVar, Launch, RayAttach, Word
-from .shell import Command, env_of
+from ..model import EnvVar, Launch, RayAttach, Word
+from ..shell import Command, env_of
 
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
 _WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "setsid", "command", "numactl", "taskset"}

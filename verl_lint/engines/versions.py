@@ -128,7 +128,7 @@ def version_problem(text: object) -> str | None:
 
 def resolve(given: dict[str, tuple[str, str]], verl_root: Path | None, project_root: Path | None) -> dict[str, Evidence]:
     """The evidence for every engine. `given`: {key: (version text, where: "--vllm" / "[tool.verl-lint] vllm")}."""
-    from .environment import installed_version
+    from ..environment import installed_version
 
     roots = tuple(dict.fromkeys(str(r) for r in (project_root, verl_root) if r is not None))
     stamps: tuple | None = None
@@ -463,7 +463,7 @@ def skipped(ctx, engine: str) -> None:
 
 def notes(ctx) -> list:
     """One VL010 per engine whose release was needed and unknown (kept once per run)."""
-    from .model import Severity
+    from ..model import Severity
 
     out = []
     for engine in sorted(ctx.skipped_engines):

@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import yaml
 
-from .model import Launch, Word
+from ..model import Launch, Word
 
 
 class LocateError(Exception):
@@ -105,8 +105,8 @@ def tree_at(root: Path, origin: str) -> VerlTree:
 def release_tree(version: str) -> VerlTree:
     """A verl release from the package index (`--verl VERSION`): downloaded once without
     dependencies (download.py: no pip, hash-checked) and unpacked into `<cache>/releases`."""
-    from . import download
-    from .cache import cache_dir, make_dir, new_entry, why_unusable
+    from .. import download
+    from ..cache import cache_dir, make_dir, new_entry, why_unusable
 
     try:
         version = download.exact_version(version)  # before it becomes a path
@@ -140,7 +140,7 @@ def release_tree(version: str) -> VerlTree:
 def _put_release(tmp: Path, dest: Path, hint: str) -> None:
     """Rename the unpacked release into place. Two first runs at once: the second rename fails
     and finds the first one's release, which has the same content."""
-    from .cache import is_marked
+    from ..cache import is_marked
 
     for _ in range(2):
         try:
@@ -217,7 +217,7 @@ def installed_tree() -> VerlTree | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     root = Path(list(spec.submodule_search_locations)[0]).parent
-    from .environment import installed_version
+    from ..environment import installed_version
 
     return VerlTree(root, read_version(root) or installed_version("verl"), "installed package")
 

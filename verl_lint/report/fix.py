@@ -13,9 +13,9 @@ import os
 import shlex
 from dataclasses import dataclass, replace
 
-from .files import WriteError, write_atomic
-from .model import Diagnostic, Fix
-from .shell import Source
+from ..files import WriteError, write_atomic
+from ..model import Diagnostic, Fix
+from ..shell import Source
 
 
 @dataclass

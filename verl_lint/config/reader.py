@@ -272,8 +272,8 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     In memory it is kept per (root, extra) without looking at the files again: one process
     lints a set of scripts against a tree that does not change meanwhile, and the stat walk
     (~30 ms) would otherwise be paid for every launch."""
-    from .cache import memo
-    from .locate import wheel_record
+    from ..cache import memo
+    from ..launch.locate import wheel_record
 
     root = Path(tree_root).resolve()
     extra = tuple(Path(p).resolve() for p in extra)

@@ -21,8 +21,9 @@ from pathlib import Path
 import tree_sitter as ts
 import tree_sitter_bash as tsb
 
-from .locate import places, working_dirs
-from .model import Diagnostic, EnvVar, Severity, Span, Unknown, Word
+from ..launch.locate import places, working_dirs
+from ..model import Diagnostic, EnvVar, Span, Unknown, Word
+from ..rules.script import BASH_PARSE_ERROR, BROKEN_LINE_CONTINUATION, VARIABLE_USED_BEFORE_ASSIGNMENT
 
 _PARSER: ts.Parser | None = None
 MAX_SOURCE_DEPTH = 8
@@ -278,14 +279,7 @@ class Evaluator:
                 newline = self.src.data.find(b"\n", n.start_byte)
                 end = n.end_byte if newline < 0 else min(n.end_byte, newline)
                 self.result.diagnostics.append(
-                    Diagnostic(
-                        "VL001",
-                        "bash-parse-error",
-                        Severity.ERROR,
-                        f"bash syntax error: {what}; the rest of the script is still analysed",
-                        self.src.span(n.start_byte, max(end, n.start_byte)),
-                        help="fix the syntax; `bash -n SCRIPT` shows what bash thinks",
-                    )
+                    BASH_PARSE_ERROR.finding(f"bash syntax error: {what}; the rest of the script is still analysed", self.src.span(n.start_byte, max(end, n.start_byte)), help="fix the syntax; `bash -n SCRIPT` shows what bash thinks")
                 )
                 continue
             stack.extend(reversed(inner))
@@ -588,17 +582,9 @@ class Evaluator:
             return
         if words and words[0].text and _OVERRIDE_LIKE.match(words[0].text):
             self.result.diagnostics.append(
-                Diagnostic(
-                    "VL008",
-                    "broken-line-continuation",
-                    Severity.ERROR,
-                    f"`{_short(words[0].text)}` runs as a command of its own (bash: command not found): the launch "
-                    "above ended early, so this line and the ones continuing it never reach it",
-                    words[0].span,
-                    help="remove the comment or blank line inside the command, and end every line of it with `\\` "
-                    "(nothing after the backslash, not even a space)",
-                    key=words[0].text.split("=", 1)[0].lstrip("+~"),
-                )
+                BROKEN_LINE_CONTINUATION.finding(f"`{_short(words[0].text)}` runs as a command of its own (bash: command not found): the launch "
+                    "above ended early, so this line and the ones continuing it never reach it", words[0].span, help="remove the comment or blank line inside the command, and end every line of it with `\\` "
+                    "(nothing after the backslash, not even a space)", key=words[0].text.split("=", 1)[0].lstrip("+~"))
             )
         cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note)
         script = self._script_argument(words) if words else None  # `"${EMPTY[@]}"` names no command
@@ -1029,16 +1015,8 @@ class Evaluator:
                 else "bash expands it to an empty string (0 in arithmetic)"
             )
             self.result.diagnostics.append(
-                Diagnostic(
-                    "VL002",
-                    "variable-used-before-assignment",
-                    Severity.WARNING,
-                    f"${name} is used here but only assigned later in the script; {effect} unless the caller's "
-                    "environment sets it",
-                    span,
-                    help=f"assign {name} before this line",
-                    key=name,
-                )
+                VARIABLE_USED_BEFORE_ASSIGNMENT.finding(f"${name} is used here but only assigned later in the script; {effect} unless the caller's "
+                    "environment sets it", span, help=f"assign {name} before this line", key=name)
             )
             return Seg(None, span, Unknown(f"${name} is used before it is assigned"))
         return Seg(None, span, Unknown(f"${name} is not set in the script (comes from the environment)"))

@@ -25,8 +25,16 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from .locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
-from .model import Diagnostic, Severity, Span, Unknown, Word
+from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
+from ..model import Diagnostic, Span, Unknown, Word
+from ..rules.hydra_keys import (
+    ADD_EXISTING_KEY,
+    CONFIG_COMPOSITION_ERROR,
+    DELETE_MISSING_KEY,
+    OVERRIDE_REJECTED,
+    OVERRIDE_SYNTAX_ERROR,
+    UNKNOWN_CONFIG_KEY,
+)
 
 # Imported lazily (hydra costs ~100 ms to import).
 _hydra = None
@@ -287,15 +295,7 @@ class Composer:
         parsed = self.parse(line)
         if isinstance(parsed, Exception):
             comp.diagnostics.append(
-                Diagnostic(
-                    "VL102",
-                    "override-syntax-error",
-                    Severity.ERROR,
-                    f"Hydra cannot parse this override: {_first_line(parsed)}",
-                    w.span,
-                    help="quote values containing spaces, commas or brackets for Hydra, e.g. key='[a,b]' inside single quotes",
-                    key=line.split("=", 1)[0].lstrip("+~"),
-                )
+                OVERRIDE_SYNTAX_ERROR.finding(f"Hydra cannot parse this override: {_first_line(parsed)}", w.span, help="quote values containing spaces, commas or brackets for Hydra, e.g. key='[a,b]' inside single quotes", key=line.split("=", 1)[0].lstrip("+~"))
             )
             return None, None
         return AppliedOverride(w, line, parsed.key_or_group, override_kind(parsed), unknown), parsed
@@ -312,7 +312,7 @@ class Composer:
                 self.stats["base_misses"] += 1
                 blob = self._compose_base(app, base_lines, keep_hydra)
                 if path:
-                    from .cache import store
+                    from ..cache import store
 
                     store(path, blob if isinstance(blob, bytes) else pickle.dumps(blob))
             else:
@@ -367,7 +367,7 @@ class Composer:
         import hydra
         import omegaconf
 
-        from .cache import entry
+        from ..cache import entry
 
         ident = repr((key, self._tree_digest(app), hydra.__version__, omegaconf.__version__))
         return entry("bases", ident, self.cache_root)
@@ -391,7 +391,7 @@ def user_config_keys(app: HydraApp) -> frozenset[str]:
 def _yaml_keys(directory: str) -> frozenset[str]:
     import yaml
 
-    from .files import read_regular
+    from ..files import read_regular
 
     out: set[str] = set()
     budget = 2000  # a config dir that is a whole repository is read only this far
@@ -537,44 +537,12 @@ def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> 
             parent = ao.key.rsplit(".", 1)[0] if "." in ao.key else ""
             if parent and OmegaConf.select(cfg, parent, default=None, throw_on_missing=False) is not None:
                 help = f"`{parent}` has no key `{ao.key.rsplit('.', 1)[1]}`; to add one use `{added}`"
-        return Diagnostic(
-            "VL101",
-            "unknown-config-key",
-            Severity.ERROR,
-            f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"",
-            span,
-            help=help,
-            key=ao.key,
-        )
+        return UNKNOWN_CONFIG_KEY.finding(f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"", span, help=help, key=ao.key)
     if text.startswith("Could not append to config"):
-        return Diagnostic(
-            "VL103",
-            "add-existing-key",
-            Severity.ERROR,
-            f"`+{ao.key}` adds a key that already exists; Hydra stops with \"Could not append to config\"",
-            span,
-            help=f"drop the `+` to override it (`{ao.line.lstrip('+')}`), or use `++` to add-or-override",
-            key=ao.key,
-        )
+        return ADD_EXISTING_KEY.finding(f"`+{ao.key}` adds a key that already exists; Hydra stops with \"Could not append to config\"", span, help=f"drop the `+` to override it (`{ao.line.lstrip('+')}`), or use `++` to add-or-override", key=ao.key)
     if text.startswith("Could not delete"):
-        return Diagnostic(
-            "VL104",
-            "delete-missing-key",
-            Severity.ERROR,
-            f"`~{ao.key}` deletes a key that is not in the config: {text}",
-            span,
-            help="remove this override",
-            key=ao.key,
-        )
-    return Diagnostic(
-        "VL105",
-        "override-rejected",
-        Severity.ERROR,
-        f"Hydra rejects this override: {_describe(ex)}",
-        span,
-        help="check the value's type and syntax against the config",
-        key=ao.key,
-    )
+        return DELETE_MISSING_KEY.finding(f"`~{ao.key}` deletes a key that is not in the config: {text}", span, help="remove this override", key=ao.key)
+    return OVERRIDE_REJECTED.finding(f"Hydra rejects this override: {_describe(ex)}", span, help="check the value's type and syntax against the config", key=ao.key)
 
 
 def _base_error(ex: Exception, applied, anchor: Span) -> Diagnostic:
@@ -593,12 +561,4 @@ def _base_error(ex: Exception, applied, anchor: Span) -> Diagnostic:
         if any(n in text for n in needles):
             span, key = ao.word.span, ao.key
             break
-    return Diagnostic(
-        "VL106",
-        "config-composition-error",
-        Severity.ERROR,
-        f"Hydra cannot compose the config: {text}",
-        span,
-        help="check the config group option and --config-name against the config directory",
-        key=key,
-    )
+    return CONFIG_COMPOSITION_ERROR.finding(f"Hydra cannot compose the config: {text}", span, help="check the config group option and --config-name against the config directory", key=key)

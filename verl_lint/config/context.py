@@ -1,225 +1,22 @@
-"""The rule engine: the registry, the context a rule reads, and running rules.
-
-A rule is a code (`VL` + 3 digits; the hundreds are the family), a kebab-case name,
-a default severity, where it applies (the evidence in verl's source it mirrors, checked in the
-tree being linted; or a `packaging` specifier checked against the app's verl version), a
-docstring that is its documentation, and bad/good example scripts that the test suite runs. Rules never see raw Hydra errors:
-those are diagnostics of the composition step, documented here as rules too.
-"""
+"""What a rule reads: the composed config resolved per key, who set each value (provenance),
+the script's env and the versions in play."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import shlex
-import sys
-from collections.abc import Callable, Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from omegaconf.nodes import ValueNode
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from ..launch.locate import HydraApp
+from ..model import Diagnostic, EnvVar, Launch, Severity, Span, Unknown
+from ..registry import REGISTRY
 from .compose import Composition
-from .locate import HydraApp
-from .model import Diagnostic, EnvVar, Launch, Severity, Span, Unknown
-
-
-class Evidence(NamedTuple):
-    """A piece of verl's source a rule mirrors: the regex `pattern` found in one of `files`
-    (paths or globs relative to the tree root, the directory holding `verl/`)."""
-
-    files: tuple[str, ...]
-    pattern: str
-
-
-@lru_cache(maxsize=1024)
-def source_text(path: str | Path) -> str | None:
-    """A file of a verl tree as text, read once per process (None when absent): the one reader
-    of the source facts rules rest on (`Evidence` here, the tables' `requires:` facts)."""
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-@lru_cache(maxsize=4096)
-def tree_has(root: str, ev: Evidence) -> bool:
-    """`ev` is in the verl tree at `root` (read as text, never imported; kept per tree root)."""
-    rx = re.compile(ev.pattern)
-    base = Path(root)
-    for f in ev.files:
-        paths = sorted(base.glob(f)) if any(c in f for c in "*?[") else [base / f]
-        if any(rx.search(source_text(p) or "") for p in paths):
-            return True
-    return False
-
-
-@dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
-class Rule:
-    """A registered rule: what it checks and where it applies, its documentation and examples."""
-
-    code: str
-    name: str
-    severity: Severity
-    doc: str
-    check: Callable[["Context"], Iterable[Diagnostic]] | None  # None: emitted by the pipeline itself
-    verl: str = ""  # a packaging specifier of the verl releases it applies to ('' for all)
-    # Example scripts: bad ones must produce this rule, good ones nothing. An example may be
-    # a (script, verl specifier) pair when it only holds for some releases.
-    bad: list[str | tuple[str, str]] = field(default_factory=list)
-    good: list[str | tuple[str, str]] = field(default_factory=list)
-    apps: tuple[str, ...] = ()  # config names the rule reads (empty: every app)
-    bad_options: dict = field(default_factory=dict)  # Options fields the bad examples need (e.g. a tiny timeout)
-    live: bool = False  # found only in a running process (callback, doctor): no example scripts
-    # The check in verl's source the rule mirrors: it runs only on a tree holding one of these,
-    # and none of `unless` (code that makes the problem moot, e.g. verl fixing the value itself).
-    evidence: tuple[Evidence, ...] = ()
-    unless: tuple[Evidence, ...] = ()
-
-    @property
-    def summary(self) -> str:
-        return self.doc.strip().splitlines()[0].strip() if self.doc.strip() else self.name
-
-    def examples(self, kind: str, version: Version) -> list[str]:
-        """The bad or good example scripts that hold for `version`."""
-        out = []
-        for ex in self.bad if kind == "bad" else self.good:
-            script, spec = ex if isinstance(ex, tuple) else (ex, "")
-            if spec_contains(spec, version):
-                out.append(script)
-        return out
-
-    def applies_to(self, version: Version | None) -> bool:
-        if not self.verl:
-            return True
-        if version is None:
-            return False  # a version-dependent rule never guesses
-        return self.verl in REGISTRY.specs_containing(version)
-
-    def runs_on(self, ctx: "Context") -> bool:
-        """The rule has a check and applies to this launch's verl tree and app."""
-        if self.check is None or not self.applies_to(ctx.verl_version) or not self.holds_in(ctx.verl_root):
-            return False
-        return not self.apps or (ctx.app.config_name or "").removesuffix(".yaml") in self.apps
-
-    def holds_in(self, root: Path | str | None) -> bool:
-        """The verl tree at `root` contains the evidence the rule needs (no tree: it does not apply)."""
-        if not self.evidence and not self.unless:
-            return True
-        if root is None:
-            return False
-        return (not self.evidence or any(tree_has(str(root), ev) for ev in self.evidence)) and not any(
-            tree_has(str(root), ev) for ev in self.unless
-        )
-
-
-def spec_contains(spec: str, version: Version) -> bool:
-    """`version` is in the packaging specifier `spec` (pre-releases count: dev checkouts)."""
-    from packaging.specifiers import SpecifierSet
-
-    return SpecifierSet(spec).contains(version, prereleases=True)
-
-
-class Registry:
-    """The explicit, greppable list of rules (no import magic)."""
-
-    def __init__(self) -> None:
-        self._rules: dict[str, Rule] = {}
-        self._containing: dict[str, frozenset[str]] = {}  # version -> the specifiers containing it
-
-    def register(self, rule: Rule) -> Rule:
-        if rule.code in self._rules:
-            raise ValueError(f"duplicate rule code {rule.code}")
-        self._rules[rule.code] = rule
-        self._containing.clear()
-        return rule
-
-    def unregister(self, code: str) -> None:
-        self._rules.pop(code, None)
-        self._containing.clear()
-
-    def specs_containing(self, version: Version) -> frozenset[str]:
-        """The rules' verl specifiers that contain `version`, kept on disk per version and set of
-        specifiers: a process that only lints (the Hydra callback) then never imports
-        packaging.specifiers (~10 ms)."""
-        key = str(version)
-        hit = self._containing.get(key)
-        if hit is None:
-            from .cache import memo
-
-            specs = sorted({r.verl for r in self._rules.values() if r.verl})
-            hit = memo("specifiers", "\0".join([key, *specs]), lambda: frozenset(s for s in specs if spec_contains(s, version)), frozenset)
-            self._containing[key] = hit
-        return hit
-
-    def get(self, code_or_name: str) -> Rule | None:
-        if code_or_name in self._rules:
-            return self._rules[code_or_name]
-        return next((r for r in self._rules.values() if r.name == code_or_name), None)
-
-    def __iter__(self):
-        return iter(sorted(self._rules.values(), key=lambda r: r.code))
-
-    def __len__(self) -> int:
-        return len(self._rules)
-
-
-REGISTRY = Registry()
-
-
-def rule(code: str, name: str, severity: str, verl: str = "", bad=(), good=(), apps=(), bad_options=None, evidence=(), unless=()):
-    """Decorator: register a Python check; its docstring is the rule's documentation."""
-
-    def deco(fn):
-        REGISTRY.register(
-            Rule(
-                code, name, Severity.parse(severity), fn.__doc__ or "", fn, verl, list(bad), list(good), tuple(apps),
-                dict(bad_options or {}),
-                evidence=tuple(evidence),
-                unless=tuple(unless),
-            )
-        )
-        return fn
-
-    return deco
-
-
-def lazy_module(name: str):
-    """The module `name`, executed on first attribute access (importlib's LazyLoader recipe).
-
-    Rule modules reach support code that most launches never need this way (the engine
-    argument schemas, for instance), which keeps the Hydra callback's start-up short."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
-
-
-ROLLOUT_NAME = "actor_rollout_ref.rollout.name=vllm"  # verl >= 0.7 ships `name: ???`: real launches set it
-
-
-def main_ppo(*overrides: str, env: dict[str, str] | None = None, module: str = "verl.trainer.main_ppo") -> str:
-    """An example script: optional exports, then one main_ppo launch with `overrides` (and
-    `actor_rollout_ref.rollout.name=vllm` unless they name the rollout: verl >= 0.7 requires it)."""
-    if module == "verl.trainer.main_ppo" and not any(o.lstrip("+~").startswith("actor_rollout_ref.rollout.name=") for o in overrides):
-        overrides = (*overrides, ROLLOUT_NAME)
-    lines = ["#!/bin/bash"] + [f"export {k}={shlex.quote(v)}" for k, v in (env or {}).items()]
-    lines.append(" ".join(["python3", "-m", module, *(shlex.quote(o) for o in overrides)]))
-    return "\n".join(lines) + "\n"
-
-
-# ------------------------------------------------------------- context ----
+from .source import Evidence, tree_has
 
 MISSING = Unknown("the key is not in the config")
 
@@ -377,8 +174,7 @@ class Context:
         version the verdict depends on is unknown."""
         r = REGISTRY.get(rule_code)
         assert r is not None, rule_code
-        where = span or (self.span(key) if key else self.launch.entry_span)
-        return Diagnostic(r.code, r.name, severity or r.severity, message, where, help, key)
+        return r.finding(message, span or (self.span(key) if key else self.launch.entry_span), help, key, severity)
 
 
 _ABSENT = object()
@@ -488,41 +284,3 @@ def _resolve(cfg: DictConfig, key: str):
         except OmegaConfBaseException as ex:
             return Unknown(f"`{key}` cannot be resolved statically: {str(ex).splitlines()[0]}")
     return v
-
-
-def parse_version(text: str | None) -> Version | None:
-    if not text:
-        return None
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None
-
-
-def selected(code: str, name: str, select, ignore) -> bool:
-    """Whether a rule (by code or name) passes --select/--ignore (codes, code prefixes or names)."""
-
-    def match(patterns) -> bool:
-        return any(code.startswith(p) or name == p for p in patterns)
-
-    return (not select or match(select)) and not match(ignore)
-
-
-def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict | None = None) -> list[Diagnostic]:
-    """Select/ignore, per-rule severity overrides, de-duplication and a stable order."""
-    out = {}
-    for d in diags:
-        if not selected(d.code, d.name, select, ignore):
-            continue
-        if severity and d.code in severity:
-            d.severity = severity[d.code]
-        out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
-    return [out[k] for k in sorted(out)]
-
-
-def run_rules(ctx: Context, rules: Iterable[Rule]) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
-    for r in rules:
-        if r.runs_on(ctx):
-            out.extend(r.check(ctx))
-    return out

@@ -1,0 +1,1 @@
+"""The caching allocator (CUDA, Ascend NPU): its settings, and what verl and torch do with them."""

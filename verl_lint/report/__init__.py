@@ -1,0 +1,1 @@
+"""Report stage: renderers, suppressions and the baseline, fixes."""
