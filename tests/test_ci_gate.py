@@ -11,6 +11,7 @@ import pytest
 
 from conftest import NEWEST
 from test_cli import cli
+from verl_lint import __version__
 from verl_lint.pipeline import Options
 from verl_lint.report.render import render_json
 from verl_lint.runner import collect, lint_paths
@@ -50,8 +51,30 @@ def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
     assert [x["ruleId"] for x in results] == ["VL101"]
     region = results[0]["locations"][0]["physicalLocation"]["region"]
     assert (region["startLine"], region["startColumn"]) == (3, 5)
-    rules = {x["id"] for x in doc["runs"][0]["tool"]["driver"]["rules"]}
-    assert "VL101" in rules and "VL301" in rules
+    run = doc["runs"][0]
+    # Only the rules with results are embedded (not the whole registry), each with its page.
+    [rule] = run["tool"]["driver"]["rules"]
+    assert rule["id"] == "VL101" and rule["help"]["markdown"].startswith("# VL101 unknown-config-key\n")
+    assert "## What it does\nRuns Hydra" in rule["help"]["markdown"]  # dedented, not the raw docstring
+    assert run["properties"] == {"verlLintVersion": __version__, "verlVersions": [NEWEST]}
+    assert results[0]["partialFingerprints"]["verlLint/v1"].endswith(":1")
+
+
+def test_sarif_fingerprints_survive_line_moves(tmp_path, verl_trees):
+    """GitHub matches alerts across commits by fingerprint: inserting lines above a finding keeps
+    it; two identical findings in one file stay distinct."""
+    line = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1\n"
+
+    def prints(text):
+        (tmp_path / "s.sh").write_text(text)
+        r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "sarif", str(tmp_path / "s.sh"))
+        return [x["partialFingerprints"]["verlLint/v1"] for x in json.loads(r.stdout)["runs"][0]["results"]]
+
+    [before] = prints("#!/bin/bash\n" + line)
+    [after] = prints("#!/bin/bash\n# a comment\n\n" + line)
+    assert before == after
+    twice = prints("#!/bin/bash\n" + line + line)
+    assert len(set(twice)) == 2 and twice[0] == before
 
 
 def test_github_annotations(tree_dir, verl_trees):

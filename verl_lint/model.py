@@ -133,6 +133,14 @@ class Fix:
     replacement: str = ""
 
 
+class Related(NamedTuple):
+    """Another place a cross-field finding rests on (rustc's "note:"): the key, where it was set."""
+
+    key: str
+    span: Span
+    note: str
+
+
 @dataclass
 class Diagnostic:
     """One finding: rule, severity, message and help, where it is, the key it is about, a fix."""
@@ -146,6 +154,7 @@ class Diagnostic:
     key: str = ""  # dotted config key (without +/~) or env var name
     fix: Fix | None = None
     once: bool = False  # about verl's own defaults or the run, not this launch: kept once per run
+    related: tuple[Related, ...] = ()  # the other keys of a cross-field finding, where the script set them
 
     def sort_key(self) -> tuple:
         return (self.span.path, self.span.line, self.span.col, self.code, self.key, self.message)
@@ -163,6 +172,9 @@ class Diagnostic:
             "end_line": self.span.end_line,
             "end_column": self.span.end_col,
             "key": self.key,
+            "related": [
+                {"key": r.key, "note": r.note, "path": r.span.path, "line": r.span.line, "column": r.span.col} for r in self.related
+            ],
             "fix": None
             if self.fix is None
             else {"title": self.fix.title, "safe": self.fix.safe, "kind": self.fix.kind, "new": self.fix.new},

@@ -9,23 +9,21 @@ import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import registry, shell
+from .config.compose import Composer
+from .config.context import Context
+from .engines.versions import context_versions, project_root, resolve
+from .environment import installed_versions
 from .launch import recognise as launch_mod
-from .rules import pack  # noqa: F401 - registers the rule pack
+from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
+from .model import Diagnostic, EnvVar, Launch, Severity, Word
+from .registry import REGISTRY, Rule, parse_version, selected
+from .report.suppress import apply_suppressions
+from .rules import pack
 from .rules.hydra_keys import CONFIG_COMPOSITION_ERROR
 from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE
-from . import shell
-from .config.compose import Composer
-from .environment import installed_versions
-from .registry import REGISTRY, Rule, parse_version, run_rules, selected
-from .config.context import Context
-from .registry import finalize as engine_finalize
-from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
 from .rules.tables import removed_module_diag
-from .report.suppress import apply_suppressions
 from .terminal import safe
-from .engines.versions import context_versions, project_root, resolve
-from .engines.versions import notes as version_notes
-from .model import Diagnostic, EnvVar, Launch, Severity, Word
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
 
@@ -70,6 +68,7 @@ class FileReport:
     errors: list[InputError] = field(default_factory=list)
     launches: int = 0
     text: str | None = None  # kept for the code frames of the text renderer
+    verl: set[str] = field(default_factory=set)  # the verl releases its launches were linted against
 
 
 def lint_text(
@@ -87,7 +86,7 @@ def lint_text(
             report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary))
             continue
         try:
-            diags = lint_launch(la, options, composer, script_dir)
+            diags = lint_launch(la, options, composer, script_dir, report)
         except LocateError as ex:
             report.errors.append(InputError(path, str(ex), la.entry_span.line, la.entry_span.col))
             continue
@@ -115,7 +114,7 @@ def lint_text(
     return report
 
 
-def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path) -> list[Diagnostic] | None:
+def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> list[Diagnostic] | None:
     tree = verl_tree_for(script_dir, options.verl_tree)
     try:
         app = locate_app(la, tree)
@@ -127,10 +126,11 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
         raise
     if app is None:
         return None
+    if app.verl_version:
+        report.verl.add(app.verl_version)
     comp = composer.compose(app, la.overrides, la.entry_span)
-    diags = list(comp.diagnostics)
     if comp.config is None or la.prints_only:
-        return diags  # with `--cfg job` and the like only the composition can fail
+        return list(comp.diagnostics)  # with `--cfg job` and the like only the composition can fail
     given = {k: (v, options.version_origin.get(k, "given")) for k, v in options.versions.items()}
     verl_root = app.verl.root if app.verl else None
     engines = resolve(given, verl_root, project_root(script_dir))
@@ -138,15 +138,7 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
     versions.update(context_versions(engines))
     versions["verl"] = parse_version(app.verl_version)
     ctx = Context(la, comp, versions, launch_env(la, comp), engines)
-    found = run_rules(ctx, options.active_rules())
-    found += version_notes(ctx)
-    # A removed/renamed-key finding explains Hydra's bare "Could not override" at the same token.
-    explained = {d.span for d in found if d.code.startswith("VL4")}
-    # "nothing reads this key" (VL230) is the weaker form of "the class built from this node has
-    # no such field" (VL110, an error): one finding per override.
-    rejected = {d.span for d in found if d.code == "VL110"}
-    found = [d for d in found if not (d.code == "VL230" and d.span in rejected)]
-    return [d for d in diags if not (d.code in ("VL101", "VL105") and d.span in explained)] + found
+    return pack.check(ctx, options.active_rules())
 
 
 def launch_env(la: Launch, comp) -> dict[str, EnvVar]:
@@ -161,7 +153,7 @@ def launch_env(la: Launch, comp) -> dict[str, EnvVar]:
 
 
 def finalize(diags: list[Diagnostic], options: Options) -> list[Diagnostic]:
-    return engine_finalize(diags, options.select, options.ignore, options.severity)
+    return registry.finalize(diags, options.select, options.ignore, options.severity)
 
 
 def command_script(argv: list[str]) -> str:

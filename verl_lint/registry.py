@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import shlex
 import sys
+import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,30 @@ class Rule:
     @property
     def summary(self) -> str:
         return self.doc.strip().splitlines()[0].strip() if self.doc.strip() else self.name
+
+    @property
+    def body(self) -> str:
+        """The documentation below the summary line, dedented (markdown)."""
+        lines = self.doc.strip("\n").splitlines()
+        return textwrap.dedent("\n".join(lines[1:])).strip()
+
+    def page(self) -> str:
+        """The rule's documentation page in markdown: `verl-lint rule`, docs/rules/, SARIF help."""
+        out = [f"# {self.code} {self.name}", "", self.summary, "", f"Severity: {self.severity}. verl releases: {self.verl or 'all'}."]
+        for label, evs in (("Runs on a verl tree whose source has", self.evidence), ("Not where it has", self.unless)):
+            if evs:
+                out.append(f"{label}: " + " or ".join(f"`/{ev.pattern}/` in {', '.join(ev.files)}" for ev in evs) + ".")
+        if self.live:
+            out.append("Found only in a running process (the Hydra callback, `verl-lint doctor`).")
+        out += ["", self.body] if self.body else []
+        for title, examples in (("Bad", self.bad), ("Good", self.good)):
+            for ex in examples:
+                script, spec = ex if isinstance(ex, tuple) else (ex, "")
+                if len(script) > 2000:
+                    script = script[:2000] + "\n..."
+                script = script.encode("utf-8", "backslashreplace").decode()  # an invalid-UTF-8 example, shown escaped
+                out += ["", f"## {title} example{f' (verl {spec})' if spec else ''}", "", "```bash", script.rstrip(), "```"]
+        return "\n".join(out) + "\n"
 
     def examples(self, kind: str, version: Version) -> list[str]:
         """The bad or good example scripts that hold for `version`."""
@@ -227,10 +252,3 @@ def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict |
         out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
     return [out[k] for k in sorted(out)]
 
-
-def run_rules(ctx: Context, rules: Iterable[Rule]) -> list[Diagnostic]:
-    out: list[Diagnostic] = []
-    for r in rules:
-        if r.runs_on(ctx):
-            out.extend(r.check(ctx))
-    return out

@@ -4,6 +4,7 @@ the script's env and the versions in play."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from contextvars import ContextVar
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from omegaconf.nodes import ValueNode
 from packaging.version import Version
 
 from ..launch.locate import HydraApp
-from ..model import Diagnostic, EnvVar, Launch, Severity, Span, Unknown
+from ..model import Diagnostic, EnvVar, Launch, Related, Severity, Span, Unknown
 from ..registry import REGISTRY
 from .compose import Composition
 from .source import Evidence, tree_has
@@ -166,15 +167,36 @@ class Context:
         return "the config default"
 
     def diag(
-        self, rule_code: str, message: str, key: str = "", help: str = "", span: Span | None = None, severity: Severity | None = None
+        self,
+        rule_code: str,
+        message: str,
+        key: str = "",
+        help: str = "",
+        span: Span | None = None,
+        severity: Severity | None = None,
+        related: Iterable[str] = (),
     ) -> Diagnostic:
         """A finding of rule `rule_code`, at `span` or else at the override that set `key`.
 
         `severity` lowers (or raises) the rule's default for this finding, e.g. when a
-        version the verdict depends on is unknown."""
+        version the verdict depends on is unknown. `related`: the other keys a cross-field finding
+        rests on; those the script set are listed with their lines (see `related_places`)."""
         r = REGISTRY.get(rule_code)
         assert r is not None, rule_code
-        return r.finding(message, span or (self.span(key) if key else self.launch.entry_span), help, key, severity)
+        d = r.finding(message, span or (self.span(key) if key else self.launch.entry_span), help, key, severity)
+        d.related = self.related_places(related, d.span)
+        return d
+
+    def related_places(self, keys: Iterable[str], primary: Span) -> tuple[Related, ...]:
+        """Where the script set each of `keys`, other than at `primary`. A key left at its config
+        default has no line of the user's to point at and is named in the message instead."""
+        out: list[Related] = []
+        for key in dict.fromkeys(keys):
+            s = self.comp.last_setter(key)
+            if s is None or s.word.span == primary or any(r.span == s.word.span for r in out):
+                continue
+            out.append(Related(key, s.word.span, f"`{s.line}` set here" if s.value_unknown is None else f"`{key}` set here (value known only at run time)"))
+        return tuple(out)
 
 
 _ABSENT = object()

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import json
 import os
+import re
+import urllib.parse
+from functools import lru_cache
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
 
 from .. import __version__
 from ..registry import REGISTRY
@@ -52,6 +59,8 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
                 sev = _COLORS[d.severity] + sev + _RESET
             out.append(f"{safe(d.span.path)}:{d.span.line}:{d.span.col}: {d.code} [{sev}] {safe(d.message)}")
             out.extend(_frame(r.text, d, color))
+            for rel in d.related:
+                out.append(f"  = note: {safe(rel.note)} ({safe(rel.span.path)}:{rel.span.line}:{rel.span.col})")
             if d.help:
                 out.append(f"  = help: {safe(d.help)}")
             out.append("")
@@ -91,8 +100,36 @@ def accounting(s: dict) -> str:
 
 
 def render_json(reports: list[FileReport]) -> str:
-    items = [d.to_json() for r in reports for d in r.diagnostics]
+    items = [{**d.to_json(), "url": docs_url(d.code)} for r in reports for d in r.diagnostics]
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+
+
+@lru_cache(maxsize=None)
+def _docs_base() -> str | None:
+    """Where this verl-lint's rule pages (docs/rules/) are, from how it was installed (PEP 610
+    direct_url.json): a checkout on disk, or the commit of a git repository on a forge that serves
+    files (GitHub, GitLab). None when not known: no made-up address."""
+    # The installed distribution's record (a stray `*.egg-info` of a source tree has none).
+    raws = (d.read_text("direct_url.json") for d in importlib.metadata.distributions(name="verl-lint"))
+    try:
+        info = json.loads(next((r for r in raws if r), "{}"))
+    except ValueError:
+        return None
+    url, vcs = info.get("url", ""), info.get("vcs_info") or {}
+    if url.startswith("file://") and not vcs:
+        docs = Path(urllib.parse.unquote(urllib.parse.urlparse(url).path)) / "docs" / "rules"
+        return docs.as_uri() if docs.is_dir() else None
+    m = re.match(r"^https://(github\.com|gitlab\.com)/([^/]+/[^/]+?)(?:\.git)?/?$", url)
+    if vcs.get("vcs") == "git" and vcs.get("commit_id") and m:
+        sep = "blob" if m.group(1) == "github.com" else "-/blob"
+        return f"https://{m.group(1)}/{m.group(2)}/{sep}/{vcs['commit_id']}/docs/rules"
+    return None
+
+
+def docs_url(code: str) -> str | None:
+    """The documentation page of rule `code` (see `_docs_base`), or None."""
+    base = _docs_base()
+    return f"{base}/{code}.md" if base else None
 
 
 def _rel(path: str) -> str:
@@ -128,69 +165,86 @@ def render_github(reports: list[FileReport]) -> str:
 
 
 def render_sarif(reports: list[FileReport]) -> str:
+    """SARIF 2.1.0 for code-scanning tools: the rules that produced results (with their docs),
+    results with related locations and fingerprints that survive line moves."""
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
-    rules = list(REGISTRY)
+    codes = sorted({d.code for r in reports for d in r.diagnostics})
+    rules = [r for r in (REGISTRY.get(c) for c in codes) if r is not None]
     index = {r.code: i for i, r in enumerate(rules)}
     results = []
     for r in reports:
+        seen: dict[str, int] = {}
         for d in r.diagnostics:
             res = {
                 "ruleId": d.code,
                 "level": level[d.severity],
                 "message": {"text": d.message + (f"\nhelp: {d.help}" if d.help else "")},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": _rel(d.span.path).replace(os.sep, "/")},
-                            "region": {
-                                "startLine": max(d.span.line, 1),
-                                "startColumn": max(d.span.col, 1),
-                                "endLine": max(d.span.end_line, 1),
-                                "endColumn": max(d.span.end_col, 1),
-                            },
-                        }
-                    }
-                ],
+                "locations": [{"physicalLocation": _physical(d.span)}],
+                "partialFingerprints": {"verlLint/v1": _fingerprint(r.text, d, seen)},
             }
             if d.code in index:
                 res["ruleIndex"] = index[d.code]
+            if d.related:
+                res["relatedLocations"] = [
+                    {"id": i, "physicalLocation": _physical(rel.span), "message": {"text": rel.note}} for i, rel in enumerate(d.related, 1)
+                ]
             if d.key:
                 res["properties"] = {"key": d.key}
             results.append(res)
+    verls = sorted({v for r in reports for v in r.verl})
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {
-                    "driver": {
-                        "name": "verl-lint",
-                        "version": __version__,
-                        "informationUri": "https://pypi.org/project/verl-lint/",
-                        "rules": [
-                            {
-                                "id": r.code,
-                                "name": r.name,
-                                "shortDescription": {"text": r.summary},
-                                "fullDescription": {"text": r.doc.strip() or r.summary},
-                                "defaultConfiguration": {"level": level[r.severity]},
-                                "help": {"text": r.doc.strip() or r.summary},
-                            }
-                            for r in rules
-                        ],
-                    }
-                },
+                "tool": {"driver": {"name": "verl-lint", "version": __version__, "rules": [_sarif_rule(r, level) for r in rules]}},
                 "results": results,
+                "properties": {"verlLintVersion": __version__, "verlVersions": verls},
             }
         ],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+def _sarif_rule(r, level) -> dict:
+    out = {
+        "id": r.code,
+        "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": r.body or r.summary},
+        "defaultConfiguration": {"level": level[r.severity]},
+        "help": {"text": r.body or r.summary, "markdown": r.page()},
+    }
+    url = docs_url(r.code)
+    if url:
+        out["helpUri"] = url
+    return out
+
+
+def _physical(span) -> dict:
+    return {
+        "artifactLocation": {"uri": _rel(span.path).replace(os.sep, "/")},
+        "region": {
+            "startLine": max(span.line, 1),
+            "startColumn": max(span.col, 1),
+            "endLine": max(span.end_line, 1),
+            "endColumn": max(span.end_col, 1),
+        },
+    }
+
+
+def _fingerprint(text: str | None, d, seen: dict[str, int]) -> str:
+    """Stable when lines move: the rule, the key and the text of the finding's line (not its
+    number), plus which occurrence of that same triple in the file it is."""
+    lines = (text or "").split("\n")
+    line = lines[d.span.line - 1].strip() if 0 < d.span.line <= len(lines) else ""
+    base = hashlib.sha256("\0".join((d.code, d.key, line)).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    seen[base] = seen.get(base, 0) + 1
+    return f"{base}:{seen[base]}"
+
+
 def render_junit(reports: list[FileReport]) -> str:
     """JUnit XML for CI systems that show test reports: one test case per script, failed by its findings."""
-    from xml.sax.saxutils import escape, quoteattr
-
     cases = []
     failures = 0
     for r in reports:
