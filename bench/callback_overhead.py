@@ -107,14 +107,15 @@ def phase(name, fn):
 cb = phase("import verl_lint.callback", lambda: __import__("verl_lint.callback", fromlist=["x"]))
 phase("import verl_lint.registry (+compose, locate, model)", lambda: __import__("verl_lint.registry"))
 phase("import verl_lint.rules (rule pack, YAML tables)", lambda: __import__("verl_lint.rules.pack"))
-phase("first lint_config (config + env rules)", lambda: cb.lint_config(cfg, env=os.environ))
-def live():
+live = phase("import verl_lint.live (the lint core)", lambda: __import__("verl_lint.live", fromlist=["x"]))
+phase("first lint_config (config + env rules)", lambda: live.lint_config(cfg, env=os.environ))
+def allocator_check():
     try:
-        return cb.live_findings(cfg, None, os.environ)
+        return live.live_findings(cfg, None, os.environ)
     except Exception as ex:
         out["live error"] = repr(ex)
-phase("first live_findings (allocator check)", live)
-phase("lint_config again (warm caches)", lambda: cb.lint_config(cfg, env=os.environ))
+phase("first live_findings (allocator check)", allocator_check)
+phase("lint_config again (warm caches)", lambda: live.lint_config(cfg, env=os.environ))
 print("PHASES " + json.dumps(out))
 '''
 

@@ -18,7 +18,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import NEWEST, RELEASES
-from verl_lint.callback import ENABLE_LINE, VerlLintCallback, lint_config
+from verl_lint.callback import ENABLE_LINE, VerlLintCallback
+from verl_lint.live import lint_config
 from verl_lint.registry import REGISTRY, ROLLOUT_NAME, Rule
 from verl_lint.model import Diagnostic, Severity
 
@@ -366,7 +367,7 @@ def test_callback_in_process_blocks_with_systemexit(composed, capsys, tmp_path):
 
 
 def test_live_findings_are_merged_and_filtered(composed, monkeypatch):
-    import verl_lint.callback as cbmod
+    import verl_lint.live as cbmod
 
     live = Diagnostic("VL651", "allocator-api-missing", Severity.ERROR, "live finding", cbmod_span(), key="PYTORCH_CUDA_ALLOC_CONF")
     monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: [live])
@@ -391,7 +392,7 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
     every override form Hydra accepts that must agree with Hydra's own parser."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from verl_lint.callback import _applied
+    from verl_lint.live import _applied
     from verl_lint.config.compose import override_kind
 
     lines = [

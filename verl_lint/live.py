@@ -1,0 +1,241 @@
+"""Lint a live Hydra job: its composed config and real environment, fed to the same lint core
+(`rules.pack.check`) as a script's launches. The adapter gives the rules a Launch at "<hydra>"
+(no script: `launch.env` stays empty, the process environment is `ctx.env`), a Composition
+whose config is the config Hydra passes (its `hydra` node stays: rules read keys by path, and
+copying verl's config would cost as much as the lint) and whose overrides are
+`hydra.overrides.task`, and the verl tree the task function's file (or a file config dir)
+lives in, else the installed one. Nothing here imports torch, torch-npu, vllm or verl's Python
+modules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from .allocator.runtime import check_allocator
+from .config.compose import AppliedOverride, Composition
+from .config.context import Context
+from .engines.versions import ENGINES, Evidence
+from .environment import installed_versions
+from .launch.locate import HydraApp, find_checkout, installed_tree
+from .model import EnvVar, Launch, Span, Word
+from .registry import REGISTRY, finalize, parse_version, selected
+from .rules import pack
+
+COMMAND_LINE = "<command line>"
+ENVIRONMENT = "<environment>"
+RAY_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
+
+
+# Rules that read the whole verl tree (the reader index, ~35 ms; the config classes and the code
+# that converts them, ~100 ms) at every job start against a 50 ms budget: the callback runs
+# them only when `select` asks for them (`check`/`run` always do).
+OPT_IN = ("VL108", "VL110", "VL230", "VL231")
+
+
+def lint_config(
+    cfg,
+    overrides: Iterable[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    task_file: str | None = None,
+    config_name: str | None = None,
+    on_error=None,
+):
+    """Lint a composed job config: every config rule and the env rules.
+
+    `cfg` is the config Hydra hands a callback (with the `hydra` node; it is not modified)
+    or a job config without it. `overrides` are the job's task overrides (default:
+    `cfg.hydra.overrides.task`); `env` is the process environment (default: `os.environ`);
+    `config_name` defaults to `cfg.hydra.job.config_name` (rules limited to some apps need it).
+    Returns finalized diagnostics (select/ignore applied, de-duplicated, stable order),
+    located at Span("<command line>", 1, col) for overridden keys (col: the override's
+    offset in the overrides joined by spaces), Span("<command line>", 1, 1) for defaults and
+    Span("<environment>", 1, 1) for environment variables. A rule that raises propagates,
+    unless `on_error(rule, exception)` is given: then it is called and the other rules run.
+    """
+    hydra_node = _hydra_node(cfg)
+    if overrides is None:
+        task = OmegaConf.select(hydra_node, "overrides.task", default=None) if hydra_node is not None else None
+        # The override text as typed: iterating the list would resolve a `${oc.env:UNSET}` in it
+        # and fail for every rule; the value itself is Unknown only to the rules that read it.
+        overrides = OmegaConf.to_container(task, resolve=False) if task is not None else []
+    overrides = [str(o) for o in overrides]
+    env = os.environ if env is None else env
+    choices = _choices(hydra_node)
+    if config_name is None and hydra_node is not None:
+        config_name = str(OmegaConf.select(hydra_node, "job.config_name", default="") or "")
+    config_name = (config_name or "").removesuffix(".yaml")
+    config_dirs = _config_dirs(hydra_node)
+    tree = _verl_tree(task_file, config_dirs)
+    app = _hydra_app(task_file, config_dirs, config_name or None, tree)
+
+    anchor = Span(COMMAND_LINE, 1, 1, 1, 1)
+    launch = Launch(path="<hydra>", span=anchor, entry_span=anchor, module=None, file=task_file)
+    comp = Composition(app, cfg)
+    comp.overrides = _applied(overrides, choices)
+    launch.overrides = [o.word for o in comp.overrides]
+
+    env_vars = {name: EnvVar(name, value, Span(ENVIRONMENT, 1, 1, 1, 1), None, True) for name, value in env.items()}
+    env_vars.update(_ray_env(cfg, comp, anchor))
+
+    versions = {k: parse_version(v) for k, v in installed_versions().items()}
+    versions["verl"] = parse_version(tree.version if tree else None)
+    # In the live process the installed engines are the evidence (verl_lint.engines.versions)
+    engines = {k: Evidence(k, v, source="installed") for k, v in versions.items() if k in ENGINES and v is not None}
+    ctx = Context(launch, comp, versions, env_vars, engines, live=True)
+    rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore) and (r.code not in OPT_IN or select)]
+    diags = pack.check(ctx, rules, on_error)
+    for d in diags:
+        _add_provenance(d, comp, env_vars, choices, config_name)
+    return finalize(diags, select, ignore)
+
+
+def _hydra_node(cfg):
+
+    return cfg.get("hydra") if isinstance(cfg, DictConfig) and "hydra" in cfg else None
+
+
+def _choices(hydra_node) -> dict[str, str]:
+
+    if hydra_node is None:
+        return {}
+    raw = OmegaConf.select(hydra_node, "runtime.choices", default=None)
+    if raw is None:
+        return {}
+    return {str(k): str(v) for k, v in OmegaConf.to_container(raw).items() if v is not None and not str(k).startswith("hydra/")}
+
+
+def _config_dirs(hydra_node) -> tuple:
+
+
+    out = []
+    for src in (OmegaConf.select(hydra_node, "runtime.config_sources", default=None) or []) if hydra_node is not None else []:
+        path, schema = src.get("path"), src.get("schema")
+        if schema == "file" and path and Path(path).is_dir():
+            out.append(Path(path).resolve())
+    return tuple(out)
+
+
+@lru_cache(maxsize=8)
+def _verl_tree(task_file: str | None, config_dirs: tuple):
+    """The verl the job runs: the tree of the app file or of a config dir, else the installed one."""
+    for start in ([Path(task_file).resolve().parent] if task_file else []) + list(config_dirs):
+        tree = find_checkout(start)
+        if tree is not None:
+            return tree
+    return installed_tree()
+
+
+def _hydra_app(task_file, config_dirs, config_name, tree):
+
+
+    file = Path(task_file) if task_file else Path("<hydra>")
+    return HydraApp(file.name, file, tuple(config_dirs), config_name, None, tree, None)
+
+
+_PREFIX_KIND = {"": "set", "+": "add", "++": "force_add", "~": "delete"}
+
+
+def _applied(overrides: list[str], choices: dict[str, str]):
+    """The task overrides as AppliedOverride, located in the overrides joined by spaces.
+
+    Hydra has parsed and applied them already; only the key and the kind are needed here, and
+    the override grammar makes those plain text: `~`, `+` or `++`, then the key up to the first
+    `=` (a key cannot contain one). Parsing again with Hydra's grammar costs ~1 ms per override.
+    """
+    out = []
+    col = 1
+    for line in overrides:
+        span = Span(COMMAND_LINE, 1, col, 1, col + len(line), col - 1, col - 1 + len(line))
+        col += len(line) + 1
+        prefix = "++" if line.startswith("++") else line[:1] if line[:1] in ("+", "~") else ""
+        key_text, _, value = line[len(prefix) :].partition("=")
+        key_text = key_text.strip()
+        key = key_text.partition("@")[0]  # Hydra's key_or_group
+        kind = _PREFIX_KIND[prefix]
+        if key.startswith(("hydra.", "hydra/")):
+            kind = "hydra"
+        elif not value.lstrip().startswith("{") and (key_text in choices or key in choices):
+            kind = "group"
+        out.append(AppliedOverride(Word(line, span), line, key, kind))
+    return out
+
+
+def _ray_env(cfg, comp, anchor) -> dict:
+    """The Ray workers' extra env vars from the config (`ray_kwargs...runtime_env.env_vars`)."""
+    node = OmegaConf.select(cfg, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
+    if not isinstance(node, DictConfig):
+        return {}
+    out = {}
+    for name, value in _resolved_items(node):
+        setter = comp.last_setter(f"{RAY_ENV_VARS}.{name}")
+        out[str(name)] = EnvVar(str(name), str(value), setter.word.span if setter else anchor, None, True)
+    return out
+
+
+def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | None = None) -> list:
+    """The live allocator check (`verl_lint.allocator.runtime.check_allocator`) for a job.
+
+    Called with the job's rollout config, the verl tree the job runs and the environment
+    (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`). Not
+    finalized: the caller merges it with `lint_config`.
+    """
+    rollout = OmegaConf.select(cfg, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
+    environ = dict(os.environ if env is None else env)
+    ray_env = OmegaConf.select(cfg, RAY_ENV_VARS, default=None, throw_on_resolution_failure=False)
+    if isinstance(ray_env, DictConfig):
+        environ.update({str(k): str(v) for k, v in _resolved_items(ray_env)})
+    tree = _verl_tree(task_file, _config_dirs(_hydra_node(cfg)))
+    return list(check_allocator(rollout_config=rollout, verl_tree=tree, environ=environ))
+
+
+def _resolved_items(node):
+    for k in node.keys():
+        try:
+            v = node[k]
+        except Exception:  # noqa: BLE001 - an unresolvable value is not known
+            continue
+        if v is not None:
+            yield k, v
+
+
+def _group_file(key: str, choices: dict[str, str]) -> str | None:
+    """The config group file that owns `key` (`actor@actor_rollout_ref.actor: dp_actor` → actor/dp_actor.yaml)."""
+    best = None
+    for spec, choice in choices.items():
+        group, _, package = spec.partition("@")
+        package = package or group.replace("/", ".")
+        if package == "_global_":
+            continue
+        if (key == package or key.startswith(package + ".")) and (best is None or len(package) > len(best[0])):
+            best = (package, f"{group}/{choice}.yaml")
+    return best[1] if best else None
+
+
+def _add_provenance(d, comp, env_vars, choices, config_name) -> None:
+    """Name where the finding's key came from: the override, the environment, or a YAML default."""
+    if not d.key or "(from the command line" in d.message or "(default from" in d.message:
+        return
+    setter = comp.last_setter(d.key)
+    if setter is not None:
+        d.message += f" (from the command line: `{setter.line}`)"
+    elif d.span.path == ENVIRONMENT or (d.key in env_vars and "." not in d.key):
+        where = "the environment" if d.span.path == ENVIRONMENT else f"`{RAY_ENV_VARS}`"
+        d.message += f" (from {where})"
+    else:
+        source = _group_file(d.key, choices) or (f"{config_name}.yaml" if config_name else "the config")
+        d.message += f" (default from {source})"
+
+
+def merge(static: list, live: list, select, ignore) -> list:
+    """Config/env findings plus live ones; a live finding replaces a static one with its code and key."""
+    seen = {(d.code, d.key) for d in live}
+    return finalize([d for d in static if (d.code, d.key) not in seen] + list(live), select, ignore)
