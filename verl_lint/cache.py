@@ -28,14 +28,20 @@ changed or upgraded linter never reads what another one stored.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
+import pickle
 import re
 import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
+
+from .files import WriteError, replacing
 
 T = TypeVar("T")
 
@@ -72,8 +78,6 @@ def is_marked(d: Path) -> bool:
 def new_entry(parent: Path) -> Path:
     """A new marked directory with a temporary name in `parent`, to be filled and then renamed
     into place (so an entry is either absent or complete)."""
-    import tempfile
-
     d = Path(tempfile.mkdtemp(dir=parent, prefix="tmp"))
     (d / TAG).write_bytes(_TAG_TEXT)
     return d
@@ -97,18 +101,18 @@ def make_dir(path: Path) -> Path:
     return path
 
 
-def why_unusable(ex: OSError) -> str:
+def why_unusable(ex: Exception) -> str:
     """What is wrong with the cache directory, for a one-line message."""
     root = cache_dir()
     if root.exists() and not root.is_dir():
         return f"{root} is not a directory"
-    return f"{root}: {ex.strerror or ex}"
+    return f"{root}: {getattr(ex, 'strerror', None) or ex}"
 
 
 _WARNED = False
 
 
-def unusable(ex: OSError) -> None:
+def unusable(ex: Exception) -> None:
     """Say once per process that the cache cannot be written; the run goes on without it."""
     global _WARNED
     if not _WARNED:
@@ -130,10 +134,6 @@ def code_digest() -> str:
     budget is 50 ms), and installers and editors always change a file's mtime or size."""
     global _CODE
     if _CODE is None:
-        import hashlib
-
-        import importlib.util
-
         # The knowledge tables' package (top-level, so find_spec runs nothing): its directory.
         spec = importlib.util.find_spec("verl_lint_knowledge")
         tables = [Path(d) for d in (spec.submodule_search_locations or [])] if spec else []
@@ -157,28 +157,18 @@ def code_digest() -> str:
 def entry(folder: str, ident: str, root: Path | None = None) -> Path:
     """The file of a cached value in `folder/` (or `root`), named by a hash of `ident` and of
     verl-lint's own code. `ident` must name everything else the value depends on."""
-    import hashlib
-
     name = hashlib.sha256(f"{code_digest()}\0{ident}".encode()).hexdigest()[:32]
     return (root or cache_dir() / folder) / f"{name}.pickle"
 
 
 def store(path: Path, data: bytes) -> None:
-    """Write a cache entry: to a temp file, then an atomic rename, so concurrent runs never read
-    half of one. A cache that cannot be written only costs time (said once)."""
-    import tempfile
-
+    """Write a cache entry in one rename (files.replacing), so concurrent runs never read half of
+    one. A cache that cannot be written only costs time (said once)."""
     try:
         make_dir(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as ex:
+        with replacing(path, durable=False) as f:
+            f.write(data)
+    except (OSError, WriteError) as ex:
         unusable(ex)
 
 
@@ -187,8 +177,6 @@ def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[t
 
     `kind` is what `compute` returns: a type (or tuple of types), or a check function. An entry
     that is missing, corrupt or not of that kind is computed again and rewritten."""
-    import pickle
-
     path = entry(folder, ident)
     try:
         value = pickle.loads(path.read_bytes())
@@ -206,7 +194,9 @@ def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[t
 DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader")  # cheap to rebuild: removed by `clean`
 # Files verl-lint writes in its folders: hash-named pickles, wheels, and their temp files
 # (compiled on first use by `re`: `clean` is rare, start-up is not).
-_FILE = r"^([0-9a-f]{16,64}\.pickle|[A-Za-z0-9_.+!\-]+\.whl)(\.[A-Za-z0-9_]+\.tmp)?$"
+# (temp files: `.NAME.<hex>.tmp` from files.replacing, `NAME.<random>.tmp` from older releases)
+_ENTRY = r"([0-9a-f]{16,64}\.pickle|[A-Za-z0-9_.+!\-]+\.whl)"
+_FILE = rf"^(?:{_ENTRY}|\.{_ENTRY}\.[0-9a-f]+\.tmp|{_ENTRY}\.[A-Za-z0-9_]+\.tmp)$"
 
 
 def _size(p: Path) -> tuple[int, int]:

@@ -9,9 +9,21 @@ checked against that hash and renamed into place. `VERL_LINT_INDEX_URL` names an
 
 from __future__ import annotations
 
+import hashlib
+import http.client
+import json
 import os
 import re
+import urllib.error
+import urllib.request
 from pathlib import Path
+from urllib.parse import urljoin
+
+from packaging.tags import sys_tags
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from .files import WriteError, replacing
 
 INDEX_ENV = "VERL_LINT_INDEX_URL"
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -26,8 +38,6 @@ class DownloadError(RuntimeError):
 
 def exact_version(text: str) -> str:
     """`text` as a normalized version ('0.9.1'), safe to put in a file name; else DownloadError."""
-    from packaging.version import InvalidVersion, Version
-
     try:
         return str(Version(text))
     except (InvalidVersion, TypeError):
@@ -45,9 +55,6 @@ def index_url() -> str:
 def _get(url: str, accept: str | None = None, missing: str | None = None):
     """An open urllib response; network and HTTP failures become DownloadError (`missing` is the
     message for HTTP 404)."""
-    import urllib.error
-    import urllib.request
-
     req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     try:
         return urllib.request.urlopen(req, timeout=_TIMEOUT)  # noqa: S310 - http(s) only, checked by the callers
@@ -59,9 +66,6 @@ def _get(url: str, accept: str | None = None, missing: str | None = None):
 
 def _files(dist: str) -> tuple[str, list[dict]]:
     """(page URL, file entries) of `dist` on the index."""
-    import http.client
-    import json
-
     page = f"{index_url()}/{_canonical(dist)}/"
     if not page.startswith(("https://", "http://")):
         raise DownloadError(f"{INDEX_ENV}={index_url()!r} is not an http(s) URL")
@@ -83,10 +87,6 @@ def _files(dist: str) -> tuple[str, list[dict]]:
 def _pick(dist: str, version: str, files: list[dict]) -> dict:
     """The wheel entry of dist==version: a pure-Python one, else one for this interpreter, else
     any (only its Python sources are read, which are the same in every platform's wheel)."""
-    from packaging.tags import sys_tags
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-    from packaging.version import InvalidVersion, Version
-
     want = Version(version)
     wheels: list[tuple[dict, frozenset]] = []
     seen: set[Version] = set()
@@ -117,11 +117,6 @@ def _pick(dist: str, version: str, files: list[dict]) -> dict:
 def wheel(dist: str, version: str, into: Path) -> Path:
     """The wheel of `dist==version` (no dependencies) in the directory `into`: the one already
     there, else downloaded, its sha256 checked against the index. Raises DownloadError."""
-    import hashlib
-    import http.client
-    import tempfile
-    from urllib.parse import urljoin
-
     if not _NAME.match(dist):
         raise DownloadError(f"{dist!r} is not a package name")
     version = exact_version(version)
@@ -137,26 +132,20 @@ def wheel(dist: str, version: str, into: Path) -> Path:
     url = urljoin(page, chosen["url"])
     if not url.startswith(("https://", "http://")):
         raise DownloadError(f"the package index links {name} to {url!r}, not an http(s) URL")
+    target = into / name
     try:
-        fd, tmp = tempfile.mkstemp(dir=into, prefix=f"{name}.", suffix=".tmp")
-    except OSError as ex:
-        raise DownloadError(f"cannot write into {into} ({ex.strerror or ex})") from None
-    try:
-        digest = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out, _get(url) as r:
+        with replacing(target, durable=False) as out, _get(url) as r:  # re-downloaded if lost: no fsync
+            digest = hashlib.sha256()
             while chunk := r.read(1 << 20):
                 digest.update(chunk)
                 out.write(chunk)
-        if digest.hexdigest() != expected.lower():
-            raise DownloadError(f"{name} does not match the sha256 the package index gives ({url}); not used")
-        target = into / name
-        os.replace(tmp, target)
+            if digest.hexdigest() != expected.lower():
+                raise DownloadError(f"{name} does not match the sha256 the package index gives ({url}); not used")
         return target
+    except WriteError as ex:
+        raise DownloadError(f"cannot write into {into} ({ex.reason})") from None
     except (OSError, http.client.HTTPException) as ex:
         raise DownloadError(f"cannot download {url} ({getattr(ex, 'strerror', None) or ex})") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 __all__ = ["DownloadError", "INDEX_ENV", "DEFAULT_INDEX", "exact_version", "index_url", "wheel"]

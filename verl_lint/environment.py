@@ -59,7 +59,7 @@ def installed_version(dist: str) -> str | None:
                 continue
             if version:
                 return version
-            from importlib import metadata
+            from importlib import metadata  # ~10 ms, only for a dist-info without a version in its name
 
             try:
                 return metadata.version(dist)

@@ -1,4 +1,5 @@
-"""The one way verl-lint replaces a file: reports (--output), baselines and --fix all write here.
+"""The one way verl-lint replaces a file: reports (--output), baselines, --fix, cache entries and
+downloaded wheels all write here.
 
 A whole file or nothing: the new content goes to a hidden temp file in the target's directory
 (`.NAME.<random>.tmp`), is fsynced, gets the target's mode (and owner and group where allowed),
@@ -19,7 +20,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 _KINDS = {
     stat.S_IFDIR: "a directory",
@@ -53,6 +57,23 @@ def write_atomic(path: str | Path, content: str | bytes, expect: bytes | None = 
     difference raises FileChanged with the target untouched.
     """
     data = content.encode("utf-8") if isinstance(content, str) else content
+    with replacing(path, expect) as f:
+        try:
+            f.write(data)
+        except OSError as ex:
+            raise WriteError(path, ex.strerror or str(ex)) from None
+
+
+@contextmanager
+def replacing(path: str | Path, expect: bytes | None = None, durable: bool = True) -> Iterator[BinaryIO]:
+    """A file to write the new content of `path` into; when the block ends without an error it
+    replaces `path` in one rename, otherwise `path` stays as it was and the temp file goes.
+
+    The one atomic writer: reports, baselines and fixes (`write_atomic`), cache entries and
+    downloaded wheels. `durable=False` skips the fsyncs, for files that are cheap to make again
+    (a cache). Errors of verl-lint's own file operations are WriteError; what the block raises
+    propagates unchanged.
+    """
     target = os.path.realpath(path)
     try:
         old = os.stat(target)
@@ -65,32 +86,40 @@ def write_atomic(path: str | Path, content: str | bytes, expect: bytes | None = 
     if old is None and expect is not None:
         raise FileChanged(path, "the file was removed since it was read; left as it is")
     directory, name = os.path.split(target)
-    tmp = ""
     try:
         fd, tmp = _create_temp(directory, name)
-        with os.fdopen(fd, "wb") as f:
-            if old is not None:
-                _keep_owner_and_mode(f.fileno(), old)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if expect is not None and _current(target) != expect:
-            raise FileChanged(path, "the file changed since it was read; left as it is")
-        os.replace(tmp, target)
-        tmp = ""
-        _fsync_dir(directory)
-    except FileNotFoundError as ex:
-        if not os.path.isdir(directory):
+    except OSError as ex:
+        if isinstance(ex, FileNotFoundError) and not os.path.isdir(directory):
             raise WriteError(path, f"no such directory: {directory}") from None
         raise WriteError(path, ex.strerror or str(ex)) from None
-    except OSError as ex:
-        raise WriteError(path, ex.strerror or str(ex)) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if old is not None:
+                _guarded(path, _keep_owner_and_mode, f.fileno(), old)
+            yield f
+            _guarded(path, f.flush)
+            if durable:
+                _guarded(path, os.fsync, f.fileno())
+        if expect is not None and _current(target) != expect:
+            raise FileChanged(path, "the file changed since it was read; left as it is")
+        _guarded(path, os.replace, tmp, target)
+        tmp = ""
+        if durable:
+            _fsync_dir(directory)
     finally:
         if tmp:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def _guarded(path, fn, *args) -> None:
+    """`fn(*args)`, an OSError becoming the one-line WriteError about `path`."""
+    try:
+        fn(*args)
+    except OSError as ex:
+        raise WriteError(path, ex.strerror or str(ex)) from None
 
 
 def _create_temp(directory: str, name: str) -> tuple[int, str]:

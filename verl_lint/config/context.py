@@ -11,6 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from omegaconf.nodes import ValueNode
+from omegaconf.resolvers import oc
 from packaging.version import Version
 
 from ..launch.locate import HydraApp
@@ -257,8 +258,6 @@ def _oc_env(key: str, default=_NO_DEFAULT):
     """`oc.env` that, during a static read, answers from the launch's env: a variable the script
     does not set (or sets to a value unknown before run time) is unknown, never the default or
     this process's own value. Outside a static read it is OmegaConf's `oc.env`."""
-    from omegaconf.resolvers import oc
-
     state = _STATIC_ENV.get()
     if state is None:
         return oc.env(key) if default is _NO_DEFAULT else oc.env(key, default)

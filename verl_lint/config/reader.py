@@ -32,10 +32,14 @@ package directories or files the caller names (an entry point that lives outside
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..cache import memo
+from ..launch.locate import wheel_record
 
 _FORMAT = "reader-2"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -101,8 +105,6 @@ def _files(roots: list[Path]) -> list[Path]:
 
 
 def _digest(root: Path, files: list[Path]) -> str:
-    import hashlib
-
     h = hashlib.sha256()
     for f in files:
         try:
@@ -272,9 +274,6 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     In memory it is kept per (root, extra) without looking at the files again: one process
     lints a set of scripts against a tree that does not change meanwhile, and the stat walk
     (~30 ms) would otherwise be paid for every launch."""
-    from ..cache import memo
-    from ..launch.locate import wheel_record
-
     root = Path(tree_root).resolve()
     extra = tuple(Path(p).resolve() for p in extra)
     hit = _LOADED.get((root, extra))
