@@ -21,15 +21,9 @@ from verl_lint.registry import REGISTRY
 from verl_lint import doctor
 from verl_lint.cache import cache_dir
 from verl_lint.launch.locate import tree_at
-from verl_lint.allocator.runtime import (
-    Accelerator,
-    analyze_verl,
-    check_allocator,
-    detect_accelerator,
-    inspect_runtime,
-    inspect_torch_npu,
-    rollout_settings,
-)
+from verl_lint.allocator.host import Accelerator, detect_accelerator, inspect_runtime, inspect_torch_npu
+from verl_lint.allocator.verl_code import analyze_verl, rollout_config_default
+from verl_lint.rules.allocator_live import check_allocator, rollout_settings
 
 # One torch-npu release before `_set_allocator_settings` existed and the first one after it on
 # the same line (runtime-facts.md §2.3; both ~25-30 MB wheels).
@@ -174,8 +168,6 @@ def test_synthetic_tree_training_worker_lacks_call(tmp_path, torch_npu_pkgs, cle
 
 
 def test_rollout_config_default_from_source(verl_trees):
-    from verl_lint.allocator.runtime import rollout_config_default
-
     for v in ("0.9.1", "0.7.1"):
         assert rollout_config_default(str(verl_trees[v].root), "enable_sleep_mode") is True
         assert rollout_config_default(str(verl_trees[v].root), "no_such_field") is ...
@@ -263,7 +255,7 @@ def test_nothing_heavy_is_imported(tmp_path, verl_trees):
         from verl_lint.launch.locate import tree_at
         from verl_lint.pipeline import Options
         from verl_lint.runner import lint_file
-        from verl_lint.allocator.runtime import check_allocator
+        from verl_lint.rules.allocator_live import check_allocator
         from verl_lint import doctor
         tree = tree_at(Path({str(verl_trees['0.9.1'].root)!r}), 'test')
         rep = lint_file(Path({str(script)!r}), Options(verl_tree=tree, versions={{'vllm': '0.12.0'}}), Composer(cache=False))

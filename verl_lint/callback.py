@@ -262,7 +262,7 @@ def _ray_env(cfg, comp, anchor) -> dict:
 
 
 def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | None = None) -> list:
-    """The live allocator check (`verl_lint.allocator.runtime.check_allocator`) for a job.
+    """The live allocator check (`verl_lint.rules.allocator_live.check_allocator`) for a job.
 
     Called with the job's rollout config, the verl tree the job runs and the environment
     (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`). Not
@@ -270,7 +270,7 @@ def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | No
     """
     from omegaconf import DictConfig, OmegaConf
 
-    from .allocator.runtime import check_allocator
+    from .rules.allocator_live import check_allocator
 
     rollout = OmegaConf.select(cfg, "actor_rollout_ref.rollout", default=None, throw_on_resolution_failure=False)
     environ = dict(os.environ if env is None else env)
