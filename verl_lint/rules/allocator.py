@@ -9,8 +9,6 @@ prefixes, `ray_kwargs.ray_init.runtime_env.env_vars.*`) and, through `runtime_en
 on the live process env (`rules.allocator_live`).
 """
 
-# Real (not postponed) annotations: NamedTuple classes define faster, at every Hydra job start.
-
 from collections.abc import Iterable, Iterator
 
 from ..allocator.host import RUNTIME_SPAN, RuntimeReport

@@ -6,8 +6,6 @@ callback and `verl-lint doctor` call it too). What it judges is gathered without
 torch, torch_npu, vllm, sglang or verl (`allocator.host.inspect_runtime`).
 """
 
-# Real (not postponed) annotations: NamedTuple classes define faster, at every Hydra job start.
-
 from ..allocator.host import RUNTIME_SPAN, RuntimeReport, inspect_runtime
 from ..model import Diagnostic
 from ..registry import declare
