@@ -16,7 +16,10 @@ import verl_lint.pipeline as pipeline
 from verl_lint.knowledge import load_table
 from verl_lint.registry import REGISTRY, main_ppo, parse_version
 from verl_lint.environment import package_dir
-from verl_lint.rules import allocator as A
+from verl_lint.allocator import settings as S
+from verl_lint.allocator.host import RUNTIME_SPAN, inspect_torch
+from verl_lint.model import EnvVar
+from verl_lint.rules.allocator_checks import AllocInput, check_conf
 
 VLLM = "actor_rollout_ref.rollout.name=vllm"
 SGLANG = "actor_rollout_ref.rollout.name=sglang"
@@ -26,10 +29,10 @@ SGLANG = "actor_rollout_ref.rollout.name=sglang"
 
 
 def test_tokenize_like_c10():
-    assert A.tokenize(" expandable_segments : True ,x:[1, 2]") == [
+    assert S.tokenize(" expandable_segments : True ,x:[1, 2]") == [
         "expandable_segments", ":", "True", ",", "x", ":", "[", "1", ",", "2", "]",
     ]
-    assert A.tokenize("expandable_segments=True") == ["expandable_segments=True"]
+    assert S.tokenize("expandable_segments=True") == ["expandable_segments=True"]
 
 
 # (string, accepted by torch 2.13.0's AcceleratorAllocatorConfig::parseArgs). Observed with the
@@ -73,15 +76,15 @@ CORPUS = [
 
 def lint_verdict(text: str, torch_version: str = "2.13.0") -> bool:
     """Does the linter accept `text` for torch `torch_version` (PYTORCH_ALLOC_CONF on CUDA)?"""
-    inp = A.AllocInput(
-        {"PYTORCH_ALLOC_CONF": A.EnvVar("PYTORCH_ALLOC_CONF", text, A.RUNTIME_SPAN)},
+    inp = AllocInput(
+        {"PYTORCH_ALLOC_CONF": EnvVar("PYTORCH_ALLOC_CONF", text, RUNTIME_SPAN)},
         {"torch": Version(torch_version)},
         "cuda",
         None,
         None,
         None,
     )
-    return not [f for f in A.check_conf(inp) if f.code in ("VL601", "VL602", "VL603")]
+    return not [f for f in check_conf(inp) if f.code in ("VL601", "VL602", "VL603")]
 
 
 @pytest.mark.parametrize("text,accepted", CORPUS, ids=[c[0] for c in CORPUS])
@@ -113,7 +116,7 @@ def test_corpus_matches_real_torch():
     if result is None:
         pytest.skip("the installed torch has no _accelerator_setAllocatorSettings (torch < 2.10)")
     version = Version(result["version"])
-    if A.norm(version) < Version("2.13"):
+    if S.norm(version) < Version("2.13"):
         pytest.skip(f"corpus recorded for torch >= 2.13, installed {version}")
     for text, real in result["verdicts"].items():
         assert lint_verdict(text, result["version"]) is real, f"{text!r}: torch {version} says {'ok' if real else 'error'}"
@@ -127,7 +130,7 @@ def test_table_loads_from_rules_folder():
     assert load_table("allocator_options") is t
     assert {"cuda", "npu", "env_vars", "reset_on_parse"} <= set(t)
     for alloc in ("cuda", "npu"):
-        for opt in A.options(alloc).values():
+        for opt in S.options(alloc).values():
             assert opt.type in {"bool", "int", "mb", "fraction", "float", "backend", "roundup", "pow2_le_128", "page_size", "range", "any"}
 
 
@@ -158,16 +161,16 @@ def test_table_loads_from_rules_folder():
     ],
 )
 def test_option_versions(alloc, key, version, accepted):
-    assert A.options(alloc)[key].accepted_by(Version(version)) is accepted
+    assert S.options(alloc)[key].accepted_by(Version(version)) is accepted
 
 
 def test_npu_setter_by_version():
-    assert A.npu_has_setter_by_version(Version("2.6.0")) is False
-    assert A.npu_has_setter_by_version(Version("2.6.0.post5")) is True
-    assert A.npu_has_setter_by_version(Version("2.7.1")) is False
-    assert A.npu_has_setter_by_version(Version("2.8.0.post2")) is True
-    assert A.npu_has_setter_by_version(Version("2.10.0")) is True
-    assert A.npu_has_setter_by_version(None) is None
+    assert S.npu_has_setter_by_version(Version("2.6.0")) is False
+    assert S.npu_has_setter_by_version(Version("2.6.0.post5")) is True
+    assert S.npu_has_setter_by_version(Version("2.7.1")) is False
+    assert S.npu_has_setter_by_version(Version("2.8.0.post2")) is True
+    assert S.npu_has_setter_by_version(Version("2.10.0")) is True
+    assert S.npu_has_setter_by_version(None) is None
 
 
 def test_table_matches_installed_torch():
@@ -179,8 +182,6 @@ def test_table_matches_installed_torch():
     cuda_h = torch_dir / "include" / "c10" / "cuda" / "CUDAAllocatorConfig.h"
     if not cuda_h.is_file():
         pytest.skip("the installed torch ships no c10 headers")
-    from verl_lint.allocator.runtime import inspect_torch
-
     version = Version(inspect_torch().version)
     text = cuda_h.read_text()
     m = re.search(r"getKeys\(\)\s*\{.*?keys\{(.*?)\};", text, re.S)
@@ -188,11 +189,11 @@ def test_table_matches_installed_torch():
         body = re.sub(r"//[^\n]*", "", m.group(1))
         header_keys = {re.sub(r'"\s*"', "", k).strip('"') for k in re.findall(r'"[^"]*"(?:\s*"[^"]*")*', body)}
         for k in header_keys:
-            assert k in A.options("cuda") and A.options("cuda")[k].accepted_by(version), k
+            assert k in S.options("cuda") and S.options("cuda")[k].accepted_by(version), k
     blobs = text + (torch_dir / "include" / "c10" / "core" / "AllocatorConfig.h").read_text()
     libs = sorted((torch_dir / "lib").glob("libc10.*"))
     binary = libs[0].read_bytes() if libs else b""
-    for key, opt in A.options("cuda").items():
+    for key, opt in S.options("cuda").items():
         if opt.accepted_by(version) and key not in ("release_lock_on_hipmalloc", "pinned_use_hip_host_register"):
             assert key in blobs or key.encode() in binary or key.replace("cuda", "cud") in blobs, key
 

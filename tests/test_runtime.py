@@ -21,15 +21,9 @@ from verl_lint.registry import REGISTRY
 from verl_lint import doctor
 from verl_lint.cache import cache_dir
 from verl_lint.launch.locate import tree_at
-from verl_lint.allocator.runtime import (
-    Accelerator,
-    analyze_verl,
-    check_allocator,
-    detect_accelerator,
-    inspect_runtime,
-    inspect_torch_npu,
-    rollout_settings,
-)
+from verl_lint.allocator.host import Accelerator, detect_accelerator, inspect_runtime, inspect_torch_npu
+from verl_lint.allocator.verl_code import analyze_verl, rollout_config_default
+from verl_lint.rules.allocator_live import check_allocator, rollout_settings
 
 # One torch-npu release before `_set_allocator_settings` existed and the first one after it on
 # the same line (runtime-facts.md §2.3; both ~25-30 MB wheels).
@@ -174,8 +168,6 @@ def test_synthetic_tree_training_worker_lacks_call(tmp_path, torch_npu_pkgs, cle
 
 
 def test_rollout_config_default_from_source(verl_trees):
-    from verl_lint.allocator.runtime import rollout_config_default
-
     for v in ("0.9.1", "0.7.1"):
         assert rollout_config_default(str(verl_trees[v].root), "enable_sleep_mode") is True
         assert rollout_config_default(str(verl_trees[v].root), "no_such_field") is ...
@@ -263,7 +255,7 @@ def test_nothing_heavy_is_imported(tmp_path, verl_trees):
         from verl_lint.launch.locate import tree_at
         from verl_lint.pipeline import Options
         from verl_lint.runner import lint_file
-        from verl_lint.allocator.runtime import check_allocator
+        from verl_lint.rules.allocator_live import check_allocator
         from verl_lint import doctor
         tree = tree_at(Path({str(verl_trees['0.9.1'].root)!r}), 'test')
         rep = lint_file(Path({str(script)!r}), Options(verl_tree=tree, versions={{'vllm': '0.12.0'}}), Composer(cache=False))
@@ -298,6 +290,43 @@ def test_live_rules_are_registered_and_documented():
     for r in live:
         for heading in ("## What it does", "## Why is this bad?", "## Use instead"):
             assert heading in r.doc, (r.code, heading)
+
+
+def test_allocator_facts_load_without_rule_code():
+    """The allocator facts (settings grammar, host, verl's code) are a layer below the rules:
+    importing them loads neither the registry nor any rule module (issue #19)."""
+    prog = (
+        "import sys\n"
+        "import verl_lint.allocator.settings, verl_lint.allocator.host, verl_lint.allocator.verl_code\n"
+        "print(sorted(m for m in sys.modules if m.startswith('verl_lint.rules') or m == 'verl_lint.registry'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
+
+
+def test_live_check_in_a_fresh_process_and_live_rules_listed(verl_trees):
+    """The live check alone (no rule pack imported first) reports the env rules under their
+    registered names, and the CLI lists and documents the live rules."""
+    prog = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from verl_lint.launch.locate import tree_at
+        from verl_lint.rules.allocator_live import check_allocator
+        tree = tree_at(Path({str(verl_trees['0.9.1'].root)!r}), 'test')
+        env = {{'PYTORCH_CUDA_ALLOC_CONF': 'expandable_segments:true'}}
+        print([(d.code, d.name, str(d.severity)) for d in check_allocator(None, accelerator='cuda', verl_tree=tree, environ=env)])
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[('VL602', 'alloc-conf-bad-value', 'error')]"
+    listing = subprocess.run([sys.executable, "-m", "verl_lint.cli", "rules"], capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0, listing.stderr[-2000:]
+    rows = {line.split()[0]: line.split()[1] for line in listing.stdout.splitlines() if line.startswith("VL65")}
+    assert rows == {"VL651": "allocator-setter-missing", "VL652": "verl-never-enables-expandable-segments"}
+    doc = subprocess.run([sys.executable, "-m", "verl_lint.cli", "rule", "VL651"], capture_output=True, text=True, timeout=120)
+    assert doc.returncode == 0 and "## Why is this bad?" in doc.stdout and "torch-npu 2.6.0, 2.6.0.post3" in doc.stdout
 
 
 # --------------------------------------------------------------- doctor ----

@@ -1,7 +1,7 @@
 """`verl-lint doctor`: a readable report of the environment a verl job would run in.
 
 Versions, accelerator, the allocator env, what the verl tree does with the allocator (read from
-its source), and the live allocator findings (`runtime.check_allocator`). Nothing is imported:
+its source), and the live allocator findings (`rules.allocator_live`). Nothing is imported:
 not torch, torch-npu, vllm, sglang nor verl.
 
     verl-lint doctor [--verl-root DIR | --verl VERSION] [--accelerator cuda|npu|none]
@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the runtime inspection is imported when `doctor` runs, not to build the CLI
+if TYPE_CHECKING:  # the CLI imports this module to build its parser: the inspection loads when doctor runs
+    from .allocator.host import RuntimeReport
     from .launch.locate import VerlTree
     from .model import Diagnostic
-    from .allocator.runtime import RuntimeReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 _LABELS = {
@@ -47,29 +47,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["text", "json"], default="text")
 
 
-def _tree(args) -> tuple[VerlTree | None, str | None]:
-    """(tree, error)."""
-    from .launch.locate import LocateError, find_checkout, installed_tree, release_tree, tree_at
+def _tree(args) -> VerlTree | None:
+    """The verl tree to read: --verl-root, --verl, a checkout above the cwd, else the installed verl.
+    Raises LocateError for a bad --verl-root or --verl."""
+    from .launch.locate import find_checkout, installed_tree, release_tree, tree_at  # when doctor runs, not to build the CLI
 
-    try:
-        if getattr(args, "verl_root", None):
-            return tree_at(args.verl_root, "--verl-root"), None
-        if getattr(args, "verl", None):
-            return release_tree(args.verl), None
-    except LocateError as ex:
-        return None, str(ex)
-    from pathlib import Path
-
-    return find_checkout(Path.cwd()) or installed_tree(), None
+    if getattr(args, "verl_root", None):
+        return tree_at(args.verl_root, "--verl-root")
+    if getattr(args, "verl", None):
+        return release_tree(args.verl)
+    return find_checkout(Path.cwd()) or installed_tree()
 
 
 def build(args) -> RuntimeReport:
-    from .launch.locate import LocateError
-    from .allocator.runtime import Accelerator, inspect_runtime, runtime_findings
+    """The report with its findings. Raises LocateError for a bad --verl-root or --verl."""
+    from .allocator.host import Accelerator, inspect_runtime  # when doctor runs, not to build the CLI
+    from .rules.allocator_live import runtime_findings  # when doctor runs, not to build the CLI
 
-    tree, err = _tree(args)
-    if err:
-        raise LocateError(err)
+    tree = _tree(args)
     acc = getattr(args, "accelerator", None)
     report = inspect_runtime(accelerator=Accelerator(acc, "--accelerator") if acc else None, verl_tree=tree)
     rollout = {"name": args.rollout} if getattr(args, "rollout", None) else None
@@ -78,7 +73,7 @@ def build(args) -> RuntimeReport:
 
 
 def run(args) -> int:
-    from .launch.locate import LocateError
+    from .launch.locate import LocateError  # when doctor runs, not to build the CLI
 
     try:
         report = build(args)

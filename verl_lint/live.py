@@ -17,7 +17,6 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from .allocator.runtime import check_allocator
 from .config.compose import AppliedOverride, Composition
 from .config.context import Context
 from .engines.versions import ENGINES, Evidence
@@ -26,6 +25,7 @@ from .launch.locate import HydraApp, find_checkout, installed_tree
 from .model import EnvVar, Launch, Span, Word
 from .registry import REGISTRY, finalize, parse_version, selected
 from .rules import pack
+from .rules.allocator_live import check_allocator
 
 COMMAND_LINE = "<command line>"
 ENVIRONMENT = "<environment>"
@@ -182,7 +182,7 @@ def _ray_env(cfg, comp, anchor) -> dict:
 
 
 def live_findings(cfg, task_file: str | None = None, env: Mapping[str, str] | None = None) -> list:
-    """The live allocator check (`verl_lint.allocator.runtime.check_allocator`) for a job.
+    """The live allocator check (`verl_lint.rules.allocator_live.check_allocator`) for a job.
 
     Called with the job's rollout config, the verl tree the job runs and the environment
     (`env`, default `os.environ`, plus the config's Ray `runtime_env.env_vars`). Not
