@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from verl_lint.knowledge import load_table
 from verl_lint.registry import REGISTRY
-from verl_lint.engines.args import snapshot
+from verl_lint.engines.schemas import snapshot
 from verl_lint.rules.env import facts, verl_runtime_env
 
 LAUNCH = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"
