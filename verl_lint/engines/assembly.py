@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..cache import memo
+from ..config.source import source_text
 from ..knowledge import load_table as load_data
 from .pysource import const_str, parse_source, top_classes
 
@@ -286,7 +287,7 @@ def assembly_of(root: str, engine: str) -> Assembly | None:
     except OSError:
         return fallback_assembly(engine, f"{rel} does not exist in this verl tree")
     def read() -> Assembly | None:
-        text = _read(p)
+        text = source_text(p)
         return read_assembly_source(text, engine, rel) if text is not None else None
 
     # Reading verl's sources with ast costs ~0.1 s: kept on disk per file version.
@@ -350,7 +351,7 @@ def assembly_table(a: Assembly, derived_from: str) -> dict:
 @lru_cache(maxsize=16)
 def rollout_defaults(root: str) -> dict[str, Any]:
     """Constant defaults of verl's RolloutConfig dataclass (for dataclass-only keys such as enable_sleep_mode)."""
-    tree = parse_source(_read(Path(root) / "verl/workers/config/rollout.py"))
+    tree = parse_source(source_text(Path(root) / "verl/workers/config/rollout.py"))
     out: dict[str, Any] = {}
     if tree is None:
         return out
@@ -363,29 +364,24 @@ def rollout_defaults(root: str) -> dict[str, Any]:
     return out
 
 
-def _read(p: Path) -> str | None:
-    try:
-        return p.read_text(encoding="utf-8")
-    except OSError:
-        return None
-
-
 @lru_cache(maxsize=16)
 def verl_env_names(root: str) -> frozenset[str]:
     """VLLM_*/SGLANG_* names that verl itself reads or sets (string literals in its source)."""
     pat = re.compile(r"[\"']((?:VLLM|SGLANG)_[A-Z0-9_]+)[\"']")
     base = Path(root) / "verl"
-    marker = base / "__init__.py"
     try:
-        st = marker.stat()
-        key = f"{base.resolve()}|{st.st_mtime_ns}|{(Path(root) / 'verl/version/version').read_text().strip() if (Path(root) / 'verl/version/version').is_file() else ''}"
+        st = (base / "__init__.py").stat()
+        key = f"{base.resolve()}|{st.st_mtime_ns}|{(source_text(base / 'version/version') or '').strip()}"
     except OSError:
         key = ""
 
     def scan() -> frozenset[str]:
         out: set[str] = set()
         for p in base.rglob("*.py"):
-            text = _read(p)
+            try:  # not through source_text: its cache is for files read again, this reads every file once
+                text = p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
             if text and ("VLLM_" in text or "SGLANG_" in text):
                 out.update(pat.findall(text))
         return frozenset(out)

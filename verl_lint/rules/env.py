@@ -20,6 +20,7 @@ from packaging.version import Version
 
 from ..engines import versions
 from ..config.context import Context
+from ..config.source import source_text
 from ..registry import lazy_module, main_ppo, rule, spec_contains
 from ..knowledge import load_table as load_data
 from ..model import EnvVar, RayAttach, Severity
@@ -468,10 +469,9 @@ def runtime_env_names(ctx: Context) -> frozenset[str] | None:
 def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
     """(names verl forwards from the driver env to every worker, names of verl's default worker env)
     read from `verl/trainer/constants_ppo.py` with ast."""
-    p = Path(root) / "verl/trainer/constants_ppo.py"
     try:
-        tree = ast.parse(p.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError):
+        tree = ast.parse(source_text(Path(root) / "verl/trainer/constants_ppo.py") or "")
+    except SyntaxError:
         return frozenset(), frozenset()
     forwarded: set[str] = set()
     defaults: set[str] = set()
