@@ -26,6 +26,7 @@ from ..config.source import source_text
 from ..knowledge import load_table as load_data
 from .pysource import const_str, parse_source, top_classes
 
+
 class ArgSet(NamedTuple):
     """One place where verl's server code sets, keeps or consumes an engine argument."""
 
@@ -389,4 +390,3 @@ def verl_env_names(root: str) -> frozenset[str]:
     if not key:
         return scan()
     return memo("engine_args", f"verl-env\0{key}", scan, frozenset)
-

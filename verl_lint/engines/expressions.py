@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from .pysource import const_str
 
+
 class _Unknown:
     def __repr__(self) -> str:
         return "UNKNOWN"
@@ -306,6 +307,7 @@ _BINOPS = {
     ast.Div: lambda a, b: a / b,
     ast.Mod: lambda a, b: a % b,
 }
+
 
 def is_constant(src: str | None) -> bool:
     """The expression is a literal (`True`, `"mp"`): verl passes it whatever the config says."""
