@@ -27,6 +27,8 @@ APPS = Path(__file__).resolve().parent / "apps"
 BAD = ["data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6"]  # VL301 on 0.9.1 and 0.7.1
 GOOD = ["data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192"]
 CB = "+hydra.callbacks.verl_lint"
+# What the engine_kwargs / VLLM_* rules load on first use (registry.lazy_module), not at job start.
+ENGINE_MODULES = {f"verl_lint.engines.{m}" for m in ("schemas", "assembly", "expressions", "pysource")}
 
 
 def config_dir(tree) -> Path:
@@ -102,9 +104,18 @@ def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version)
     _, plain = run_app(tmp_path, verl_trees[version], *GOOD)
     added = set(marker["modules"]) - set(plain["modules"])
     assert "verl_lint.callback" in added
-    lazy = {"verl_lint.engines.args", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}
+    lazy = ENGINE_MODULES | {"verl_lint.engines.wheels", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}
     lazy.add("verl_lint.settings")  # only a bad parameter needs its messages
     assert not added & lazy, sorted(added & lazy)
+
+
+def test_engine_modules_load_when_a_launch_sets_engine_kwargs(tmp_path, verl_trees):
+    # The other half of the check above: the modules it expects unloaded are the ones the
+    # engine_kwargs rules load on need (a renamed module cannot make that check pass vacuously).
+    kwarg = "+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_dtype=fp8"
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, *GOOD, kwarg)
+    assert proc.returncode == 0 and marker is not None, output(proc)
+    assert ENGINE_MODULES <= set(marker["modules"]), sorted(ENGINE_MODULES - set(marker["modules"]))
 
 
 def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):

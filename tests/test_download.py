@@ -22,7 +22,7 @@ import pytest
 
 from verl_lint import cache
 from verl_lint.download import DownloadError
-from verl_lint.engines.args import fetch_wheel
+from verl_lint.engines.wheels import fetch_wheel
 from verl_lint.launch.locate import LocateError, release_tree
 
 HINT = "; pass --verl-root DIR with a verl checkout instead"

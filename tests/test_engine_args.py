@@ -15,19 +15,11 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from verl_lint.engines import args as ea
-from verl_lint.engines.args import (
-    UNKNOWN,
-    EngineNames,
-    Evaluator,
-    Snapshot,
-    WheelSource,
-    assembly,
-    fetch_wheel,
-    read_assembly_source,
-    schema_for,
-    snapshot,
-)
+from verl_lint.engines import schemas
+from verl_lint.engines.assembly import SERVER_FILES, assembly_of, assembly_table, read_assembly_source
+from verl_lint.engines.expressions import UNKNOWN, Evaluator
+from verl_lint.engines.schemas import EngineNames, Snapshot, accepts, schema_for, snapshot
+from verl_lint.engines.wheels import WheelSource, fetch_wheel
 
 ACTOR = "actor_rollout_ref.rollout"
 EK = f"+{ACTOR}.engine_kwargs"
@@ -61,7 +53,7 @@ def wheel():
 def test_wheel_extraction_matches_bundled_snapshot(wheel, engine, dist, version):
     src = WheelSource(wheel(dist, version))
     try:
-        names = ea.ENGINES[engine].extract(src)
+        names = schemas.ENGINES[engine].extract(src)
     finally:
         src.close()
     snap = snapshot(engine)
@@ -75,8 +67,8 @@ def test_wheel_extraction_matches_bundled_snapshot(wheel, engine, dist, version)
 def test_vllm_wheel_schema_facts(wheel):
     src = WheelSource(wheel("vllm", "0.34.0"))
     try:
-        files = ea.vllm_arg_files(src)
-        names = ea.extract_vllm(src)
+        files = schemas.vllm_arg_files(src)
+        names = schemas.extract_vllm(src)
     finally:
         src.close()
     # the front end serve.py imports make_arg_parser from (moved three times since 0.28)
@@ -92,7 +84,7 @@ def test_sglang_wheel_layouts(wheel):
     for version, fields in (("0.5.2", 150), ("0.5.20", 450)):
         src = WheelSource(wheel("sglang", version))
         try:
-            names = ea.extract_sglang(src)
+            names = schemas.extract_sglang(src)
         finally:
             src.close()
         assert len(names.args) > fields
@@ -105,8 +97,8 @@ def test_installed_engine_is_read_from_its_source(wheel, tmp_path, monkeypatch):
     """An installed engine (located with find_spec, not imported) wins over the snapshots."""
     with zipfile.ZipFile(wheel("sglang", "0.5.2")) as zf:
         zf.extractall(tmp_path, [n for n in zf.namelist() if n.endswith(".py")])
-    monkeypatch.setattr(ea.environment, "installed_version", lambda dist: "0.5.2" if dist == "sglang" else None)
-    monkeypatch.setattr(ea.environment, "package_dir", lambda top: tmp_path / "sglang" if top == "sglang" else None)
+    monkeypatch.setattr(schemas.environment, "installed_version", lambda dist: "0.5.2" if dist == "sglang" else None)
+    monkeypatch.setattr(schemas.environment, "package_dir", lambda top: tmp_path / "sglang" if top == "sglang" else None)
     s = schema_for("sglang", Version("0.5.2"))
     assert s.origin == "installed" and s.version == "0.5.2" and not s.note
     assert s.names.args == snapshot("sglang").names_at("0.5.2").args
@@ -178,8 +170,8 @@ def _overwrites(a) -> dict[str, set[tuple[str, ...]]]:
 
 
 def test_enable_expert_parallel_unconditional_in_091_conditional_in_071(verl_trees):
-    new = assembly(str(verl_trees["0.9.1"].root), "vllm")
-    old = assembly(str(verl_trees["0.7.1"].root), "vllm")
+    new = assembly_of(str(verl_trees["0.9.1"].root), "vllm")
+    old = assembly_of(str(verl_trees["0.7.1"].root), "vllm")
     assert new.from_source and old.from_source
     assert new.function == old.function == "vLLMHttpServer.launch_server"
     assert _overwrites(new)["enable_expert_parallel"] == {()}
@@ -190,8 +182,8 @@ def test_enable_expert_parallel_unconditional_in_091_conditional_in_071(verl_tre
 
 
 def test_overwritten_keys_differ_exactly_as_the_source_says(verl_trees):
-    new = _overwrites(assembly(str(verl_trees["0.9.1"].root), "vllm"))
-    old = _overwrites(assembly(str(verl_trees["0.7.1"].root), "vllm"))
+    new = _overwrites(assembly_of(str(verl_trees["0.9.1"].root), "vllm"))
+    old = _overwrites(assembly_of(str(verl_trees["0.7.1"].root), "vllm"))
     # 0.9.1: PD-disaggregation kv_transfer_config; _preprocess_engine_kwargs (followed into the
     # helper method) forces moe_backend / weight_transfer_config for delta_sharded checkpoints.
     # 0.7.1: rollout.cudagraph_capture_sizes is written into engine_kwargs["cuda_graph_sizes"].
@@ -203,16 +195,16 @@ def test_overwritten_keys_differ_exactly_as_the_source_says(verl_trees):
 
 
 def test_assembly_kinds(verl_trees):
-    a = assembly(str(verl_trees["0.9.1"].root), "vllm")
+    a = assembly_of(str(verl_trees["0.9.1"].root), "vllm")
     kinds = {(e.key, e.phase, e.kind) for e in a.entries}
     assert ("compilation_config", "pre", "pop") in kinds  # popped, merged, honoured
     assert ("mm_processor_cache_gb", "pre", "setdefault") in kinds  # yours wins
     assert ("tensor_parallel_size", "default", "set") in kinds  # before **engine_kwargs: yours wins
     assert all(e.line > 0 for e in a.entries)
-    s = assembly(str(verl_trees["0.9.1"].root), "sglang")
+    s = assembly_of(str(verl_trees["0.9.1"].root), "sglang")
     assert {e.key for e in s.entries if e.kind == "pop"} == {"attention_backend", "mm_attention_backend", "custom_weight_loader"}
     assert dict(s.local_exprs)["infer_tp"] == "self.config.tensor_model_parallel_size * self.config.data_parallel_size"
-    s71 = assembly(str(verl_trees["0.7.1"].root), "sglang")
+    s71 = assembly_of(str(verl_trees["0.7.1"].root), "sglang")
     tp71 = next(e for e in s71.entries if e.key == "tp_size")
     assert (
         Evaluator(
@@ -227,16 +219,39 @@ def test_bundled_fallback_is_the_091_reading(verl_trees, tmp_path):
 
     table = yaml.safe_load((Path(__file__).resolve().parent.parent / "rules/engine_args/verl_assembly.yaml").read_text())
     for engine in ("vllm", "sglang"):
-        live = ea.assembly_table(assembly(str(verl_trees["0.9.1"].root), engine), "verl 0.9.1")
+        live = assembly_table(assembly_of(str(verl_trees["0.9.1"].root), engine), "verl 0.9.1")
         assert table[engine]["entries"] == live["entries"], f"rerun scripts/make_engine_schemas.py --assembly for {engine}"
     # a tree whose server module has an unrecognised shape falls back to the data and says so
     bogus = tmp_path / "verl" / "workers" / "rollout" / "vllm_rollout"
     bogus.mkdir(parents=True)
     (bogus / "vllm_async_server.py").write_text("def launch_server(self):\n    return None\n")
-    fb = assembly(str(tmp_path), "vllm")
+    fb = assembly_of(str(tmp_path), "vllm")
     assert not fb.from_source and "not recognised" in fb.origin and "0.9.1" in fb.origin
-    assert {e.key for e in fb.entries} == {e.key for e in assembly(str(verl_trees["0.9.1"].root), "vllm").entries}
+    assert {e.key for e in fb.entries} == {e.key for e in assembly_of(str(verl_trees["0.9.1"].root), "vllm").entries}
     assert read_assembly_source("x = 1\n", "vllm", "f.py") is None
+
+
+def test_assembly_entries_as_the_messages_quote_them(verl_trees, tmp_path):
+    # verl's conditions and values with `self.config.` written as the rollout section, a local
+    # name with its definition, and the line (the bundled copy says it is one).
+    a = assembly_of(str(verl_trees["0.7.1"].root), "vllm")
+    ep = next(e for e in a.for_key("enable_expert_parallel") if e.overwrites)
+    assert ep.condition_text(ACTOR) == f"{ACTOR}.expert_parallel_size > 1"
+    assert a.where(ep.line) == f"{SERVER_FILES['vllm']}:{ep.line}"
+    quant = next(e for e in a.for_key("quantization") if e.phase == "default")
+    assert a.value_text(quant.value, ACTOR) == f"quantization = {ACTOR}.quantization"
+    bogus = tmp_path / "verl" / "workers" / "rollout" / "vllm_rollout"
+    bogus.mkdir(parents=True)
+    (bogus / "vllm_async_server.py").write_text("x = 1\n")
+    fb = assembly_of(str(tmp_path), "vllm")
+    assert fb.where(7).startswith(f"{SERVER_FILES['vllm']}:7, bundled copy: data: the shape of")
+
+
+def test_only_vllm_takes_a_unique_prefix_of_an_argument():
+    names = snapshot("vllm").at("args", "0.12.0")
+    assert accepts("vllm", "enable_prefix_cach", names)  # argparse's allow_abbrev
+    assert not accepts("vllm", "enable", names)  # ambiguous
+    assert not accepts("sglang", "enable_prefix_cach", names)  # ServerArgs(**args) takes exact keywords
 
 
 def test_assembly_reader_on_a_synthetic_server():
@@ -455,17 +470,17 @@ def test_no_engine_package_is_imported(tmp_path):
 
 def test_assembly_disk_cache_roundtrip(verl_trees, tmp_path, monkeypatch):
     root = str(verl_trees["0.9.1"].root)
-    fresh = read_assembly_source(Path(root, ea.SERVER_FILES["vllm"]).read_text(), "vllm", ea.SERVER_FILES["vllm"])
+    fresh = read_assembly_source(Path(root, SERVER_FILES["vllm"]).read_text(), "vllm", SERVER_FILES["vllm"])
     monkeypatch.setenv("VERL_LINT_CACHE_DIR", str(tmp_path))
-    ea.assembly.cache_clear()
+    assembly_of.cache_clear()
     try:
-        first = assembly(root, "vllm")  # parsed, then written to <cache>/engine_args
+        first = assembly_of(root, "vllm")  # parsed, then written to <cache>/engine_args
         assert list((tmp_path / "engine_args").glob("*.pickle"))
-        ea.assembly.cache_clear()
-        second = assembly(root, "vllm")  # read back from disk
+        assembly_of.cache_clear()
+        second = assembly_of(root, "vllm")  # read back from disk
         assert first == second == fresh
     finally:
-        ea.assembly.cache_clear()
+        assembly_of.cache_clear()
 
 
 def test_make_engine_schemas_script(wheel, tmp_path):
@@ -478,7 +493,7 @@ def test_make_engine_schemas_script(wheel, tmp_path):
         sys.path.pop(0)
     assert make_engine_schemas.main(["--engine", "vllm_ascend", "--versions", "0.9.1", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "vllm_ascend.yaml").read_text()
-    made = Snapshot.from_table(ea._read_snapshot_text(text))
+    made = Snapshot.from_table(schemas._read_snapshot_text(text))
     assert made.versions == ("0.9.1",)
     assert made.names_at("0.9.1") == snapshot("vllm_ascend").names_at("0.9.1")
     assert fetch_wheel("vllm-ascend", "0.9.1").is_file()  # a wheel that was already cached is kept

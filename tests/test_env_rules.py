@@ -6,7 +6,11 @@ version-dependent behaviour, the locations and the help text.
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -14,7 +18,7 @@ from packaging.version import Version
 
 from verl_lint.knowledge import load_table
 from verl_lint.registry import REGISTRY
-from verl_lint.engines.args import snapshot
+from verl_lint.engines.schemas import snapshot
 from verl_lint.rules.env import facts, verl_runtime_env
 
 LAUNCH = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"
@@ -185,6 +189,38 @@ def test_verl_runtime_env_read_from_source(verl_trees):
     fwd71, defaults71 = verl_runtime_env(str(verl_trees["0.7.1"].root))
     assert fwd71 == frozenset()
     assert "CUDA_DEVICE_MAX_CONNECTIONS" in defaults71 and "CUDA_DEVICE_MAX_CONNECTIONS" not in defaults91
+
+
+def test_a_latin1_file_in_the_verl_tree_is_read_not_fatal(verl_trees, tmp_path):
+    # verl's source is read as text: a stray non-UTF-8 byte (a Latin-1 comment) in any file the
+    # rules read stopped the whole script with an internal UnicodeDecodeError.
+    tree = tmp_path / "tree"
+    shutil.copytree(verl_trees["0.9.1"].root / "verl", tree / "verl")
+    (tree / "verl/zz_latin1.py").write_bytes(b'FLAG = "VLLM_MY_OWN_SWITCH"  # caf\xe9\n')
+    for rel in ("trainer/constants_ppo.py", "workers/config/rollout.py", "workers/rollout/vllm_rollout/vllm_async_server.py"):
+        with open(tree / "verl" / rel, "ab") as f:
+            f.write(b"# caf\xe9\n")
+    run = tmp_path / "run.sh"
+    run.write_text(
+        script(
+            "ray start --head",
+            "export VLLM_MY_OWN_SWITCH=1",
+            "export VLLM_NO_SUCH_THING=1",
+            launch=LAUNCH.replace("trainer.nnodes=1", "+actor_rollout_ref.rollout.engine_kwargs.vllm.max_model_len=8192"),
+        )
+    )
+    cmd = [sys.executable, "-m", "verl_lint.cli", "check", str(run), "--verl-root", str(tree), "--vllm", "0.12.0", "--format", "json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    found = {(d["code"], d["key"].rsplit(".", 1)[-1]) for d in json.loads(proc.stdout)}
+    # verl reads VLLM_MY_OWN_SWITCH (in the Latin-1 file): only the other name is unknown; the
+    # server module and constants_ppo.py are still read (VL704, VL505).
+    assert found == {
+        ("VL504", "VLLM_NO_SUCH_THING"),
+        ("VL505", "VLLM_MY_OWN_SWITCH"),
+        ("VL505", "VLLM_NO_SUCH_THING"),
+        ("VL704", "max_model_len"),
+    }
 
 
 def test_export_after_ray_start(lint):

@@ -1,1 +1,3 @@
-"""The inference engines (vLLM, SGLang, vllm-ascend): their releases, the arguments they accept, and how verl assembles them."""
+"""The inference engines (vLLM, SGLang, vllm-ascend): which releases a launch runs with (versions),
+what each release accepts (schemas), and how verl assembles their arguments (assembly, its
+conditions decided by expressions). pysource and wheels read packages without importing them."""

@@ -26,10 +26,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-
 from typing import NamedTuple
 
 from packaging.version import InvalidVersion, Version
+
+from ..environment import installed_version
+from ..model import Severity
 
 # packaging.specifiers / .requirements are imported where used: the Hydra callback only needs
 # Evidence and notes (specifier sets are typed `Spec` here).
@@ -128,8 +130,6 @@ def version_problem(text: object) -> str | None:
 
 def resolve(given: dict[str, tuple[str, str]], verl_root: Path | None, project_root: Path | None) -> dict[str, Evidence]:
     """The evidence for every engine. `given`: {key: (version text, where: "--vllm" / "[tool.verl-lint] vllm")}."""
-    from ..environment import installed_version
-
     roots = tuple(dict.fromkeys(str(r) for r in (project_root, verl_root) if r is not None))
     stamps: tuple | None = None
     out = {}
@@ -266,7 +266,7 @@ def _declarations(root: str, stamp: tuple) -> dict[str, tuple[Declared, ...]]:
     base = Path(root)
     out: dict[str, list[Declared]] = {}
 
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import InvalidRequirement, Requirement  # heavy; not at Hydra job start (see Spec)
 
     def add(req_text: str, rel: str) -> None:
         try:
@@ -322,9 +322,9 @@ def _pyproject_requirements(p: Path) -> list[str]:
     if text is None:
         return []
     try:
-        import tomllib
+        import tomllib  # only a pyproject.toml needs it
     except ImportError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+        import tomli as tomllib  # only a pyproject.toml needs it
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError):
@@ -412,7 +412,7 @@ def judge(
         same = [r for r in releases if Version(r).release[:2] == pin.release[:2]]
         known = ([r for r in same if Version(r) <= pin] or same)[-1:]
         if known:
-            from packaging.specifiers import SpecifierSet
+            from packaging.specifiers import SpecifierSet  # heavy; not at Hydra job start (see Spec)
 
             ev = Evidence(ev.engine, groups=((SpecifierSet(f"=={known[0]}"),),), source=f"{ev.source}; checked against the bundled {known[0]}")
     hold = tuple(r for r in known if holds_at(r))
@@ -463,8 +463,6 @@ def skipped(ctx, engine: str) -> None:
 
 def notes(ctx) -> list:
     """One VL010 per engine whose release was needed and unknown (kept once per run)."""
-    from ..model import Severity
-
     out = []
     for engine in sorted(ctx.skipped_engines):
         dist, t, flag = ENGINES[engine]

@@ -4,10 +4,10 @@ Every key under `<rollout>.engine_kwargs.<engine>` is checked twice (only keys t
 the script or their own config files, are findings on the script: a problem in verl's shipped
 defaults is one info per run):
 
-- against the engine release (`verl_lint.engines.args.schema_for`): `vllm serve` rejects an
+- against the engine release (`verl_lint.engines.schemas.schema_for`): `vllm serve` rejects an
   unknown option, SGLang's `ServerArgs(**args)` an unknown keyword (VL701);
 - against how the linted verl tree assembles the server arguments
-  (`verl_lint.engines.args.assembly`, read from its `launch_server` with ast): does your value
+  (`verl_lint.engines.assembly.assembly_of`, read from its `launch_server` with ast): does your value
   replace something verl derives from its own config (VL702 when that breaks verl's worker
   mapping, VL704 otherwise), or does verl overwrite it afterwards (VL703)? The source
   conditions are evaluated on the composed config, so `enable_expert_parallel` is reported
@@ -17,22 +17,21 @@ defaults is one info per run):
 
 from __future__ import annotations
 
-import ast
 import weakref
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
 from ..engines import versions
-from ..knowledge import load_table as load_data
 from ..config.context import MISSING, Context
 from ..registry import lazy_module, main_ppo, rule
 from ..model import Severity, Unknown
 
-if TYPE_CHECKING:
-    from ..engines.args import ArgSet, Assembly, Evaluator
-
-ea = lazy_module("verl_lint.engines.args")  # loaded when a launch sets engine_kwargs: most never do
+# lazy_module, not `import`: the Hydra callback imports every rule at each job start, and most
+# launches set no engine_kwargs; these load (with the snapshots they read) on first use.
+schemas = lazy_module("verl_lint.engines.schemas")
+assembly = lazy_module("verl_lint.engines.assembly")
+expressions = lazy_module("verl_lint.engines.expressions")
 
 ACTOR = "actor_rollout_ref.rollout"
 KW_ENGINES = ("vllm", "sglang")
@@ -87,74 +86,18 @@ def kwargs_of(ctx: Context) -> list[Kwarg]:
 # ------------------------------------------------------------- evaluation ----
 
 
-def _evaluator(ctx: Context, section: str, asm: Assembly | None) -> Evaluator:
+def _evaluator(ctx: Context, section: str, asm: assembly.Assembly) -> expressions.Evaluator:
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
-    defaults = ea.rollout_defaults(root) if root else {}
+    defaults = assembly.rollout_defaults(root) if root else {}
 
     def lookup(path: str):
         full = f"{section}.{path}" if path else section
         v = ctx.get(full)
         if v is MISSING:  # not in the composed config: the RolloutConfig dataclass default
-            return defaults[path] if path in defaults else ea.Evaluator.MISSING
-        return ea.UNKNOWN if isinstance(v, Unknown) else v
+            return defaults[path] if path in defaults else expressions.Evaluator.MISSING
+        return expressions.UNKNOWN if isinstance(v, Unknown) else v
 
-    return ea.Evaluator(
-        lookup,
-        dict(asm.local_exprs) if asm else {},
-        dict(asm.module_exprs) if asm else {},
-        ctx.versions,
-    )
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return str(a) == str(b)
-
-
-def _show(v) -> str:
-    if v is ea.UNKNOWN:
-        return "unknown"
-    if v is None:
-        return "null"
-    return repr(v) if isinstance(v, str) else str(v)
-
-
-def _expr(asm: Assembly, src: str | None, section: str) -> str:
-    """verl's value expression, readable: `self.config.` -> the section, a local name -> its definition."""
-    locals_ = dict(asm.local_exprs)
-    if src in locals_:
-        return f"{src} = {_readable(locals_[src], section)}"
-    return _readable(src, section)
-
-
-def _readable(src: str | None, section: str) -> str:
-    return (src or "").replace("self.config.", f"{section}.")
-
-
-def _conds(e: ArgSet, section: str) -> str:
-    return " and ".join(_readable(c, section) for c in e.condition)
-
-
-def _is_constant(src: str | None) -> bool:
-    try:
-        return src is not None and isinstance(ast.parse(src, mode="eval").body, ast.Constant)
-    except SyntaxError:
-        return False
-
-
-def _where(asm: Assembly, line: int) -> str:
-    base = f"{asm.path}:{line}" if line else asm.path
-    return base if asm.from_source else f"{base}, bundled copy: {asm.origin}"
-
-
-def _knobs(ev: Evaluator, *srcs: str | None) -> list[str]:
-    out: list[str] = []
-    for s in srcs:
-        out += ev.config_refs(s)
-    return list(dict.fromkeys(out))
+    return expressions.Evaluator(lookup, dict(asm.local_exprs), dict(asm.module_exprs), ctx.versions)
 
 
 def _set_hint(ctx: Context, section: str, knob: str, value) -> str:
@@ -169,21 +112,16 @@ def _hydra(v) -> str:
     return str(v)
 
 
-def _knob_value_hint(ctx: Context, kw: Kwarg, ev: Evaluator, knob: str) -> str | None:
-    """A concrete suggestion for a verl knob (expert_parallel_size = TP × DP), from rules/engine_args/verl_knobs.yaml."""
-    table = (load_data("engine_args/verl_knobs.yaml") or {}).get("knob_values") or {}
-    expr = table.get(knob)
+def _knob_value_hint(ctx: Context, kw: Kwarg, ev: expressions.Evaluator, knob: str) -> str | None:
+    """A concrete suggestion for a verl knob (expert_parallel_size = TP × DP)."""
+    expr = assembly.knob_formula(knob)
     if not expr:
         return None
     v = ev.eval(expr)
-    shown = _readable(expr, kw.section).replace(f"{kw.section}.", "")
-    if v is ea.UNKNOWN or isinstance(v, bool):
+    shown = assembly.readable(expr, kw.section).replace(f"{kw.section}.", "")
+    if v is expressions.UNKNOWN or isinstance(v, bool):
         return f"`{kw.section}.{knob}=<{shown}>`"
     return f"{_set_hint(ctx, kw.section, knob, v)} (= {shown})"
-
-
-def _worker_mapping(engine: str) -> dict:
-    return ((load_data("engine_args/verl_knobs.yaml") or {}).get("worker_mapping") or {}).get(engine) or {}
 
 
 # ---------------------------------------------------------------- analysis ----
@@ -198,13 +136,13 @@ def analyse(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
     for kw in kwargs_of(ctx):
         active = ctx.get(f"{kw.section}.name", None)
-        if isinstance(active, str) and active in ea.ENGINES and active != kw.engine:
+        if isinstance(active, str) and active in schemas.ENGINES and active != kw.engine:
             out.append(
                 Finding(
                     "VL705",
                     kw,
                     f"`{kw.path}` is ignored: `{kw.section}.name={active}`, and verl only passes `engine_kwargs.{active}` to the rollout server",
-                    f"move it to `+{kw.section}.engine_kwargs.{active}.<arg>` (with the {ea.ENGINES[active].title} name of the argument), or remove it",
+                    f"move it to `+{kw.section}.engine_kwargs.{active}.<arg>` (with the {schemas.ENGINES[active].title} name of the argument), or remove it",
                 )
             )
             continue
@@ -221,22 +159,13 @@ def analyse(ctx: Context) -> list[Finding]:
     return out
 
 
-def _accepted(kw: Kwarg, names: frozenset[str]) -> bool:
-    if kw.key in names:
-        return True
-    # argparse accepts a unique prefix of a long option (vLLM's parser keeps allow_abbrev)
-    dashed = kw.key.replace("_", "-")
-    return kw.engine == "vllm" and len([a for a in names if a.replace("_", "-").startswith(dashed)]) == 1
-
-
 def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     """VL701, judged over the releases the evidence admits (`verl_lint.engines.versions`)."""
-    info = ea.ENGINES[kw.engine]
     ev = versions.evidence(ctx, kw.engine)
-    snap = ea.snapshot(kw.engine)
+    snap = schemas.snapshot(kw.engine)
     if ev.exact is not None:
-        schema = ea.schema_for(kw.engine, ev.exact)
-        if schema is None or _accepted(kw, schema.names.args):
+        schema = schemas.schema_for(kw.engine, ev.exact)
+        if schema is None or schemas.accepts(kw.engine, kw.key, schema.names.args):
             return None
         note = f"checked against {ev.describe()}" + (f"; {schema.note}" if schema.note else "")
         # An argument no release has is a typo whatever the version; one that only some releases
@@ -246,17 +175,17 @@ def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     if snap is None or not snap.versions:
         return None
     typo = not snap.history("args", kw.key)  # no bundled release has it: a misspelling on any release
-    verdict = versions.judge(ev, snap.versions, lambda r: not _accepted(kw, snap.at("args", r)), typo or None, typo or None)
+    verdict = versions.judge(ev, snap.versions, lambda r: not schemas.accepts(kw.engine, kw.key, snap.at("args", r)), typo or None, typo or None)
     if verdict.level == "skipped":
         versions.skipped(ctx, kw.engine)
     if verdict.level not in ("all", "some"):
         return None
-    schema = ea.schema_for(kw.engine, ea.lenient_version(verdict.holds[-1] if verdict.holds else snap.versions[-1]))
+    schema = schemas.schema_for(kw.engine, schemas.lenient_version(verdict.holds[-1] if verdict.holds else snap.versions[-1]))
     return _unknown_kwarg(kw, schema, verdict.note, "warning" if verdict.level == "some" else None)
 
 
 def _unknown_kwarg(kw: Kwarg, schema, note: str, severity: str | None) -> Finding:
-    info = ea.ENGINES[kw.engine]
+    info = schemas.ENGINES[kw.engine]
     if kw.engine == "vllm":
         if isinstance(kw.value, bool) and kw.value is False:
             effect = "verl drops `False` flags that are not optional booleans, so this does nothing"
@@ -280,34 +209,34 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return None
-    asm = ea.assembly(root, kw.engine)
+    asm = assembly.assembly_of(root, kw.engine)
     if asm is None:
         return None
     ev = _evaluator(ctx, kw.section, asm)
     entries = asm.for_key(kw.key)
     if any(e.kind == "pop" for e in entries):
         return None  # verl takes the value out of engine_kwargs and honours it
-    over_true: list[ArgSet] = []
-    over_unknown: list[ArgSet] = []
-    over_false: list[ArgSet] = []
+    over_true: list[assembly.ArgSet] = []
+    over_unknown: list[assembly.ArgSet] = []
+    over_false: list[assembly.ArgSet] = []
     for e in entries:
         if e.overwrites:
             t = ev.truth(e.condition)
             (over_true if t is True else over_unknown if t is None else over_false).append(e)
-    title = ea.ENGINES[kw.engine].title
-    user = _show(kw.value)
-    mapping = _worker_mapping(kw.engine)
+    title = schemas.ENGINES[kw.engine].title
+    user = expressions.show(kw.value)
+    mapping = assembly.worker_mapping(kw.engine)
 
     if over_true:
         e = over_true[-1]  # the last assignment wins at run time
         verl_val = ev.eval(e.value)
-        if verl_val is not ea.UNKNOWN and _same(verl_val, kw.value):
+        if verl_val is not expressions.UNKNOWN and expressions.same_value(verl_val, kw.value):
             return None  # verl sets the same value: redundant, harmless
-        when = f" (because {_conds(e, kw.section)})" if e.condition else " unconditionally"
-        becomes = f"; your {user} becomes {_show(verl_val)}" if verl_val is not ea.UNKNOWN else ""
+        when = f" (because {e.condition_text(kw.section)})" if e.condition else " unconditionally"
+        becomes = f"; your {user} becomes {expressions.show(verl_val)}" if verl_val is not expressions.UNKNOWN else ""
         msg = (
             f"`{kw.key}={user}` has no effect: verl overwrites `{kw.key}` after spreading engine_kwargs into the "
-            f"{title} server arguments{when} with `{_expr(asm, e.value, kw.section)}`{becomes} ({_where(asm, e.line)})"
+            f"{title} server arguments{when} with `{asm.value_text(e.value, kw.section)}`{becomes} ({asm.where(e.line)})"
         )
         return Finding("VL703", kw, msg, _use_knobs(ctx, kw, ev, e))
 
@@ -319,32 +248,32 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
         anchor = e or conditional
         if e is not None:
             expected = ev.eval(e.value)
-            knobs = _knobs(ev, e.value)
-            if _is_constant(e.value):
-                verl_says = f"verl always passes `{kw.key}={_show(expected)}`"
+            knobs = ev.config_refs(e.value)
+            if expressions.is_constant(e.value):
+                verl_says = f"verl always passes `{kw.key}={expressions.show(expected)}`"
             else:
-                verl_says = f"verl passes `{_expr(asm, e.value, kw.section)}`" + (
-                    f" = {_show(expected)}" if expected is not ea.UNKNOWN else ", computed per replica"
+                verl_says = f"verl passes `{asm.value_text(e.value, kw.section)}`" + (
+                    f" = {expressions.show(expected)}" if expected is not expressions.UNKNOWN else ", computed per replica"
                 )
         else:
             # verl sets it itself only under a condition that does not (or may not) hold here:
             # compare with the rollout knob it stands for
-            expected = ev.eval(f"self.config.{knob}") if knob else ea.UNKNOWN
-            knobs = [knob] if knob else (_knobs(ev, conditional.value) if conditional else [])
+            expected = ev.eval(f"self.config.{knob}") if knob else expressions.UNKNOWN
+            knobs = [knob] if knob else (ev.config_refs(conditional.value) if conditional else [])
             if conditional is not None:
-                verl_says = f"verl sets it (to `{_expr(asm, conditional.value, kw.section)}`) only when {_conds(conditional, kw.section)}"
+                verl_says = f"verl sets it (to `{asm.value_text(conditional.value, kw.section)}`) only when {conditional.condition_text(kw.section)}"
             else:
                 verl_says = "verl does not pass it"
             if knob:
                 verl_says += f", and builds its workers from `{kw.section}.{knob}`" + (
-                    f" = {_show(expected)}" if expected is not ea.UNKNOWN else ""
+                    f" = {expressions.show(expected)}" if expected is not expressions.UNKNOWN else ""
                 )
             else:
                 verl_says += ", and computes it per replica"
-        if expected is not ea.UNKNOWN and _same(expected, kw.value):
+        if expected is not expressions.UNKNOWN and expressions.same_value(expected, kw.value):
             return None
-        maybe = f"; verl replaces it only when {_conds(over_unknown[-1], kw.section)}" if (over_unknown and e is not None) else ""
-        where = f" ({_where(asm, anchor.line)})" if anchor is not None and anchor.line else ""
+        maybe = f"; verl replaces it only when {over_unknown[-1].condition_text(kw.section)}" if (over_unknown and e is not None) else ""
+        where = f" ({asm.where(anchor.line)})" if anchor is not None and anchor.line else ""
         msg = (
             f"`{kw.key}={user}` reaches the {title} server in place of verl's own value: {verl_says}{where}{maybe}. "
             f"verl starts, places and drives its rollout workers from its own setting, so the engine and verl's "
@@ -360,22 +289,22 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     if over_unknown:
         e = over_unknown[-1]
         msg = (
-            f"`{kw.key}={user}` may have no effect: verl overwrites `{kw.key}` when {_conds(e, kw.section)} "
-            f"with `{_expr(asm, e.value, kw.section)}` ({_where(asm, e.line)})"
+            f"`{kw.key}={user}` may have no effect: verl overwrites `{kw.key}` when {e.condition_text(kw.section)} "
+            f"with `{asm.value_text(e.value, kw.section)}` ({asm.where(e.line)})"
         )
         return Finding("VL703", kw, msg, _use_knobs(ctx, kw, ev, e), "warning")
 
     if defaults:
         e = defaults[-1]
         verl_val = ev.eval(e.value)
-        if verl_val is not ea.UNKNOWN and _same(verl_val, kw.value):
+        if verl_val is not expressions.UNKNOWN and expressions.same_value(verl_val, kw.value):
             return None
-        knobs = _knobs(ev, e.value)
-        shown = f" = {_show(verl_val)}" if verl_val is not ea.UNKNOWN else ""
+        knobs = ev.config_refs(e.value)
+        shown = f" = {expressions.show(verl_val)}" if verl_val is not expressions.UNKNOWN else ""
         if knobs:
             msg = (
-                f"`{kw.key}={user}` overrides the value verl passes from `{_expr(asm, e.value, kw.section)}`{shown} "
-                f"({_where(asm, e.line)}): the {title} engine uses yours, but verl's own code keeps reading "
+                f"`{kw.key}={user}` overrides the value verl passes from `{asm.value_text(e.value, kw.section)}`{shown} "
+                f"({asm.where(e.line)}): the {title} engine uses yours, but verl's own code keeps reading "
                 + ", ".join(f"`{kw.section}.{k}`" for k in knobs)
             )
             help = (
@@ -385,8 +314,8 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
             )
         else:
             msg = (
-                f"`{kw.key}={user}` overrides verl's own `{kw.key}={_expr(asm, e.value, kw.section)}`{shown} "
-                f"({_where(asm, e.line)}), which verl sets on purpose for every rollout server"
+                f"`{kw.key}={user}` overrides verl's own `{kw.key}={asm.value_text(e.value, kw.section)}`{shown} "
+                f"({asm.where(e.line)}), which verl sets on purpose for every rollout server"
             )
             help = "remove the engine kwarg unless you know why verl's value does not fit"
         return Finding("VL704", kw, msg, help)
@@ -401,15 +330,15 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
             return None
         along = f" (together with {', '.join(siblings)})"
         msg = (
-            f"`{kw.key}={user}` bypasses verl: verl sets `{kw.key}` itself only when {_conds(e, kw.section)}{along} "
-            f"({_where(asm, e.line)}), which is not the case here, so your flag reaches {title} without the setup verl does with it"
+            f"`{kw.key}={user}` bypasses verl: verl sets `{kw.key}` itself only when {e.condition_text(kw.section)}{along} "
+            f"({asm.where(e.line)}), which is not the case here, so your flag reaches {title} without the setup verl does with it"
         )
         return Finding("VL704", kw, msg, _use_knobs(ctx, kw, ev, e))
     return None
 
 
-def _use_knobs(ctx: Context, kw: Kwarg, ev: Evaluator, e: ArgSet) -> str:
-    knobs = _knobs(ev, e.value) or _knobs(ev, *e.condition)
+def _use_knobs(ctx: Context, kw: Kwarg, ev: expressions.Evaluator, e: assembly.ArgSet) -> str:
+    knobs = ev.config_refs(e.value) or ev.config_refs(*e.condition)
     if not knobs:
         return "remove the engine kwarg: verl sets it itself"
     hints = []

@@ -20,11 +20,14 @@ from packaging.version import Version
 
 from ..engines import versions
 from ..config.context import Context
+from ..config.source import source_text
 from ..registry import lazy_module, main_ppo, rule, spec_contains
 from ..knowledge import load_table as load_data
 from ..model import EnvVar, RayAttach, Severity
 
-ea = lazy_module("verl_lint.engines.args")  # loaded for VLLM_* variables only
+# lazy_module, not `import`: loaded (with the snapshots) for VLLM_* variables only, not at every Hydra job start
+schemas = lazy_module("verl_lint.engines.schemas")
+assembly = lazy_module("verl_lint.engines.assembly")
 
 # ------------------------------------------------------------------ facts ----
 
@@ -49,9 +52,9 @@ class Fact(NamedTuple):
         return value is not None and re.fullmatch(self.value, value.strip(), re.IGNORECASE) is not None
 
     def holds_at(self, v: Version) -> bool:
-        if self.since and v < ea.lenient_version(self.since):
+        if self.since and v < schemas.lenient_version(self.since):
             return False
-        if self.until and v >= ea.lenient_version(self.until):
+        if self.until and v >= schemas.lenient_version(self.until):
             return False
         return True
 
@@ -135,21 +138,20 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
     if engine is None:
         return None
     ev = versions.evidence(ctx, engine)
-    title = ea.ENGINES[engine].title
     if ev.exact is not None:
         f = _at(ctx, var, engine, str(ev.exact))
         if f is None:
             return None
-        schema = ea.schema_for(engine, ev.exact)
+        schema = schemas.schema_for(engine, ev.exact)
         note = f"checked against {ev.describe()}" + (f"; {schema.note}" if schema is not None and schema.note else "")
         return f._replace(message=f"{f.message} ({note})")
-    snap = ea.snapshot(engine)
+    snap = schemas.snapshot(engine)
     releases = list(snap.versions) if snap else []
     at = {r: _at(ctx, var, engine, r) for r in releases}
     probes = [p for p in versions.probes(ev) if ev.admits(p)] if ev.known else []
     for code in _RANK:
-        older = _region(ctx, var, engine, code, [p for p in probes if releases and p.release < ea.lenient_version(releases[0]).release] or [Version("0")])
-        newer = _region(ctx, var, engine, code, [p for p in probes if releases and p.release > ea.lenient_version(releases[-1]).release] or [Version("9999")])
+        older = _region(ctx, var, engine, code, [p for p in probes if releases and p.release < schemas.lenient_version(releases[0]).release] or [Version("0")])
+        newer = _region(ctx, var, engine, code, [p for p in probes if releases and p.release > schemas.lenient_version(releases[-1]).release] or [Version("9999")])
         verdict = versions.judge(ev, releases, lambda r: at[r] is not None and at[r].code == code, older, newer)
         if verdict.level == "none":
             continue
@@ -177,8 +179,7 @@ def _region(ctx: Context, var: EnvVar, engine: str, code: str, probes: list[Vers
     for p in probes:
         f = _fact_at(ctx, var, engine, p)
         if f is None:
-            snap = ea.snapshot(engine)
-            if code == "VL504" and not (snap and snap.history("env", var.name)) and _not_excused(ctx, var, engine):
+            if code == "VL504" and not _declared_by(engine, var.name) and _not_excused(ctx, var, engine):
                 results.add(True)
                 continue
             return None
@@ -196,18 +197,18 @@ def _fact_at(ctx: Context, var: EnvVar, engine: str, v: Version) -> Finding | No
 def _not_excused(ctx: Context, var: EnvVar, engine: str) -> bool:
     """The name is not one verl itself reads, nor a vllm-ascend variable with a VLLM_ prefix."""
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
-    if root and var.name in ea.verl_env_names(root):
+    if root and var.name in assembly.verl_env_names(root):
         return False  # verl itself reads or sets it
     return not (engine == "vllm" and _declared_by("vllm_ascend", var.name))  # VLLM_VERSION, VLLM_DP_SIZE_LOCAL...
 
 
 def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Finding | None:
     """The finding for the variable on one release (the facts first, then that release's envs.py)."""
-    f = _fact_at(ctx, var, engine, ea.lenient_version(version))
+    f = _fact_at(ctx, var, engine, schemas.lenient_version(version))
     if f is not None:
         return f
-    info = ea.ENGINES[engine]
-    schema = ea.schema_for(engine, ea.lenient_version(version))
+    info = schemas.ENGINES[engine]
+    schema = schemas.schema_for(engine, schemas.lenient_version(version))
     if schema is None or var.name in schema.names.env or not _not_excused(ctx, var, engine):
         return None
     history = schema.describe("env", var.name)
@@ -221,7 +222,7 @@ def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Finding | None:
     msg = f"`{var.name}` is not a {info.title} environment variable"
     if history:
         msg += f" in {info.title} {schema.version}; it {history}"
-    if engine == "vllm" and ea.lenient_version(schema.version) >= ea.lenient_version("0.17.0"):
+    if engine == "vllm" and schemas.lenient_version(schema.version) >= schemas.lenient_version("0.17.0"):
         msg += "; vLLM >= 0.17 logs `Unknown vLLM environment variable detected` for it and otherwise ignores it"
     return Finding(
         "VL504", msg, f"did you mean `{guess[0]}`?" if guess else "check the spelling against the engine's envs.py, or delete the export"
@@ -229,7 +230,7 @@ def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Finding | None:
 
 
 def _declared_by(engine: str, name: str) -> bool:
-    snap = ea.snapshot(engine)
+    snap = schemas.snapshot(engine)
     return bool(snap and snap.history("env", name))
 
 
@@ -468,10 +469,9 @@ def runtime_env_names(ctx: Context) -> frozenset[str] | None:
 def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
     """(names verl forwards from the driver env to every worker, names of verl's default worker env)
     read from `verl/trainer/constants_ppo.py` with ast."""
-    p = Path(root) / "verl/trainer/constants_ppo.py"
     try:
-        tree = ast.parse(p.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError):
+        tree = ast.parse(source_text(Path(root) / "verl/trainer/constants_ppo.py") or "")
+    except SyntaxError:
         return frozenset(), frozenset()
     forwarded: set[str] = set()
     defaults: set[str] = set()
