@@ -8,10 +8,10 @@ Each record (a typed record, `knowledge.RuleRecord`, checked when the table load
 registered rule with its own code, documentation and examples.
 
 A record is gated on evidence, not on a version string: its `requires:` facts are checked in
-the verl tree being linted (see `knowledge.Fact`). Only where that tree has no source to check (a tree
-whose `verl/workers` holds no Python file) does the record's version range decide, and then a
-dev, rc, post or local version of a release counts as that release (`0.7.0.dev` is the 0.7.0
-code: its release tuple is compared, not its PEP 440 order).
+the verl tree being linted (see `knowledge.Fact`). Only where that tree has no source to check
+(a tree whose `verl/workers` holds no Python file) does the record's version range decide, and
+then a dev, rc, post or local version of a release counts as that release (`0.7.0.dev` is the
+0.7.0 code: its release tuple is compared, not its PEP 440 order).
 """
 
 from __future__ import annotations
