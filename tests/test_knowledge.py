@@ -110,6 +110,12 @@ def _line(text: str, marker: str, nth: int = 1) -> int:
         ("allocator_options.yaml", "{key: pinned_max_cached_size_mb,", "{key: pinned_max_round_threshold_mb,", "key: pinned_max_round_threshold_mb", 2, 'duplicate key (first at line {first}) in record pinned_max_round_threshold_mb'),
         ("engine_args/vllm.yaml", "  api_key: [0.8.5.post1]\n", "  api_key: [0.8.5.post1]\n  api_key: [0.9.2]\n", "api_key:", 2, 'field "args": duplicate key "api_key" (first at line {first})'),
         ("ineffective_keys.yaml", "  severity: error\n", "  severity: error\n  severity: warning\n", "severity:", 2, 'duplicate key "severity" (first at line {first}) in record VL203'),
+        # a malformed fact (requires:)
+        ("ineffective_keys.yaml", "    - {not_read: grad_clip}", "    - {file: verl/x.py, reads: grad_clip}", "verl/x.py", 1, "field \"requires\" in record VL204: fact 'reads' takes no `file:`"),
+        ("ineffective_keys.yaml", "    - {field: verl.workers.config.actor.FSDPActorConfig.grad_clip}", "    - {field: FSDPActorConfig.grad_clip}", "{field: FSDPActorConfig", 1, 'field "requires" in record VL204: `field:` is module.Class.field, not "FSDPActorConfig.grad_clip"'),
+        ("ineffective_keys.yaml", "    - {file: verl/trainer/config/ppo_trainer.yaml, contains: legacy_reward_impl}", "    - {contains: legacy_reward_impl}", "{contains:", 1, "field \"requires\" in record VL203: fact 'contains' needs `file:`"),
+        ("ineffective_keys.yaml", "    - {file: verl/trainer/config/ppo_trainer.yaml, contains: legacy_reward_impl}", '    - {file: verl/x.py, exists: "yes"}', "verl/x.py", 1, 'field "requires" in record VL203: `exists:` is true or false, not "yes"'),
+        ("ineffective_keys.yaml", "    - {not_read: grad_clip}", "    - {any: []}", "{any: []}", 1, 'field "requires" in record VL204: `any:` needs a list of facts'),
         # not YAML at all
         ("env_vars.yaml", "  names: [PATH,", "  names: [PATH,,", "names:", 1, "not valid YAML"),
     ],
