@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NEWEST, OLDER, RELEASES, codes
+from verl_lint.knowledge import Fact, load_table
 from verl_lint.registry import parse_version
 from verl_lint.launch.locate import tree_at
 from verl_lint.pipeline import Options
@@ -108,10 +109,10 @@ def test_evidence_and_fallback_range_agree_on_the_test_releases(verl_trees, vers
     root = verl_trees[version].root
     v = parse_version(verl_trees[version].version)
     for name in ("ineffective_keys.yaml", "removed_keys.yaml"):
-        for rec, gate in tables.load_records(name):
-            code = [f for f in gate.facts if tables.needs_source(f)]
-            for leaf in {k.rsplit(".", 1)[-1] for k in rec.get("keys") or [""]} if code else ():
-                assert all(tables.holds(f, root, None, leaf) for f in code) == tables.release_in(gate.spec, v), (rec["code"], leaf, version)
+        for rec in load_table(name):
+            code = [f for f in rec.requires if tables.needs_source(f)]
+            for leaf in {k.rsplit(".", 1)[-1] for k in rec.keys or [""]} if code else ():
+                assert all(tables.holds(f, root, None, leaf) for f in code) == tables.release_in(rec.fallback, v), (rec.code, leaf, version)
 
 
 # ------------------------------------------------------ silent values ----
@@ -169,41 +170,42 @@ def test_release_in(spec, version, inside):
 # ------------------------------------------------------ table schema ----
 
 
-@pytest.mark.parametrize(
-    "fact,problem",
-    [
-        ({"file": "verl/x.py", "containz": "a"}, "unknown fact"),
-        ({"contains": "a"}, "needs `file:`"),
-        ({"file": "verl/x.py", "exists": "yes"}, "true or false"),
-        ({"any": []}, "needs a list of facts"),
-        ({"field": "ActorConfig.grad_clip"}, "module.Class.field"),
-        ({"file": "verl/x.py", "reads": "a"}, "takes no `file:`"),
-    ],
-)
-def test_malformed_fact_names_the_record(fact, problem):
-    with pytest.raises(tables.TableError) as ex:
-        tables.parse_fact(fact, "rules/ineffective_keys.yaml: record VL204")
-    assert str(ex.value).startswith("rules/ineffective_keys.yaml: record VL204: ") and problem in str(ex.value)
-
-
 def test_field_fact_reads_the_class_body(verl_trees):
     root = verl_trees[NEWEST].root
-    assert tables.holds(tables.Fact("field", "verl.workers.config.actor.FSDPActorConfig.grad_clip"), root)
-    assert not tables.holds(tables.Fact("field", "verl.workers.config.actor.ActorConfig.grad_clip"), root)
+    assert tables.holds(Fact("field", "verl.workers.config.actor.FSDPActorConfig.grad_clip"), root)
+    assert not tables.holds(Fact("field", "verl.workers.config.actor.ActorConfig.grad_clip"), root)
 
 
-def test_a_bad_table_stops_every_command_with_one_line(tmp_path):
-    """A record with an unknown fact kind: `verl-lint: error: rules/<table>: record <code>: ...`, exit 2."""
+def _broken_package(tmp_path: Path, table: str, old: str, new: str) -> tuple[dict, str]:
+    """The environment of a run whose knowledge package is a copy of the tables with `old`
+    replaced by `new` in `table` (first on sys.path, as an installed package would be), and the
+    edited table's text."""
     pkg = tmp_path / "verl_lint_knowledge"
     shutil.copytree(ROOT / "rules", pkg)
-    table = pkg / "ineffective_keys.yaml"
-    text = table.read_text()
-    old = "    - {not_read: grad_clip}\n"
-    assert old in text
-    table.write_text(text.replace(old, "    - {not_reed: grad_clip}\n", 1))
-    env = dict(os.environ, PYTHONPATH=str(tmp_path), VERL_LINT_CACHE_DIR=str(tmp_path / "cache"))
-    for args in (["rules"], ["check", "--", "python3", "-m", "verl.trainer.main_ppo"]):
+    text = (pkg / table).read_text()
+    assert old in text, f"{table} no longer contains {old!r}: update the test"
+    text = text.replace(old, new, 1)
+    (pkg / table).write_text(text)
+    return dict(os.environ, PYTHONPATH=str(tmp_path), VERL_LINT_CACHE_DIR=str(tmp_path / "cache")), text
+
+
+@pytest.mark.parametrize(
+    "table,old,new,at,problem",
+    [
+        # the brief's example: a misspelt field of a rule record
+        ("ineffective_keys.yaml", "  keys: [actor_rollout_ref.actor.optim.clip_grad", "  kyes: [actor_rollout_ref.actor.optim.clip_grad", "kyes", 'unknown field "kyes" in record VL205'),
+        ("ineffective_keys.yaml", "    - {not_read: grad_clip}\n", "    - {not_reed: grad_clip}\n", "not_reed", 'field "requires" in record VL204: unknown fact'),
+        # a table only other modules read (as a dict), found before any lint starts
+        ("env_vars.yaml", '    until: "0.11.1"\n    verl: ">=0.6.0"', '    until: "0.11.1"\n    verl: ">=0.6.0"\n    versions: "0.12"', "versions:", 'unknown field "versions" in record VLLM_USE_V1'),
+    ],
+)
+def test_a_bad_table_stops_every_command_with_one_line(tmp_path, table, old, new, at, problem):
+    """`verl-lint: error: rules/<table>:<line>: <problem>`, exit 2, for the listing and for a
+    lint; <line> is the line of the offending field (`at`, its first occurrence)."""
+    env, text = _broken_package(tmp_path, table, old, new)
+    line = text.split(at, 1)[0].count("\n") + 1
+    for args in (["rules"], ["check", "--", "python3", "-m", "verl.trainer.main_ppo", "actor_rollout_ref.rollout.name=vllm"]):
         r = subprocess.run([sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-1500:]
-        assert r.stderr.startswith("verl-lint: error: rules/ineffective_keys.yaml: record VL204: unknown fact"), r.stderr
+        assert r.stderr.startswith(f"verl-lint: error: rules/{table}:{line}: {problem}"), (line, r.stderr)
         assert r.stderr.count("\n") == 1

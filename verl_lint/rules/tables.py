@@ -4,13 +4,14 @@
 - `removed_keys.yaml` (4xx): keys, values, entry points and config names removed or
   renamed between verl releases, with the replacement.
 
-Each record becomes a registered rule with its own code, documentation and examples.
+Each record (a typed record, `knowledge.RuleRecord`, checked when the table loads) becomes a
+registered rule with its own code, documentation and examples.
 
 A record is gated on evidence, not on a version string: its `requires:` facts are checked in
-the verl tree being linted (see `Fact`). Only where that tree has no source to check (a tree
-whose `verl/workers` holds no Python file) does the record's version range decide, and then a
-dev, rc, post or local version of a release counts as that release (`0.7.0.dev` is the 0.7.0
-code: its release tuple is compared, not its PEP 440 order).
+the verl tree being linted (see `knowledge.Fact`). Only where that tree has no source to check
+(a tree whose `verl/workers` holds no Python file) does the record's version range decide, and
+then a dev, rc, post or local version of a release counts as that release (`0.7.0.dev` is the
+0.7.0 code: its release tuple is compared, not its PEP 440 order).
 """
 
 from __future__ import annotations
@@ -20,75 +21,17 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
 from packaging.version import Version
 
-from ..knowledge import MissingTable, load_table
+from ..knowledge import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord, TableError, load_table
 from ..registry import REGISTRY, ROLLOUT_NAME, Rule, main_ppo, parse_version
 from ..config.context import Context
 from ..config.source import source_text
 from ..model import Diagnostic, Fix, Severity
 
 
-class TableError(MissingTable):
-    """A knowledge table that does not follow its schema: a broken installation, one line."""
-
-
 # ------------------------------------------------------------- evidence ----
-
-
-class Fact(NamedTuple):
-    """One piece of evidence a record needs, as written in the table:
-
-    {file: P, contains: S} / {file: P, lacks: S}   the file (relative to the tree root) contains
-                                                     the text S / does not (a missing file lacks it)
-    {file: P, exists: true|false}                  the file is there / is not
-    {reads: NAME} / {not_read: NAME}               the code of the tree (and of the launch's own
-                                                     app) mentions NAME / does not beyond the config
-                                                     declarations (the reader index, reader.py);
-                                                     NAME `{name}` is the last name of the key set
-    {field: verl.mod.Class.name}                   the config dataclass declares that field
-    {config_key: KEY}                              the launch's composed config has KEY
-    {any: [facts]} / {all: [facts]}                one of / all of
-    """
-
-    kind: str
-    subject: str = ""  # the file, name, field or key
-    arg: object = None  # the text (contains/lacks), the bool (exists) or the sub-facts (any/all)
-
-
-_FILE_KINDS = ("contains", "lacks", "exists")
-_KINDS = (*_FILE_KINDS, "reads", "not_read", "field", "config_key", "any", "all")
-
-
-def parse_fact(raw, where: str) -> Fact:
-    """A fact from its table form; TableError naming `where` (file and record) when malformed."""
-    if not isinstance(raw, dict):
-        raise TableError(f"{where}: a fact must be a mapping such as {{file: ..., contains: ...}}, not {raw!r}")
-    kinds = [k for k in raw if k != "file"]
-    if len(kinds) != 1 or kinds[0] not in _KINDS:
-        raise TableError(f"{where}: unknown fact {raw!r} (one of: {', '.join(_KINDS)})")
-    kind, value = kinds[0], raw[kinds[0]]
-    if kind in _FILE_KINDS:
-        if not isinstance(raw.get("file"), str) or not raw["file"] or raw["file"].startswith("/"):
-            raise TableError(f"{where}: fact {kind!r} needs `file:`, a path relative to the tree root")
-        if kind == "exists" and not isinstance(value, bool):
-            raise TableError(f"{where}: `exists:` is true or false, not {value!r}")
-        if kind != "exists" and (not isinstance(value, str) or not value):
-            raise TableError(f"{where}: `{kind}:` needs the text to look for")
-        return Fact(kind, raw["file"], value)
-    if "file" in raw:
-        raise TableError(f"{where}: fact {kind!r} takes no `file:`")
-    if kind in ("any", "all"):
-        if not isinstance(value, list) or not value:
-            raise TableError(f"{where}: `{kind}:` needs a list of facts")
-        return Fact(kind, "", tuple(parse_fact(f, where) for f in value))
-    if not isinstance(value, str) or not value:
-        raise TableError(f"{where}: `{kind}:` needs a name")
-    if kind == "field" and value.count(".") < 2:
-        raise TableError(f"{where}: `field:` is module.Class.field, not {value!r}")
-    return Fact(kind, value)
 
 
 def needs_source(f: Fact) -> bool:
@@ -134,7 +77,7 @@ def holds(f: Fact, root: Path, ctx: Context | None = None, name: str = "") -> bo
 
 
 def _tree_fact(f: Fact, root: Path, extra: tuple[Path, ...] = ()) -> bool:
-    if f.kind in _FILE_KINDS:
+    if f.kind in FILE_FACTS:
         text = source_text(root / f.subject)
         if f.kind == "exists":
             return (text is not None) == f.arg
@@ -162,27 +105,15 @@ def release_in(spec: str, version: Version | None) -> bool:
     return SpecifierSet(spec).contains(Version(".".join(map(str, version.release))))
 
 
-class Gate(NamedTuple):
-    """When a record applies: its facts, checked in the tree, else its version range."""
-
-    facts: tuple[Fact, ...]
-    spec: str  # the fallback (PEP 440 specifier) for a tree without source
-
-    def open(self, ctx: Context, key: str = "") -> bool:
-        """The record applies to this launch (for the override of `key`)."""
-        tree = ctx.app.verl
-        root = tree.root if tree is not None else None
-        if self.facts and (root is not None and has_source(root) or not any(map(needs_source, self.facts))):
-            name = key.rsplit(".", 1)[-1]
-            return all(holds(f, root, ctx, name) for f in self.facts)
-        return release_in(self.spec, ctx.verl_version)
-
-
-def _gate(rec: dict, spec: str, where: str) -> Gate:
-    raw = rec.get("requires")
-    if raw is not None and (not isinstance(raw, list) or not raw):
-        raise TableError(f"{where}: `requires:` must be a non-empty list of facts")
-    return Gate(tuple(parse_fact(f, where) for f in raw or ()), spec)
+def applies(rec: RuleRecord, ctx: Context, key: str = "") -> bool:
+    """The record applies to this launch (for the override of `key`): its facts, checked in the
+    tree, else its fallback range."""
+    tree = ctx.app.verl
+    root = tree.root if tree is not None else None
+    if rec.requires and (root is not None and has_source(root) or not any(map(needs_source, rec.requires))):
+        name = key.rsplit(".", 1)[-1]
+        return all(holds(f, root, ctx, name) for f in rec.requires)
+    return release_in(rec.fallback, ctx.verl_version)
 
 
 def _agrees(value, silent: list) -> bool:
@@ -225,10 +156,14 @@ def _value_text(line: str) -> str:
     return line.split("=", 1)[1] if "=" in line else ""
 
 
-def _doc_text(rec: dict, text: str) -> str:
+def _subjects(rec: RuleRecord) -> tuple[str, ...]:
+    """What a record is about: its keys, else its entry point or config name."""
+    return rec.keys or (getattr(rec, "module", None) or getattr(rec, "config_name", None) or "",)
+
+
+def _doc_text(rec: RuleRecord, text: str) -> str:
     """A record's message/help for the documentation: placeholders shown generically."""
-    first = (rec.get("keys") or [rec.get("module") or rec.get("config_name") or "the key"])[0]
-    fields = {"key": first, "value": "<value>", "replacement": rec.get("replacement") or "", "version": rec.get("removed", "")}
+    fields = {"key": _subjects(rec)[0] or "the key", "value": "<value>", "replacement": getattr(rec, "replacement", ""), "version": getattr(rec, "removed", "")}
     return text.format(**fields).replace("{rest}", "...").replace(".*", ".<key>")
 
 
@@ -236,60 +171,56 @@ def _show(f: Fact) -> str:
     """A fact as the documentation states it."""
     if f.kind in ("any", "all"):
         return f"{'one' if f.kind == 'any' else 'all'} of ({'; '.join(map(_show, f.arg))})"
-    if f.kind in _FILE_KINDS:
+    if f.kind in FILE_FACTS:
         verb = {"contains": "contains", "lacks": "does not contain"}.get(f.kind)
         return f"`{f.subject}` {verb} `{f.arg}`" if verb else f"`{f.subject}` {'exists' if f.arg else 'is absent'}"
     verb = {"reads": "verl's code reads", "not_read": "no verl code reads", "field": "the config dataclass field", "config_key": "the config has"}
     return f"{verb[f.kind]} `{f.subject}`"
 
 
-def _doc(rec: dict, kind: str, gate: Gate) -> str:
-    evidence = "\n".join(f"    - {e}" for e in rec.get("evidence", []))
-    what = rec.get("summary", rec["name"])
-    keys = ", ".join(f"`{k}`" for k in rec.get("keys", []) or [rec.get("module") or rec.get("config_name") or ""])
-    if kind == "ineffective":
-        does = f"Flags an override of {keys}" + (" when " + ", ".join(f"`{k}={v}`" for k, v in rec["when"].items()) if rec.get("when") else "")
+def _doc(rec: RuleRecord) -> str:
+    evidence = "\n".join(f"    - {e}" for e in rec.evidence)
+    keys = ", ".join(f"`{k}`" for k in _subjects(rec))
+    if isinstance(rec, IneffectiveRecord):
+        does = f"Flags an override of {keys}" + (" when " + ", ".join(f"`{k}={v}`" for k, v in rec.when) if rec.when else "")
+        if rec.silent_values:
+            does += "; silent for " + ", ".join(f"`{'null' if v is None else v}`" for v in rec.silent_values) + " (what verl does anyway)"
     else:
-        does = f"Flags {keys} where it no longer works (removed in verl {rec['removed']})"
-    if rec.get("silent_values"):
-        does += "; silent for " + ", ".join(f"`{'null' if v is None else v}`" for v in rec["silent_values"]) + " (what verl does anyway)"
-    checks = "\n".join(f"    - {_show(f)}" for f in gate.facts)
+        does = f"Flags {keys} where it no longer works (removed in verl {rec.removed})"
+    checks = "\n".join(f"    - {_show(f)}" for f in rec.requires)
     return (
-        f"{what}\n\n    ## What it does\n    {does}.\n\n    ## Why is this bad?\n    {_doc_text(rec, rec['message'])}\n\n"
-        f"    ## Use instead\n    {_doc_text(rec, rec['help'])}\n\n    ## Where in verl\n{evidence}\n\n"
+        f"{rec.summary or rec.name}\n\n    ## What it does\n    {does}.\n\n    ## Why is this bad?\n    {_doc_text(rec, rec.message)}\n\n"
+        f"    ## Use instead\n    {_doc_text(rec, rec.help)}\n\n    ## Where in verl\n{evidence}\n\n"
         f"    ## Evidence checked in the tree being linted\n{checks or '    - (none: version range only)'}\n"
-        f"    Without verl's source: verl {gate.spec} (a dev/rc/local version counts as its release).\n"
+        f"    Without verl's source: verl {rec.fallback} (a dev/rc/local version counts as its release).\n"
     )
 
 
-def _examples(rec: dict, field: str, spec: str) -> list[tuple[str, str]]:
-    """The record's examples, each for the releases of its range (where the evidence holds in
-    the releases the tests use); an example may name its own range as {script: ..., verl: ...}."""
+def _examples(rec: RuleRecord, bad: bool) -> list[tuple[str, str]]:
+    """The record's bad or good examples, each for the releases of its range (where the evidence
+    holds in the releases the tests use) unless the example names its own range."""
     out = []
-    for ex in rec.get(field) or []:
-        ex_spec = spec
-        if isinstance(ex, dict):
-            ex, ex_spec = ex["script"], ex.get("verl", spec)
-        if isinstance(ex, str):  # an override line as written (a whole script for entry-point records)
-            if rec.get("module") is None:  # verl >= 0.7 requires the rollout's name (`name: ???`)
-                ex = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {ex}" + ("" if "rollout.name=" in ex else f" {ROLLOUT_NAME}") + "\n"
-            out.append((ex, ex_spec))
+    for ex in rec.bad if bad else rec.good:
+        if isinstance(ex.launch, str):  # an override line as written (a whole script for entry-point records)
+            launch = ex.launch
+            if getattr(rec, "module", None) is None:  # verl >= 0.7 requires the rollout's name (`name: ???`)
+                launch = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {launch}" + ("" if "rollout.name=" in launch else f" {ROLLOUT_NAME}") + "\n"
         else:
-            out.append((main_ppo(*ex), ex_spec))
+            launch = main_ppo(*ex.launch)
+        out.append((launch, ex.verl or rec.fallback))
     return out
 
 
-def _ineffective(rec: dict, gate: Gate):
+def _ineffective(rec: IneffectiveRecord):
     """The check of one ineffective_keys.yaml record."""
-    matches = _matcher(rec["keys"])
-    silent = rec.get("silent_values") or []
+    matches = _matcher(rec.keys)
 
     def check(ctx: Context):
-        if any(ctx.set_by_override(k) for k in rec.get("unless_set") or ()):
+        if any(ctx.set_by_override(k) for k in rec.unless_set):
             return
-        for cond_key, expected in (rec.get("when") or {}).items():
+        for cond_key, expected in rec.when:
             got = ctx.get(cond_key, None)
-            if got is None or _as_text(got) != str(expected):
+            if got is None or _as_text(got) != expected:
                 return
         is_open: dict[str, bool] = {}  # per key name: the evidence, checked when an override matches
         for o in ctx.comp.overrides:
@@ -298,30 +229,30 @@ def _ineffective(rec: dict, gate: Gate):
             if matches(o.key) is None:
                 continue
             value = "<unknown>" if o.value_unknown else _value_text(o.line)
-            if rec.get("value") is not None and value != str(rec["value"]):
+            if rec.value is not None and value != rec.value:
                 continue
-            if silent and not o.value_unknown and _agrees(ctx.get(o.key, None), silent):
+            if rec.silent_values and not o.value_unknown and _agrees(ctx.get(o.key, None), rec.silent_values):
                 continue  # e.g. kl_coef=0 with the KL off: how users say "off", not a mistake
             name = o.key.rsplit(".", 1)[-1]
             if name not in is_open:
-                is_open[name] = gate.open(ctx, o.key)
+                is_open[name] = applies(rec, ctx, o.key)
             if not is_open[name]:
                 continue
-            yield ctx.diag(rec["code"], rec["message"].format(key=o.key, value=value), key=o.key, help=rec["help"].format(key=o.key, value=value), span=o.word.span)
+            yield ctx.diag(rec.code, rec.message.format(key=o.key, value=value), key=o.key, help=rec.help.format(key=o.key, value=value), span=o.word.span)
 
     return check
 
 
-def _removed(rec: dict, gate: Gate):
+def _removed(rec: RemovedRecord):
     """The check of one removed_keys.yaml record."""
-    matches = _matcher(rec.get("keys") or [])
+    matches = _matcher(rec.keys)
 
     def check(ctx: Context):
-        if rec.get("config_name"):
+        if rec.config_name:
             name = (ctx.app.config_name or "").removesuffix(".yaml")
-            if name == rec["config_name"] and gate.open(ctx):
+            if name == rec.config_name and applies(rec, ctx):
                 span = ctx.launch.config_name.span if ctx.launch.config_name is not None else ctx.launch.entry_span
-                yield ctx.diag(rec["code"], rec["message"], key=name, help=rec["help"], span=span)
+                yield ctx.diag(rec.code, rec.message, key=name, help=rec.help, span=span)
             return
         is_open = None
         for o in ctx.comp.overrides:
@@ -330,14 +261,14 @@ def _removed(rec: dict, gate: Gate):
             rest = matches(o.key)
             if rest is None:
                 continue
-            if rec.get("value") is not None and (o.value_unknown or _value_text(o.line) != str(rec["value"])):
+            if rec.value is not None and (o.value_unknown or _value_text(o.line) != rec.value):
                 continue
             # A removed key is confirmed by the tree itself: Hydra rejected the override. (A dev
             # checkout between releases may still have it; then there is nothing to explain.)
-            if rec.get("value") is None and rec["severity"] == "error" and o.ok:
+            if rec.value is None and rec.severity == "error" and o.ok:
                 continue
             if is_open is None:
-                is_open = gate.open(ctx)
+                is_open = applies(rec, ctx)
             if not is_open:
                 return
             yield removed_diag(ctx, rec, o, rest)
@@ -345,14 +276,14 @@ def _removed(rec: dict, gate: Gate):
     return check
 
 
-def removed_diag(ctx: Context, rec: dict, o, rest: str) -> Diagnostic:
-    replacement = (rec.get("replacement") or "").replace("{rest}", rest)
-    fields = dict(key=o.key, replacement=replacement, version=rec["removed"], value="<value>" if o.value_unknown else _value_text(o.line))
-    msg, help = rec["message"].format(**fields), rec["help"].format(**fields)
-    d = ctx.diag(rec["code"], msg, key=o.key, help=help, span=o.word.span)
-    if replacement and rec.get("rename"):
+def removed_diag(ctx: Context, rec: RemovedRecord, o, rest: str) -> Diagnostic:
+    replacement = rec.replacement.replace("{rest}", rest)
+    fields = dict(key=o.key, replacement=replacement, version=rec.removed, value="<value>" if o.value_unknown else _value_text(o.line))
+    msg, help = rec.message.format(**fields), rec.help.format(**fields)
+    d = ctx.diag(rec.code, msg, key=o.key, help=help, span=o.word.span)
+    if replacement and rec.rename:
         d.fix = Fix(f"rename `{o.key}` to `{replacement}`", True, "rename-key", o.word.span, old=o.key, new=replacement)
-    elif not replacement and rec["severity"] == "error":
+    elif not replacement and rec.severity == "error":
         # The key is gone: dropping the override lets the launch compose, but what it meant is lost.
         d.fix = Fix(f"remove `{o.line}`", False, "remove-token", o.word.span)
     return d
@@ -367,91 +298,30 @@ def _as_text(v) -> str:
 def removed_module_diag(module: str, tree, span) -> Diagnostic | None:
     """A launch of an entry point that the verl tree no longer has (its replacement's file there,
     else, for a tree without source, a version at or after the removal)."""
-    for rec in _TABLES["removed_keys.yaml"]:
-        if rec.get("module") != module or tree is None:
+    for rec in load_table("removed_keys.yaml"):
+        if rec.module != module or tree is None:
             continue
-        gate = _GATES[rec["code"]]
-        if gate.facts and has_source(tree.root):
-            ok = all(holds(f, tree.root) for f in gate.facts)
+        if rec.requires and has_source(tree.root):
+            ok = all(holds(f, tree.root) for f in rec.requires)
         else:
-            ok = release_in(gate.spec, parse_version(tree.version))
+            ok = release_in(rec.fallback, parse_version(tree.version))
         if ok:
-            r = REGISTRY.get(rec["code"])
-            return Diagnostic(r.code, r.name, r.severity, rec["message"].format(key=module, version=rec["removed"]), span, rec["help"], module)
+            r = REGISTRY.get(rec.code)
+            return Diagnostic(r.code, r.name, r.severity, rec.message.format(key=module, version=rec.removed), span, rec.help, module)
     return None
 
 
-# The ineffective-key records were verified on the main_ppo path (its trainer and workers);
-# other apps (fully-async, one-step-off) read some of these keys themselves.
-MAIN_PPO_APPS = ("ppo_trainer", "ppo_megatron_trainer")
-
-_COMMON = {"code", "name", "severity", "summary", "message", "help", "evidence", "bad", "good", "requires"}
-_FIELDS = {
-    "ineffective_keys.yaml": _COMMON | {"keys", "verl", "when", "value", "unless_set", "apps", "silent_values"},
-    "removed_keys.yaml": _COMMON | {"keys", "removed", "replacement", "rename", "value", "module", "config_name"},
-}
-# A PEP 440 specifier set, checked without importing packaging.specifiers (~10 ms the Hydra
-# callback would pay at every job start).
-_SPEC = re.compile(r"\s*(~=|===?|!=|<=|>=|<|>)\s*\d[\w.*+!-]*\s*(,\s*(~=|===?|!=|<=|>=|<|>)\s*\d[\w.*+!-]*\s*)*")
-_TABLES: dict[str, list[dict]] = {}
-_GATES: dict[str, Gate] = {}
-
-
-def load_records(name: str) -> list[tuple[dict, Gate]]:
-    """The records of table `name` with their gates, checked against the schema: TableError
-    naming the table and the record on the first problem."""
-    out = []
-    for i, rec in enumerate(load_table(name) or []):
-        where = f"rules/{name}: record {rec.get('code') or f'#{i + 1}'}"
-        unknown = sorted(set(rec) - _FIELDS[name])
-        if unknown:
-            raise TableError(f"{where}: unknown field {unknown[0]!r}")
-        for f in ("code", "name", "severity", "message", "help"):
-            if not isinstance(rec.get(f), str):
-                raise TableError(f"{where}: `{f}:` is missing")
-        if rec.get("silent_values") is not None and not isinstance(rec["silent_values"], list):
-            raise TableError(f"{where}: `silent_values:` must be a list of values")
-        version = rec.get("verl") if name == "ineffective_keys.yaml" else (f">={rec['removed']}" if rec.get("removed") else None)
-        if not isinstance(version, str):
-            raise TableError(f"{where}: `{'verl' if name == 'ineffective_keys.yaml' else 'removed'}:` (the fallback version range) is missing")
-        if not _SPEC.fullmatch(version):
-            raise TableError(f"{where}: {version!r} is not a version range such as \">=0.7.0,<0.8.0\"")
-        out.append((rec, _gate(rec, version, where)))
-    _TABLES[name] = [r for r, _ in out]
-    return out
-
-
 def _register() -> None:
-    for rec, gate in load_records("ineffective_keys.yaml"):
-        _GATES[rec["code"]] = gate
-        REGISTRY.register(
-            Rule(
-                rec["code"],
-                rec["name"],
-                Severity.parse(rec["severity"]),
-                _doc(rec, "ineffective", gate),
-                _ineffective(rec, gate),
-                "",  # gated on evidence inside the check (Gate), not on the version
-                _examples(rec, "bad", gate.spec),
-                _examples(rec, "good", gate.spec),
-                tuple(rec.get("apps", MAIN_PPO_APPS)),
-            )
-        )
-    for rec, gate in load_records("removed_keys.yaml"):
-        _GATES[rec["code"]] = gate
-        check = None if rec.get("module") else _removed(rec, gate)
-        REGISTRY.register(
-            Rule(
-                rec["code"],
-                rec["name"],
-                Severity.parse(rec["severity"]),
-                _doc(rec, "removed", gate),
-                check,
-                "",
-                _examples(rec, "bad", gate.spec),
-                _examples(rec, "good", gate.spec),
-            )
-        )
+    for name in ("ineffective_keys.yaml", "removed_keys.yaml"):
+        for rec in load_table(name):
+            if REGISTRY.get(rec.code) is not None:
+                raise TableError(f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule {REGISTRY.get(rec.code).name}")
+            if isinstance(rec, IneffectiveRecord):
+                check, apps = _ineffective(rec), rec.apps
+            else:
+                check, apps = (None if rec.module else _removed(rec)), ()
+            # "": gated on evidence inside the check (`applies`), not on the version
+            REGISTRY.register(Rule(rec.code, rec.name, Severity.parse(rec.severity), _doc(rec), check, "", _examples(rec, True), _examples(rec, False), apps))
 
 
 _register()
