@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from verl_lint import shell
 from verl_lint.launch.recognise import launches
 from verl_lint.shell import evaluate
+from verl_lint.shell.source import parser
 
 
 def one_launch(text: str, tmp_path: Path, name: str = "s.sh"):
@@ -190,12 +190,12 @@ def test_conditions_on_known_values_pick_their_branch(tmp_path):
 )
 def test_grammar_gaps_bash_accepts_are_not_syntax_errors(text):
     """tree-sitter-bash rejects these; bash parses them: no VL001."""
-    assert shell.parser().parse(text.encode()).root_node.has_error  # still a gap of the grammar
-    assert [d.code for d in shell.evaluate("/tmp/x.sh", text).diagnostics if d.code == "VL001"] == []
+    assert parser().parse(text.encode()).root_node.has_error  # still a gap of the grammar
+    assert [d.code for d in evaluate("/tmp/x.sh", text).diagnostics if d.code == "VL001"] == []
 
 
 def test_a_real_syntax_error_is_still_reported():
-    result = shell.evaluate("/tmp/x.sh", "if then\n(\necho hi\n")
+    result = evaluate("/tmp/x.sh", "if then\n(\necho hi\n")
     assert any(d.code == "VL001" for d in result.diagnostics)
 
 
