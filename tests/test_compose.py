@@ -105,12 +105,12 @@ def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_tre
 @pytest.mark.parametrize("version", RELEASES)
 @pytest.mark.parametrize("name", ["ppo_trainer", "ppo_megatron_trainer"])
 def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, version, name):
-    """Rules read plain values straight from the nodes (engine._plain_value); on every key of
+    """Rules read plain values straight from the nodes (context._plain_value); on every key of
     real composed configs that gives exactly what OmegaConf.select gives, and everything else
     (interpolations, missing values, containers) is left to OmegaConf."""
     from omegaconf import DictConfig
 
-    from verl_lint import registry
+    from verl_lint.config import context
 
     with initialize_config_dir(config_dir=str(verl_trees[version].root / "verl" / "trainer" / "config"), version_base=None):
         cfg = compose(name, overrides=["actor_rollout_ref.rollout.n=5", "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"])
@@ -124,15 +124,15 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
 
     fast = slow = 0
     for key in keys(cfg):
-        v = engine._plain_value(cfg, key)
-        if v is engine._SLOW:
+        v = context._plain_value(cfg, key)
+        if v is context._SLOW:
             slow += 1
             continue
         fast += 1
         ref = OmegaConf.select(cfg, key, throw_on_missing=True)
         assert v == ref and type(v) is type(ref), key
-    assert engine._plain_value(cfg, "actor_rollout_ref.rollout.n") == 5
-    assert engine._plain_value(cfg, "no.such.key") is engine._SLOW
+    assert context._plain_value(cfg, "actor_rollout_ref.rollout.n") == 5
+    assert context._plain_value(cfg, "no.such.key") is context._SLOW
     assert fast > 500 and slow > 100  # both paths are exercised
 
 
