@@ -40,7 +40,7 @@ from ..rules.hydra_keys import (
     OVERRIDE_SYNTAX_ERROR,
     UNKNOWN_CONFIG_KEY,
 )
-from .keys import did_you_mean
+from .keys import closest_key
 
 def _hydra():
     """Hydra's internals, imported and set up when the first launch is composed."""
@@ -413,7 +413,7 @@ def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> 
     text = _first_line(ex)
     span = ao.word.span
     if text.startswith("Could not override"):
-        guess = did_you_mean(cfg, ao.key)
+        guess = closest_key(cfg, ao.key)
         added = f"+{ao.key}=..." if ao.value_unknown else f"+{ao.line}"
         help = f"did you mean `{guess}`?" if guess else f"if the key is new, add it with `{added}`"
         if guess is None:

@@ -1,4 +1,4 @@
-"""The keys of a composed config: listing them, and the real key a misspelt or moved one meant."""
+"""The keys of a composed config: listing them, and the real key closest to a misspelt or moved one."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def all_keys(cfg, prefix: str = "") -> list[str]:
     return out
 
 
-def did_you_mean(cfg: DictConfig, key: str) -> str | None:
+def closest_key(cfg: DictConfig, key: str) -> str | None:
     """A real key close to `key`: a sibling with a similar name, or the same key moved."""
     parts = key.split(".")
     node = cfg
