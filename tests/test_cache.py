@@ -249,12 +249,12 @@ def test_cache_keys_follow_the_code_that_produced_them(tmp_path):
 def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl_trees):
     """The per-file time limit firing while a base composes is VL005 for that run, and nothing
     is stored: the next run (same process, then a new one on the same cache) composes it."""
-    from verl_lint.config.compose import _h
+    from verl_lint.config.compose import _hydra
     from verl_lint.pipeline import Options
     from verl_lint.runner import lint_file
 
     tree = verl_trees["0.9.1"]
-    _h()  # Hydra imported, rules loaded (warm-up below): the limit fires inside the composition (~0.2 s)
+    _hydra()  # Hydra imported, rules loaded (warm-up below): the limit fires inside the composition (~0.2 s)
     warm = tmp_path / "warm.sh"
     warm.write_text(SCRIPT.replace("main_ppo ", "main_ppo --config-name ppo_megatron_trainer "))
     composer = Composer()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from conftest import RELEASES
+from test_shell import local_imports
 from verl_lint.launch.recognise import launches
 from verl_lint.launch.locate import locate_app
 from verl_lint.shell import evaluate
@@ -105,12 +110,12 @@ def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_tre
 @pytest.mark.parametrize("version", RELEASES)
 @pytest.mark.parametrize("name", ["ppo_trainer", "ppo_megatron_trainer"])
 def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, version, name):
-    """Rules read plain values straight from the nodes (engine._plain_value); on every key of
+    """Rules read plain values straight from the nodes (context._plain_value); on every key of
     real composed configs that gives exactly what OmegaConf.select gives, and everything else
     (interpolations, missing values, containers) is left to OmegaConf."""
     from omegaconf import DictConfig
 
-    from verl_lint import registry
+    from verl_lint.config import context
 
     with initialize_config_dir(config_dir=str(verl_trees[version].root / "verl" / "trainer" / "config"), version_base=None):
         cfg = compose(name, overrides=["actor_rollout_ref.rollout.n=5", "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"])
@@ -124,15 +129,15 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
 
     fast = slow = 0
     for key in keys(cfg):
-        v = engine._plain_value(cfg, key)
-        if v is engine._SLOW:
+        v = context._plain_value(cfg, key)
+        if v is context._SLOW:
             slow += 1
             continue
         fast += 1
         ref = OmegaConf.select(cfg, key, throw_on_missing=True)
         assert v == ref and type(v) is type(ref), key
-    assert engine._plain_value(cfg, "actor_rollout_ref.rollout.n") == 5
-    assert engine._plain_value(cfg, "no.such.key") is engine._SLOW
+    assert context._plain_value(cfg, "actor_rollout_ref.rollout.n") == 5
+    assert context._plain_value(cfg, "no.such.key") is context._SLOW
     assert fast > 500 and slow > 100  # both paths are exercised
 
 
@@ -170,3 +175,30 @@ def test_provenance_tells_script_user_file_and_verl_default_apart(verl_trees, co
     # verl's own interpolations follow what they read: the rollout's prompt length is the user's.
     assert ctx.provenance("actor_rollout_ref.rollout.prompt_length") == "user-file"
     assert ctx.user_set("data.max_response_length") and not ctx.user_set("trainer.nnodes")
+
+
+CONFIG = Path(__file__).parent.parent / "verl_lint" / "config"
+
+
+def test_hydra_is_imported_only_when_a_launch_composes(verl_trees, tmp_path):
+    """compose.py is below 600 lines, its one function-local import is Hydra's (heavy by design,
+    and says so); loading the composer does not import Hydra, the first composition does."""
+    assert len((CONFIG / "compose.py").read_text().splitlines()) < 600
+    assert [text.split("#")[0].strip() for _, text in local_imports(CONFIG / "compose.py")] == ["from . import hydra_api"]
+    assert all("# heavy by design" in text for _, text in local_imports(CONFIG / "compose.py"))
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=2\n")
+    probe = f"""
+import sys
+from verl_lint.config.compose import Composer
+from verl_lint.launch.locate import locate_app, tree_at
+from verl_lint.launch.recognise import launches
+from verl_lint.shell import evaluate
+before = "hydra" in sys.modules
+[launch] = launches(evaluate({str(script)!r}, open({str(script)!r}).read()).commands, {str(script)!r})
+app = locate_app(launch, tree_at({str(verl_trees[RELEASES[0]].root)!r}, "checkout"))
+comp = Composer(cache=False).compose(app, launch.overrides, launch.entry_span)
+print(before, "hydra" in sys.modules, comp.config.trainer.nnodes)
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True", "2"], out.stderr

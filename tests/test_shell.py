@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from verl_lint import shell
 from verl_lint.launch.recognise import launches
 from verl_lint.shell import evaluate
+from verl_lint.shell.source import parser
 
 
 def one_launch(text: str, tmp_path: Path, name: str = "s.sh"):
@@ -190,12 +191,12 @@ def test_conditions_on_known_values_pick_their_branch(tmp_path):
 )
 def test_grammar_gaps_bash_accepts_are_not_syntax_errors(text):
     """tree-sitter-bash rejects these; bash parses them: no VL001."""
-    assert shell.parser().parse(text.encode()).root_node.has_error  # still a gap of the grammar
-    assert [d.code for d in shell.evaluate("/tmp/x.sh", text).diagnostics if d.code == "VL001"] == []
+    assert parser().parse(text.encode()).root_node.has_error  # still a gap of the grammar
+    assert [d.code for d in evaluate("/tmp/x.sh", text).diagnostics if d.code == "VL001"] == []
 
 
 def test_a_real_syntax_error_is_still_reported():
-    result = shell.evaluate("/tmp/x.sh", "if then\n(\necho hi\n")
+    result = evaluate("/tmp/x.sh", "if then\n(\necho hi\n")
     assert any(d.code == "VL001" for d in result.diagnostics)
 
 
@@ -268,3 +269,25 @@ def test_tilde_in_an_assignment_is_not_a_hydra_parse_error(lint):
     reaches it with the `~` (data.path is no shell name), which Hydra cannot parse."""
     report = lint("TRAIN=~/data/train.parquet\npython3 -m verl.trainer.main_ppo data.train_files=$TRAIN data.val_files=~/data/val.parquet\n")
     assert [(d.code, d.span.col) for d in report.diagnostics] == [("VL102", 58)]
+
+
+def local_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of each import inside a function or class of `path`."""
+    tree = ast.parse(path.read_text())
+    top = {id(n) for n in tree.body}
+    top |= {id(x) for n in tree.body if isinstance(n, (ast.If, ast.Try)) for x in ast.walk(n)}
+    lines = path.read_text().splitlines()
+    return [(n.lineno, lines[n.lineno - 1].strip()) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in top]
+
+
+PACKAGE = Path(__file__).parent.parent / "verl_lint"
+FRONT_END = sorted([*PACKAGE.glob("shell/*.py"), *PACKAGE.glob("launch/*.py")])
+
+
+@pytest.mark.parametrize("path", FRONT_END, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_front_end_modules_are_small_with_imports_at_module_level(path):
+    """shell/ and launch/ (issue #19): no module over 600 lines; a function-local import only
+    when optional by design, and then it says why on its line."""
+    assert len(path.read_text().splitlines()) < 600
+    assert all("# optional" in text for _, text in local_imports(path)), local_imports(path)
+

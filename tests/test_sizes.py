@@ -9,10 +9,13 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from verl_lint.registry import main_ppo
+from test_shell import local_imports
+from verl_lint.registry import REGISTRY, main_ppo
+from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
 from verl_lint.launch.locate import release_tree, tree_at
 from verl_lint.pipeline import Options
 from verl_lint.runner import lint_file
@@ -184,3 +187,15 @@ def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
     assert [sev for sev, _ in got] == ["info"] and "in verl's own default config" in got[0][1]
     # The script choosing one of the two values makes it the user's error.
     assert [sev for sev, _ in vl302(main_ppo("data.train_batch_size=2048"))] == ["error"]
+
+
+def test_size_rules_split_by_theme_and_all_registered():
+    """The 3xx rules live in modules under 600 lines with their imports at module level, and
+    the pack registers every one of VL300-VL314, each from the module of its theme."""
+    rules = Path(__file__).parent.parent / "verl_lint" / "rules"
+    for name in ("sizes.py", "batch_sizes.py", "parallel_sizes.py"):
+        assert len((rules / name).read_text().splitlines()) < 600, name
+        assert local_imports(rules / name) == [], name
+    where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
+    assert sorted(where) == [f"VL3{i:02d}" for i in range(15)]
+    assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314"}

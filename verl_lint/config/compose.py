@@ -23,8 +23,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import omegaconf
+import yaml
 from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
+from ..cache import entry, store
+from ..files import read_regular
 from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
 from ..model import Diagnostic, Span, Unknown, Word
 from ..rules.hydra_keys import (
@@ -35,70 +40,13 @@ from ..rules.hydra_keys import (
     OVERRIDE_SYNTAX_ERROR,
     UNKNOWN_CONFIG_KEY,
 )
+from .keys import closest_key
 
-# Imported lazily (hydra costs ~100 ms to import).
-_hydra = None
+def _hydra():
+    """Hydra's internals, imported and set up when the first launch is composed."""
+    from . import hydra_api  # heavy by design: importing Hydra costs ~100-300 ms; only composing needs it
 
-
-def _h():
-    global _hydra
-    if _hydra is None:
-        import hydra
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
-        from hydra._internal.config_repository import ConfigRepository
-        from hydra._internal.utils import create_config_search_path
-        from hydra.core.override_parser.overrides_parser import OverridesParser
-        from hydra.core.utils import JobRuntime, setup_globals
-        from hydra.errors import ConfigCompositionException, HydraException, OverrideParseException
-        from hydra.types import RunMode
-
-        setup_globals()
-        _discover_installed_plugins()
-
-        class H:
-            pass
-
-        H.hydra = hydra
-        H.ConfigLoaderImpl = ConfigLoaderImpl
-        H.ConfigRepository = ConfigRepository
-        H.create_config_search_path = create_config_search_path
-        H.parser = OverridesParser.create()
-        H.JobRuntime = JobRuntime
-        H.ConfigCompositionException = ConfigCompositionException
-        H.HydraException = HydraException
-        H.OverrideParseException = OverrideParseException
-        H.RunMode = RunMode
-        _hydra = H
-    return _hydra
-
-
-def _discover_installed_plugins() -> None:
-    """Let Hydra scan for plugins only where installed packages live.
-
-    Hydra imports every module of every `hydra_plugins` package on `sys.path` the first time
-    it needs a plugin (the search path of a compose). A scanned repository is on `sys.path`
-    under `python -m` or `PYTHONPATH=.`, and its `hydra_plugins/` would run. Plugins in
-    site-packages (and beside Hydra) were installed by the user, as in their real launch.
-    Inside a running Hydra app (the callback) the registry already exists and is left alone.
-    """
-    import site
-    import sys
-
-    from hydra.core.plugins import Plugins
-    from hydra.core.singleton import Singleton
-
-    if Plugins in Singleton._instances:
-        return
-    import hydra
-
-    installed = {os.path.realpath(p) for p in (*site.getsitepackages(), site.getusersitepackages())}
-    installed.add(os.path.realpath(os.path.dirname(os.path.dirname(hydra.__file__))))
-    saved = sys.path[:]
-    sys.path[:] = [p for p in saved if p and os.path.realpath(p) in installed]
-    try:
-        Plugins.instance()
-    finally:
-        sys.path[:] = saved
+    return hydra_api
 
 
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
@@ -169,26 +117,24 @@ class Composer:
         hit = self._parsed.get(line)
         if hit is None:
             try:
-                hit = _h().parser.parse_overrides([line])[0]
-            except _h().OverrideParseException as ex:
+                hit = _hydra().PARSER.parse_overrides([line])[0]
+            except _hydra().OverrideParseException as ex:
                 hit = ex
             self._parsed[line] = hit
         return hit
 
     def _search_path(self, app: HydraApp):
-        h = _h()
+        h = _hydra()
         csp = h.create_config_search_path(f"file://{app.config_dirs[-1]}" if app.config_dirs else None)
         for d in app.config_dirs[:-1]:  # --config-dir is prepended before the schema source, as Hydra does
-            from hydra.core.config_search_path import SearchPathQuery
-
-            csp.prepend(provider="command-line", path=f"file://{d}", anchor=SearchPathQuery(provider="schema"))
+            csp.prepend(provider="command-line", path=f"file://{d}", anchor=h.SearchPathQuery(provider="schema"))
         return csp
 
     def _repo(self, app: HydraApp, searchpath: tuple[str, ...] | None):
         key = (app.config_dirs, searchpath)
         repo = self._repos.get(key)
         if repo is None:
-            h = _h()
+            h = _hydra()
             csp = self._search_path(app)
             for sp in searchpath or ():
                 csp.append(provider="hydra.searchpath in main", path=sp)
@@ -207,7 +153,7 @@ class Composer:
     # -- composition ----------------------------------------------------
     def compose(self, app: HydraApp, words: list[Word], anchor: Span) -> Composition:
         """Compose `words` (a launch's overrides) for `app`; `anchor` locates config-level errors."""
-        h = _h()
+        h = _hydra()
         h.hydra.version.setbase(app.version_base)
         h.JobRuntime.instance().set("name", app.file.stem)
         comp = Composition(app, None, user_keys=user_config_keys(app))
@@ -312,8 +258,6 @@ class Composer:
                 self.stats["base_misses"] += 1
                 blob = self._compose_base(app, base_lines, keep_hydra)
                 if path:
-                    from ..cache import store
-
                     store(path, blob if isinstance(blob, bytes) else pickle.dumps(blob))
             else:
                 self.stats["base_disk_hits"] += 1
@@ -326,7 +270,7 @@ class Composer:
         return pickle.loads(blob)
 
     def _compose_base(self, app: HydraApp, base_lines: tuple[str, ...], keep_hydra: bool = False) -> bytes | Exception:
-        h = _h()
+        h = _hydra()
         loader = h.ConfigLoaderImpl(config_search_path=self._search_path(app))
         try:
             cfg = loader.load_configuration(
@@ -364,12 +308,7 @@ class Composer:
     def _disk_path(self, app: HydraApp, key: tuple) -> Path | None:
         if not self.use_disk_cache:
             return None
-        import hydra
-        import omegaconf
-
-        from ..cache import entry
-
-        ident = repr((key, self._tree_digest(app), hydra.__version__, omegaconf.__version__))
+        ident = repr((key, self._tree_digest(app), _hydra().hydra.__version__, omegaconf.__version__))
         return entry("bases", ident, self.cache_root)
 
 
@@ -389,10 +328,6 @@ def user_config_keys(app: HydraApp) -> frozenset[str]:
 
 @lru_cache(maxsize=64)
 def _yaml_keys(directory: str) -> frozenset[str]:
-    import yaml
-
-    from ..files import read_regular
-
     out: set[str] = set()
     budget = 2000  # a config dir that is a whole repository is read only this far
     for top, dnames, fnames in os.walk(directory):
@@ -448,13 +383,10 @@ def _raise_unless_config_error(ex: BaseException) -> None:
     """Re-raise what a config cannot cause: the per-file time limit firing (runner._Timeout),
     RecursionError, MemoryError, an I/O error. Only what Hydra, OmegaConf and YAML raise for
     bad configs (the same for the same files, so it may be cached) becomes VL106."""
-    import yaml
-    from omegaconf.errors import OmegaConfBaseException
-
     # Hydra also trips its own asserts and attribute lookups on odd input (`critic=${oc.select:...}`
     # in a defaults list): as deterministic as its exceptions, so findings too.
     config_errors = (
-        _h().HydraException, OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError, LookupError, AssertionError, AttributeError
+        _hydra().HydraException, OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError, LookupError, AssertionError, AttributeError
     )
     seen = set()
     while ex is not None and id(ex) not in seen:  # Hydra wraps errors (`raise ... from ex`): check the chain
@@ -477,60 +409,11 @@ def _describe(ex: BaseException) -> str:
     return msg
 
 
-def all_keys(cfg, prefix: str = "") -> list[str]:
-    out = []
-    if isinstance(cfg, DictConfig):
-        for k in cfg.keys():
-            full = f"{prefix}.{k}" if prefix else str(k)
-            out.append(full)
-            try:
-                child = cfg._get_node(k)
-            except Exception:  # noqa: BLE001
-                continue
-            if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none() and not child._is_interpolation():
-                out.extend(all_keys(child, full))
-    return out
-
-
-def did_you_mean(cfg: DictConfig, key: str) -> str | None:
-    """A real key close to `key`: a sibling with a similar name, or the same key moved."""
-    parts = key.split(".")
-    node = cfg
-    depth = 0
-    for p in parts[:-1]:
-        try:
-            child = node._get_node(p) if isinstance(node, DictConfig) else None
-        except Exception:  # noqa: BLE001
-            child = None
-        if not isinstance(child, DictConfig) or child._is_none() or child._is_missing():
-            break
-        node = child
-        depth += 1
-    prefix = ".".join(parts[:depth])
-    wanted = parts[depth]
-    siblings = [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
-    import difflib  # only for a suggestion: not loaded at start-up
-    close = difflib.get_close_matches(wanted, siblings, n=1, cutoff=0.6)
-    if close:
-        rest = parts[depth + 1 :]
-        return ".".join(([prefix] if prefix else []) + [close[0]] + rest)
-    # The same key somewhere else (moved between releases).
-    suffix = "." + key
-    moved = [k for k in all_keys(cfg) if k.endswith(suffix)]
-    if len(moved) == 1:
-        return moved[0]
-    tail = ".".join(parts[-2:])
-    moved = [k for k in all_keys(cfg) if k.endswith("." + tail)]
-    if len(moved) == 1:
-        return moved[0]
-    return None
-
-
 def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> Diagnostic:
     text = _first_line(ex)
     span = ao.word.span
     if text.startswith("Could not override"):
-        guess = did_you_mean(cfg, ao.key)
+        guess = closest_key(cfg, ao.key)
         added = f"+{ao.key}=..." if ao.value_unknown else f"+{ao.line}"
         help = f"did you mean `{guess}`?" if guess else f"if the key is new, add it with `{added}`"
         if guess is None:

@@ -24,6 +24,9 @@ from typing import NamedTuple
 
 import yaml
 
+from .. import download
+from ..cache import cache_dir, is_marked, make_dir, new_entry, why_unusable
+from ..environment import installed_version
 from ..model import Launch, Word
 
 
@@ -105,9 +108,6 @@ def tree_at(root: Path, origin: str) -> VerlTree:
 def release_tree(version: str) -> VerlTree:
     """A verl release from the package index (`--verl VERSION`): downloaded once without
     dependencies (download.py: no pip, hash-checked) and unpacked into `<cache>/releases`."""
-    from .. import download
-    from ..cache import cache_dir, make_dir, new_entry, why_unusable
-
     try:
         version = download.exact_version(version)  # before it becomes a path
     except download.DownloadError as ex:
@@ -140,8 +140,6 @@ def release_tree(version: str) -> VerlTree:
 def _put_release(tmp: Path, dest: Path, hint: str) -> None:
     """Rename the unpacked release into place. Two first runs at once: the second rename fails
     and finds the first one's release, which has the same content."""
-    from ..cache import is_marked
-
     for _ in range(2):
         try:
             os.rename(tmp, dest)
@@ -217,8 +215,6 @@ def installed_tree() -> VerlTree | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     root = Path(list(spec.submodule_search_locations)[0]).parent
-    from ..environment import installed_version
-
     return VerlTree(root, read_version(root) or installed_version("verl"), "installed package")
 
 
@@ -340,7 +336,7 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
 
 def _nearest_module(module: str, root: Path) -> str | None:
     """The module of the same package with the closest name (`verl.trainer.main_ppoo` -> main_ppo)."""
-    import difflib  # only for a suggestion: not loaded at start-up
+    import difflib  # optional: only a suggestion needs it, kept out of the Hydra callback's start-up
 
     package, _, name = module.rpartition(".")
     d = root.joinpath(*package.split(".")) if package else root

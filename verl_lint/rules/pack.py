@@ -11,7 +11,20 @@ from ..config.context import Context
 from ..engines.versions import notes as version_notes
 from ..model import Diagnostic
 from ..registry import Rule
-from . import allocator, allocator_live, engine_kwargs, env, hydra_keys, script, sizes, tables, unread, values  # noqa: F401 - each registers its rules
+from . import (  # noqa: F401 - each registers its rules
+    allocator,
+    allocator_live,
+    batch_sizes,
+    engine_kwargs,
+    env,
+    hydra_keys,
+    parallel_sizes,
+    script,
+    sizes,
+    tables,
+    unread,
+    values,
+)
 
 
 def check(ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Exception], None] | None = None) -> list[Diagnostic]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config.compose import all_keys
+from ..config.keys import all_keys
 from ..config.context import Context
 from ..registry import main_ppo, rule
 from ..config.reader import ReaderIndex, reader_index

@@ -1,5 +1,7 @@
 """Shell stage: parse bash with tree-sitter-bash and follow its values statically (nothing runs)."""
 
-from .evaluator import Command, ScriptResult, Source, bash_accepts, env_of, evaluate, parser, unknown_word
+from .evaluator import evaluate
+from .source import Source
+from .values import Command, env_of
 
-__all__ = ["Command", "ScriptResult", "Source", "bash_accepts", "env_of", "evaluate", "parser", "unknown_word"]
+__all__ = ["Command", "Source", "env_of", "evaluate"]

@@ -1,0 +1,483 @@
+"""3xx batch sizes, token budgets and sequence lengths: the train, mini and micro batch checks
+of validate_config and the workers, the per-GPU token budget of dynamic batching, the vLLM
+rollout's token limits, and validation sampling (see `sizes.py` for what the 3xx rules share)."""
+
+from __future__ import annotations
+
+from math import gcd
+
+from ..config.source import Evidence
+from ..model import Severity
+from ..registry import main_ppo, rule
+from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default
+
+
+@rule(
+    "VL301",
+    "train-batch-not-divisible-by-gpus",
+    "error",
+    apps=VALIDATED_APPS,
+    evidence=[Evidence(VALIDATION, r"must be divisible by minimal possible batch size")],
+    bad=[main_ppo("data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=48")],
+    good=[main_ppo("data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192")],
+)
+def train_batch_divisible(ctx):
+    """train_batch_size × rollout.n must be divisible by the minimal batch (the GPU count for FSDP).
+
+    ## What it does
+    Computes `data.train_batch_size × actor_rollout_ref.rollout.n` and checks it divides by
+    `n_gpus_per_node × nnodes` (FSDP), or by the Megatron data-parallel size ×
+    `ppo_micro_batch_size_per_gpu`, when dynamic batch size is off.
+
+    ## Why is this bad?
+    `validate_config` asserts "real_train_batch_size (...) must be divisible by minimal
+    possible batch size" — after Ray has started in verl 0.7, before it in 0.9.
+
+    ## Use instead
+    A train batch size whose product with `rollout.n` is a multiple of the GPU count.
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:100-127` (`validate_config`); verl 0.7.1 `verl/utils/config.py:86-113`;
+    verl 0.4.1 `verl/trainer/ppo/ray_trainer.py` (`_validate_config`). Runs only on a tree whose
+    source has the assert ("must be divisible by minimal possible batch size").
+    """
+    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+        return
+    n_gpus, gpus_text = gpu_count(ctx)
+    bsz, n = ctx.int("data.train_batch_size"), ctx.int(f"{R}.n")
+    if n_gpus is None or bsz is None or n is None or n_gpus <= 0:
+        return
+    minimal, why = n_gpus, gpus_text
+    inputs = ["data.train_batch_size", f"{R}.n", *GPUS]
+    if ctx.text(f"{A}.strategy") == "megatron":
+        tp, pp, cp = (parallel_size(ctx, f"{A}.megatron.{k}") for k in MEGATRON_PARALLEL)
+        micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
+        if None in (tp, pp, cp, micro) or tp * pp * cp == 0 or n_gpus % (tp * pp * cp):
+            return  # VL309 reports the indivisible model-parallel size
+        minimal = n_gpus // (tp * pp * cp) * micro
+        why = f"Megatron data-parallel size {n_gpus // (tp * pp * cp)} × ppo_micro_batch_size_per_gpu={micro}"
+        inputs += [f"{A}.megatron.{k}" for k in MEGATRON_PARALLEL] + [f"{A}.ppo_micro_batch_size_per_gpu"]
+    if minimal and (bsz * n) % minimal:
+        yield report_unless_default(
+            ctx,
+            "VL301",
+            f"data.train_batch_size={bsz} × rollout.n={n} = {bsz * n} is not divisible by {why} = {minimal}; "
+            "verl asserts on it in validate_config",
+            inputs,
+            anchor_key(ctx, "data.train_batch_size", f"{R}.n", *GPUS),
+            f"use a train_batch_size such that train_batch_size × {n} is a multiple of {minimal}, e.g. {_round_to(bsz, n, minimal)}",
+        )
+
+
+def _round_to(bsz: int, n: int, minimal: int) -> int:
+    step = minimal // gcd(n, minimal)
+    return max(step, bsz // step * step)
+
+
+@rule(
+    "VL302",
+    "train-batch-smaller-than-mini-batch",
+    "error",
+    apps=VALIDATED_APPS,
+    # verl 0.1-0.3 has no such check: the actor splits the batch into mini batches of at most that size.
+    evidence=[
+        Evidence(("verl/workers/config/actor.py",), r"train_batch_size\s*<\s*self\.ppo_mini_batch_size"),
+        Evidence(("verl/trainer/ppo/ray_trainer.py",), r"train_batch_size\s*>=\s*config\.actor_rollout_ref\.actor\.ppo_mini_batch_size"),
+    ],
+    bad=[main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128")],
+    good=[main_ppo("data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=128")],
+)
+def train_batch_vs_mini(ctx):
+    """data.train_batch_size is smaller than actor.ppo_mini_batch_size.
+
+    ## What it does
+    Compares the two when dynamic batch size is off.
+
+    ## Why is this bad?
+    `ActorConfig.validate` raises "train_batch_size (...) must be >= actor.ppo_mini_batch_size".
+
+    ## Use instead
+    A mini batch no larger than the train batch (usually a divisor of it).
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/config/actor.py:222-229`; verl 0.7.1 `verl/workers/config/actor.py` (`validate`);
+    verl 0.4.1-0.5 `verl/trainer/ppo/ray_trainer.py` (`_validate_config`, an assert). verl 0.1-0.3
+    (e.g. vendored in TinyZero, Logic-RL) has no such check, so the rule does not apply there.
+    """
+    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+        return
+    bsz, mini = ctx.int("data.train_batch_size"), ctx.int(f"{A}.ppo_mini_batch_size")
+    if bsz is not None and mini is not None and bsz < mini:
+        yield report_unless_default(
+            ctx,
+            "VL302",
+            f"data.train_batch_size={bsz} is smaller than {A}.ppo_mini_batch_size={mini}; verl stops in its config validation",
+            ["data.train_batch_size", f"{A}.ppo_mini_batch_size"],
+            anchor_key(ctx, "data.train_batch_size", f"{A}.ppo_mini_batch_size"),
+            f"set {A}.ppo_mini_batch_size to at most {bsz}",
+        )
+
+
+@rule(
+    "VL303",
+    "micro-batch-set-twice",
+    "error",
+    apps=VALIDATED_APPS,
+    evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py"), r"You have set both")],
+    bad=[main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8")],
+    good=[main_ppo(f"{R}.log_prob_micro_batch_size_per_gpu=8")],
+)
+def micro_batch_twice(ctx):
+    """Both the deprecated global micro batch size and its `_per_gpu` form are set.
+
+    ## What it does
+    Checks the pairs `rollout.log_prob_micro_batch_size{,_per_gpu}`,
+    `ref.log_prob_micro_batch_size{,_per_gpu}` (when a reference model is used) and
+    `actor.ppo_micro_batch_size{,_per_gpu}` when dynamic batch size is off.
+
+    ## Why is this bad?
+    verl raises "You have set both '...micro_batch_size' AND '..._per_gpu'".
+
+    ## Use instead
+    Only the `_per_gpu` key.
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:131-182` and `verl/workers/config/actor.py:244-257`;
+    verl 0.7.1 `verl/utils/config.py:117-178`.
+    """
+    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+        return
+    uses_ref = ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward")
+    pairs = [(R, "log_prob_micro_batch_size"), (A, "ppo_micro_batch_size")]
+    if uses_ref:
+        pairs.append(("actor_rollout_ref.ref", "log_prob_micro_batch_size"))
+    for section, name in pairs:
+        glob, per_gpu = ctx.get(f"{section}.{name}", None), ctx.get(f"{section}.{name}_per_gpu", None)
+        if isinstance(glob, int) and isinstance(per_gpu, int) and not isinstance(glob, bool):
+            yield report_unless_default(
+                ctx,
+                "VL303",
+                f"both {section}.{name}={glob} and {section}.{name}_per_gpu={per_gpu} are set; verl raises ValueError",
+                [f"{section}.{name}", f"{section}.{name}_per_gpu"],
+                f"{section}.{name}",
+                f"remove {section}.{name} (deprecated) and keep {name}_per_gpu",
+            )
+
+
+# The worker that runs the actor update, and the check each has on the mini batch.
+ENGINE_DP_ASSERT = Evidence(("verl/workers/engine_workers.py",), r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0")
+LEGACY_POSITIVE = Evidence(("verl/workers/fsdp_workers.py",), r"ppo_mini_batch_size > 0")
+LEGACY_CHOICE = Evidence(("verl/trainer/main_ppo.py",), r"use_legacy_worker_impl")
+LEGACY_IMPORT = Evidence(("verl/trainer/main_ppo.py",), r"verl\.workers\.fsdp_workers import")
+
+
+def _actor_worker(ctx) -> str | None:
+    """"engine" (verl/workers/engine_workers.py), "legacy" (verl/workers/{fsdp,megatron}_workers.py)
+    or None (unknown), as the tree's main_ppo chooses it."""
+    if ctx.verl_has(LEGACY_CHOICE):
+        choice = ctx.get("trainer.use_legacy_worker_impl", "auto")
+        return {"auto": "legacy", "enable": "legacy", "disable": "engine"}.get(choice) if isinstance(choice, str) else None
+    if ctx.verl_has(LEGACY_IMPORT):
+        return "legacy"  # verl <= 0.5: the legacy workers are the only ones
+    return "engine" if ctx.verl_has(ENGINE_DP_ASSERT) else None
+
+
+@rule(
+    "VL304",
+    "mini-batch-not-divisible-by-dp",
+    "error",
+    bad=[
+        (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"), ">=0.8"),  # engine worker
+        (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=4", "data.train_batch_size=96"), "<0.8"),  # legacy: 4 // 8 GPUs = 0
+        (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"), "<0.8"),  # legacy: truncated to 1 (a warning)
+    ],
+    good=[
+        main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=96"),
+    ],
+    evidence=[ENGINE_DP_ASSERT, LEGACY_POSITIVE],
+)
+def mini_batch_dp(ctx):
+    """ppo_mini_batch_size × rollout.n does not split over the actor's data-parallel ranks as verl requires.
+
+    ## What it does
+    With the actor's data-parallel size `dp` (`n_gpus / ulysses_sequence_parallel_size` for FSDP,
+    `n_gpus / (TP × PP × CP)` for Megatron), mirrors the check of the worker the tree's `main_ppo`
+    runs (`trainer.use_legacy_worker_impl` where the tree has it): the engine worker needs
+    `ppo_mini_batch_size × rollout.n` to be a multiple of `dp`; the legacy FSDP worker truncates
+    the per-GPU mini batch `ppo_mini_batch_size × rollout.n // dp` and asserts only that it is
+    positive (the legacy Megatron worker checks neither): a remainder there is a warning, since
+    the mini batch silently shrinks. Then the per-GPU mini batch must be a multiple of
+    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off.
+
+    ## Why is this bad?
+    verl 0.9 asserts `mini_batch_size % dp == 0` at the first actor update — after a full
+    rollout step; the legacy worker (0.4-0.7, and the default there) asserts "should be larger
+    than 0 after normalization" and "should be divisible by ppo_micro_batch_size_per_gpu" when
+    the workers start.
+
+    ## Use instead
+    A mini batch whose product with `rollout.n` is a multiple of the data-parallel size.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/engine_workers.py:266-270` (`train_batch`) and
+    `verl/trainer/ppo/v1/trainer_base.py` (`mini_batch_size = ppo_mini_batch_size × n`);
+    verl 0.7.1 `verl/workers/fsdp_workers.py:249-268`; verl 0.4.1 `verl/workers/fsdp_workers.py:156-166`.
+    verl 0.1-0.3 divides before multiplying by `n` and checks neither: the rule does not apply.
+    """
+    strategy = ctx.text(f"{A}.strategy")
+    if strategy not in ("fsdp", "fsdp2", "megatron"):
+        return
+    worker = _actor_worker(ctx)
+    if worker is None or not ctx.verl_has(ENGINE_DP_ASSERT if worker == "engine" else LEGACY_POSITIVE):
+        return
+    if strategy == "megatron":
+        if worker != "engine" or ctx.get(f"{A}.megatron.dynamic_context_parallel", False) is not False:
+            return  # the legacy worker only truncates; dynamic CP makes the engine's dp 1
+        shard_keys = [f"{A}.megatron.{k}" for k in MEGATRON_PARALLEL]
+    else:
+        shard_keys = [f"{A}.ulysses_sequence_parallel_size"]
+    n_gpus, _ = gpu_count(ctx)
+    mini, n = ctx.int(f"{A}.ppo_mini_batch_size"), ctx.int(f"{R}.n")
+    shards = [parallel_size(ctx, k) for k in shard_keys]
+    if None in (n_gpus, mini, n, *shards) or n_gpus <= 0 or min(shards) <= 0:
+        return
+    shard = 1
+    for x in shards:
+        shard *= x
+    if n_gpus % shard:
+        return  # VL309 (Megatron) reports it; FSDP cannot build its device mesh
+    dp = n_gpus // shard
+    total = mini * n
+    inputs = [f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS, *shard_keys]
+    how = " × ".join(f"{k.rsplit('.', 1)[1]}={x}" for k, x in zip(shard_keys, shards))
+    if total // dp == 0 or (worker == "engine" and total % dp):
+        yield report_unless_default(
+            ctx,
+            "VL304",
+            f"ppo_mini_batch_size={mini} × rollout.n={n} = {total} does not split over {dp} data-parallel ranks "
+            f"(n_gpus={n_gpus} / {how})",
+            inputs,
+            anchor_key(ctx, f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS),
+            f"make ppo_mini_batch_size × rollout.n a multiple of {dp}",
+        )
+        return
+    if total % dp:  # the legacy worker: no error, but not the mini batch the script asks for
+        per_gpu = total // dp
+        yield report_unless_default(
+            ctx,
+            "VL304",
+            f"ppo_mini_batch_size={mini} × rollout.n={n} = {total} does not split over {dp} data-parallel ranks "
+            f"(n_gpus={n_gpus} / {how}): this verl's worker silently truncates each rank's mini batch to "
+            f"{total} // {dp} = {per_gpu}, so a mini batch is {per_gpu * dp} samples, not {total}",
+            inputs,
+            anchor_key(ctx, f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS),
+            f"make ppo_mini_batch_size × rollout.n a multiple of {dp}",
+            Severity.WARNING,
+        )
+    micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
+    if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro:
+        yield report_unless_default(
+            ctx,
+            "VL304",
+            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}",
+            [*inputs, f"{A}.ppo_micro_batch_size_per_gpu"],
+            anchor_key(ctx, f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_mini_batch_size"),
+            f"use a ppo_micro_batch_size_per_gpu that divides {total // dp}",
+        )
+
+
+# How the tree scales the per-GPU token budget: × Ulysses SP (FSDP), × context parallel (Megatron).
+BUDGET_SCALE = {
+    "fsdp": (
+        Evidence(("verl/workers/actor/dp_actor.py",), r"max_token_len\w*\s*\*\s*self\.ulysses_sequence_parallel_size"),
+        Evidence(("verl/workers/engine/utils.py",), r"max_token_len_per_gpu\s*\*\s*sp_size"),
+    ),
+    "megatron": (
+        Evidence(("verl/workers/actor/megatron_actor.py",), r"max_token_len\w*\s*\*\s*self\.config\.megatron\.context_parallel_size"),
+        Evidence(("verl/workers/engine/megatron/*.py",), r"sp_size\s*=\s*self\.engine_config\.context_parallel_size"),
+    ),
+}
+
+
+@rule(
+    "VL305",
+    "max-token-len-below-sequence-length",
+    "error",
+    bad=[main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=4096", "data.max_prompt_length=2048", "data.max_response_length=4096")],
+    good=[main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "data.max_prompt_length=2048", "data.max_response_length=4096")],
+    evidence=[Evidence(("verl/utils/seqlen_balancing.py",), r"assert max_token_len >= max_seq_len")],
+)
+def max_token_len(ctx):
+    """With dynamic batch size, a token budget per GPU below the longest possible sequence.
+
+    ## What it does
+    Checks `ppo_max_token_len_per_gpu` (actor) and `log_prob_max_token_len_per_gpu` (rollout),
+    times the sequence-sharding size the tree multiplies them by (`ulysses_sequence_parallel_size`
+    for FSDP, `megatron.context_parallel_size` for Megatron), against
+    `data.max_prompt_length + data.max_response_length` when dynamic batch size is on.
+
+    ## Why is this bad?
+    `rearrange_micro_batches` asserts "max_token_len must be greater than the sequence
+    length" as soon as one long sample arrives — mid-training.
+
+    ## Use instead
+    A per-GPU token budget of at least prompt + response length (usually 2–3× it).
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/seqlen_balancing.py:384-386` with `verl/workers/engine/utils.py:111`
+    (`max_token_len_per_gpu * sp_size`; sp_size is the context parallel size for Megatron,
+    `engine/megatron/transformer_impl.py:836`); verl 0.7.1 `verl/utils/seqlen_balancing.py:382-383`,
+    `verl/workers/actor/dp_actor.py:559`, `verl/workers/actor/megatron_actor.py:796`.
+    """
+    prompt, response = ctx.int("data.max_prompt_length"), ctx.int("data.max_response_length")
+    strategy = ctx.text(f"{A}.strategy")
+    family = "megatron" if strategy == "megatron" else "fsdp" if strategy in ("fsdp", "fsdp2") else None
+    if prompt is None or response is None or family is None or not ctx.verl_has(*BUDGET_SCALE[family]):
+        return
+    scale_key = f"{A}.megatron.context_parallel_size" if family == "megatron" else f"{A}.ulysses_sequence_parallel_size"
+    scale = parallel_size(ctx, scale_key)
+    if scale is None or scale <= 0:
+        return
+    scale_name = scale_key.rsplit(".", 1)[1]
+    seq = prompt + response
+    checks = [(A, "use_dynamic_bsz", "ppo_max_token_len_per_gpu")]
+    checks += [(R, "log_prob_use_dynamic_bsz", "log_prob_max_token_len_per_gpu")]
+    for section, flag, budget_key in checks:
+        if ctx.flag(f"{section}.{flag}") is not True:
+            continue
+        budget = ctx.int(f"{section}.{budget_key}")
+        if budget is not None and budget * scale < seq:
+            key = f"{section}.{budget_key}"
+            if not ctx.set_by_override(key):
+                key = anchor_key(ctx, f"{A}.ppo_max_token_len_per_gpu", "data.max_response_length", "data.max_prompt_length")
+            yield report_unless_default(
+                ctx,
+                "VL305",
+                f"{section}.{budget_key}={budget} × {scale_name}={scale} is below "
+                f"max_prompt_length + max_response_length = {seq}; verl asserts once a long sample arrives",
+                [f"{section}.{budget_key}", f"{section}.{flag}", "data.max_prompt_length", "data.max_response_length", scale_key],
+                key,
+                f"set {budget_key} to at least {-(-seq // scale)}",
+            )
+            return
+
+
+# verl 0.9 raises max_num_batched_tokens to max_model_len itself (with a warning).
+BATCHED_TOKENS_RAISED = Evidence(VLLM_SERVER, r"raising max_num_batched_tokens from")
+
+
+@rule(
+    "VL311",
+    "max-num-batched-tokens-below-max-model-len",
+    "error",
+    evidence=[Evidence(VLLM_SERVER, r"max_num_batched_tokens")],
+    unless=[BATCHED_TOKENS_RAISED],
+    bad=[main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=8192")],
+    good=[main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=16384")],
+)
+def batched_tokens(ctx):
+    """Without chunked prefill, max_num_batched_tokens must be at least max_model_len.
+
+    ## What it does
+    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`.
+
+    ## Why is this bad?
+    vLLM's SchedulerConfig raises "max_num_batched_tokens (...) is smaller than
+    max_model_len" when the rollout server starts. verl 0.9 raises the value itself with a
+    warning: the rule applies to trees that pass the value to vLLM as it is.
+
+    ## Use instead
+    `max_num_batched_tokens >= max_model_len`, or keep chunked prefill on.
+
+    ## Where in verl
+    verl 0.7.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:309-312` (passes both to vLLM);
+    verl 0.9.1 `vllm_async_server.py:1113-1119` (the fix-up that makes this moot).
+    """
+    if ctx.flag(f"{R}.enable_chunked_prefill") is not False:
+        return
+    tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
+    if tokens is not None and max_len is not None and tokens < max_len:
+        yield report_unless_default(
+            ctx,
+            "VL311",
+            f"max_num_batched_tokens={tokens} < max_model_len={max_len} with chunked prefill off; vLLM refuses to start",
+            [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"],
+            anchor_key(ctx, f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"),
+            f"set {R}.max_num_batched_tokens={max_len}",
+        )
+
+
+@rule(
+    "VL312",
+    "max-model-len-below-sequence-budget",
+    "warning",
+    evidence=[Evidence(VLLM_SERVER, r"max_possible_tokens = self\.config\.max_model_len - len\(prompt_ids\)")],
+    bad=[main_ppo(f"{R}.max_model_len=2048", "data.max_prompt_length=1024", "data.max_response_length=2048")],
+    good=[main_ppo(f"{R}.max_model_len=4096", "data.max_prompt_length=1024", "data.max_response_length=2048")],
+)
+def max_model_len_budget(ctx):
+    """rollout.max_model_len is below max_prompt_length + max_response_length.
+
+    ## What it does
+    Compares an explicit `rollout.max_model_len` with the data's sequence budget.
+
+    ## Why is this bad?
+    verl clamps each request's `max_tokens` to `max_model_len - len(prompt)`, so responses
+    are silently cut short; a prompt longer than `max_model_len` raises ValueError.
+
+    ## Use instead
+    `max_model_len >= max_prompt_length + max_response_length`.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:593-621`.
+    """
+    max_len = ctx.int(f"{R}.max_model_len")
+    prompt, response = ctx.int("data.max_prompt_length"), ctx.int("data.max_response_length")
+    if None in (max_len, prompt, response) or max_len >= prompt + response:
+        return
+    yield report_unless_default(
+        ctx,
+        "VL312",
+        f"rollout.max_model_len={max_len} < max_prompt_length + max_response_length = {prompt + response}; "
+        "responses are silently truncated",
+        [f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length"],
+        anchor_key(ctx, f"{R}.max_model_len", "data.max_response_length", "data.max_prompt_length"),
+        f"set {R}.max_model_len={prompt + response} or more",
+    )
+
+
+@rule(
+    "VL313",
+    "val-do-sample-needs-temperature",
+    "error",
+    apps=VALIDATED_APPS,
+    evidence=[Evidence(VALIDATION, r"validation gen temperature should be greater than 0")],
+    bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
+    good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],
+)
+def val_sampling(ctx):
+    """Validation sampling with a non-positive rollout temperature.
+
+    ## What it does
+    Flags `rollout.val_kwargs.do_sample=True` with `rollout.temperature <= 0`.
+
+    ## Why is this bad?
+    `validate_config` asserts "validation gen temperature should be greater than 0 when
+    enabling do_sample".
+
+    ## Use instead
+    A positive `actor_rollout_ref.rollout.temperature`, or `val_kwargs.do_sample=False`.
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:199-203`; verl 0.7.1 `verl/utils/config.py` (`validate_config`).
+    """
+    temp = ctx.num(f"{R}.temperature")
+    if ctx.flag(f"{R}.val_kwargs.do_sample") is True and temp is not None and temp <= 0:
+        yield report_unless_default(
+            ctx,
+            "VL313",
+            f"val_kwargs.do_sample=True needs rollout.temperature > 0 (got {temp}); validate_config asserts",
+            [f"{R}.temperature", f"{R}.val_kwargs.do_sample"],
+            anchor_key(ctx, f"{R}.temperature", f"{R}.val_kwargs.do_sample"),
+            f"set {R}.temperature to a positive value such as 1.0",
+        )

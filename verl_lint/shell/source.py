@@ -1,0 +1,144 @@
+"""A script's text parsed by tree-sitter-bash, with the spans findings need, and its syntax
+errors (each confirmed by `bash -n`: tree-sitter's grammar has gaps that bash accepts)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+import shutil
+import subprocess
+
+import tree_sitter as ts
+import tree_sitter_bash as tsb
+
+from ..model import Diagnostic, Span
+from ..rules.script import BASH_PARSE_ERROR
+
+_PARSER: ts.Parser | None = None
+
+
+def parser() -> ts.Parser:
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = ts.Parser(ts.Language(tsb.language()))
+    return _PARSER
+
+
+class Source:
+    """A script's text with the byte/character bookkeeping spans need."""
+
+    def __init__(self, path: str, text: str):
+        self.path = path
+        self.text = text
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.tree = parser().parse(self.data)
+        self._line_starts = [0] + [m.end() for m in re.finditer(b"\n", self.data)]
+        self._init_points()
+
+    def region(self, start: int, end: int) -> "Source":
+        """The same file with only bytes start..end parsed (a string run by `bash -c` or `eval`,
+        a here-document fed to bash): spans stay those of the file."""
+        sub = object.__new__(Source)
+        sub.path, sub.text, sub.data, sub._line_starts = self.path, self.text, self.data, self._line_starts
+        p = parser()
+        p.included_ranges = [ts.Range(self._ts_point(start), self._ts_point(end), start, end)]
+        try:
+            sub.tree = p.parse(self.data)
+        finally:
+            p.included_ranges = []
+        sub._init_points()
+        return sub
+
+    def _ts_point(self, byte: int) -> tuple[int, int]:
+        row = bisect.bisect_right(self._line_starts, byte) - 1
+        return (row, byte - self._line_starts[row])
+
+    def _init_points(self) -> None:
+        self._ascii = self.data.isascii()  # columns are byte offsets then (no decoding per span)
+        self._points: dict[int, tuple[int, int]] = {}
+
+    def span(self, start_byte: int, end_byte: int) -> Span:
+        line, col = self._point(start_byte)
+        end_line, end_col = self._point(end_byte)
+        return Span(self.path, line, col, end_line, end_col, start_byte, end_byte)
+
+    def node_span(self, node: ts.Node) -> Span:
+        return self.span(node.start_byte, node.end_byte)
+
+    def node_text(self, node: ts.Node) -> str:
+        return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def _point(self, byte: int) -> tuple[int, int]:
+        hit = self._points.get(byte)
+        if hit is None:
+            row = bisect.bisect_right(self._line_starts, byte) - 1
+            start = self._line_starts[row]
+            col = byte - start + 1 if self._ascii else len(self.data[start:byte].decode("utf-8", "replace")) + 1
+            hit = self._points[byte] = (row + 1, col)
+        return hit
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def bash_accepts(data: bytes) -> bool:
+    """Whether `bash -n` parses the script. It reads and executes nothing but the text on its
+    stdin (no profile, rc file or BASH_ENV: the environment is empty); extglob is on, since
+    `shopt -s extglob` in the script is not run under -n. False when bash is not there."""
+    bash = shutil.which("bash")
+    if bash is None:
+        return False
+    try:
+        proc = subprocess.run([bash, "--noprofile", "--norc", "-O", "extglob", "-n"], input=data, env={}, capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
+
+
+def syntax_errors(src: Source) -> list[Diagnostic]:
+    """One finding per innermost ERROR / MISSING node, located on its first line, unless
+    bash itself parses the script (a gap of the grammar, never a finding)."""
+    root = src.tree.root_node
+    if not root.has_error or bash_accepts(src.data):
+        return []
+    found = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        inner = [c for c in n.children if c.has_error or c.is_missing or c.type == "ERROR"]
+        if (n.type == "ERROR" or n.is_missing) and not any(c.type == "ERROR" or c.is_missing for c in _descendants(n)):
+            if _grammar_gap(src, n):
+                continue
+            what = f"missing {n.type!r}" if n.is_missing else "this text is not valid bash"
+            newline = src.data.find(b"\n", n.start_byte)
+            end = n.end_byte if newline < 0 else min(n.end_byte, newline)
+            found.append(
+                BASH_PARSE_ERROR.finding(f"bash syntax error: {what}; the rest of the script is still analysed", src.span(n.start_byte, max(end, n.start_byte)), help="fix the syntax; `bash -n SCRIPT` shows what bash thinks")
+            )
+            continue
+        stack.extend(reversed(inner))
+    return found
+
+
+def _grammar_gap(src: Source, n: ts.Node) -> bool:
+    """Errors tree-sitter-bash reports where bash itself is fine (never worth a finding).
+
+    A trailing `\\` continuation at the end of the file, and `${V:-[...]}` defaults that
+    the grammar cannot parse; the evaluator treats such an expansion as unknown."""
+    if src.data[n.start_byte :].strip() in (b"", b"\\"):  # `\` at EOF, newline or not
+        return True
+    p = n.parent
+    while p is not None:
+        if p.type == "expansion":
+            return True
+        p = p.parent
+    return False
+
+
+def _descendants(n: ts.Node):
+    stack = list(n.children)
+    while stack:
+        c = stack.pop()
+        yield c
+        stack.extend(c.children)

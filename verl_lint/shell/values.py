@@ -1,0 +1,119 @@
+"""The values the shell evaluator tracks: a word's segments (text or Unknown, with where each was
+written), variables, the state at a point of the script, and the commands it finds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import tree_sitter as ts
+
+from ..model import Diagnostic, EnvVar, Span, Unknown, Word
+from .source import Source
+
+
+@dataclass(frozen=True)
+class Seg:
+    """A piece of one field: literal text, or an unknown, with where it was written."""
+
+    text: str | None
+    span: Span
+    unknown: Unknown | None = None
+    from_caller: bool = False
+    expanded: bool = False  # came from a variable: its span is where the value was written
+    cwd: str | None = None  # Word.cwd: built on this assumed working directory
+
+
+
+@dataclass
+class Var:
+    # A scalar is a one-element list; arrays keep one Word per element.
+    words: list[Word]
+    is_array: bool = False
+    exported: bool = False
+    assigned_at: Span | None = None
+
+
+@dataclass
+class State:
+    vars: dict[str, Var] = field(default_factory=dict)
+    functions: dict[str, ts.Node] = field(default_factory=dict)
+    positional: list[Word] | None = None  # None at top level: the caller's "$@"
+    # The working directory (`$(pwd)`, `$PWD`, what relative paths mean), absolute; None after a
+    # `cd` to a place not known statically. When the caller does not say where the script runs,
+    # it is built on `cwd_base`, the first of `run_from`: the directories it may be run from.
+    cwd: str | None = None
+    cwd_base: str | None = None
+    run_from: tuple[str, ...] = ()
+
+    def copy(self) -> "State":
+        return State(dict(self.vars), dict(self.functions), self.positional, self.cwd, self.cwd_base, self.run_from)
+
+    def cwd_seg(self, span: Span) -> "Seg":
+        """`$(pwd)` / `$PWD`: the working directory, marked when it rests on an assumption."""
+        if self.cwd is None:
+            return Seg(None, span, Unknown("the working directory after a `cd` to a place only known at run time"))
+        return Seg(self.cwd, span, cwd=self.cwd_base)
+
+
+@dataclass
+class Command:
+    """A simple command after expansion: env prefixes, then argument words."""
+
+    node: ts.Node
+    span: Span
+    prefix_env: dict[str, EnvVar]
+    words: list[Word]
+    state: State
+    note: str | None = None  # under which condition it runs, when not under the script's own values
+    nested: bool = False  # its string argument was read as a script (`bash -c`, `eval`)
+
+
+@dataclass
+class ScriptResult:
+    source: Source
+    commands: list[Command] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    sourced: list[str] = field(default_factory=list)
+
+
+def unknown_word(span: Span, reason: str, from_caller: bool = False) -> Word:
+    return Word(None, span, Unknown(reason), from_caller)
+
+
+def env_of(state: State) -> dict[str, EnvVar]:
+    """The exported variables of a state, as the launched process would see them."""
+    out = {}
+    for name, var in state.vars.items():
+        if var.exported and not var.is_array and var.words:
+            w = var.words[0]
+            out[name] = EnvVar(name, w.text, var.assigned_at or w.span, w.unknown, True)
+    return out
+
+
+def field_word(f: list[Seg], span: Span) -> Word:
+    """The Word of one field (its segments joined): unknown when any segment is."""
+    # A word that is exactly one expanded value points where that value was written.
+    if len(f) == 1 and f[0].expanded:
+        s = f[0]
+        return Word(s.text, s.span, s.unknown, s.from_caller, cwd=s.cwd)
+    unknown = next((s.unknown for s in f if s.unknown is not None), None)
+    if unknown is not None:
+        prefix = []
+        for s in f:
+            if s.text is None:
+                break
+            prefix.append(s.text)
+        return Word(None, span, unknown, any(s.from_caller for s in f), "".join(prefix))
+    return Word("".join(s.text or "" for s in f), span, cwd=next((s.cwd for s in f if s.cwd), None))
+
+
+def join_words(a: Word, b: Word, span: Span) -> Word:
+    if a.text is None or b.text is None:
+        return Word(None, span, a.unknown or b.unknown)
+    return Word(a.text + b.text, span, cwd=a.cwd or b.cwd)
+
+
+def shorten(text: str, n: int = 40) -> str:
+    """`text` on one line, cut to `n` characters, for quoting a script's text in a message."""
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
