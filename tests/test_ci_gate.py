@@ -139,3 +139,32 @@ def test_junit_report(tree_dir, verl_trees):
     assert suite.get("tests") == "2" and suite.get("failures") == "1"
     [failed] = [c for c in suite if c.find("failure") is not None]
     assert "VL101" in failed.find("failure").text and failed.get("name").endswith("bad.sh")
+
+
+def test_cross_field_findings_name_the_other_lines(tmp_path, verl_trees):
+    """VL301 rests on four keys: it points at one and lists where the script set the others
+    (text notes, JSON `related`, SARIF `relatedLocations`); keys left at verl's defaults have no
+    line of the user's and are not listed."""
+    script = tmp_path / "r.sh"
+    script.write_text(
+        "#!/bin/bash\nBS=1000\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n"
+        "  data.train_batch_size=$BS \\\n  actor_rollout_ref.rollout.n=5 \\\n  trainer.n_gpus_per_node=8 trainer.nnodes=6\n"
+    )
+    args = ("check", "--verl-root", str(verl_trees[NEWEST].root), "--select", "VL301", str(script))
+    [finding] = json.loads(cli(*args, "--format", "json").stdout)
+    assert (finding["line"], finding["column"], finding["key"]) == (6, 29, "trainer.nnodes")
+    assert [(r["key"], r["line"], r["column"]) for r in finding["related"]] == [
+        ("data.train_batch_size", 4, 3),
+        ("actor_rollout_ref.rollout.n", 5, 3),
+        ("trainer.n_gpus_per_node", 6, 3),
+    ]
+    doc = json.loads(cli(*args, "--format", "sarif").stdout)
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    [result] = doc["runs"][0]["results"]
+    assert [(x["physicalLocation"]["region"]["startLine"], x["message"]["text"]) for x in result["relatedLocations"]] == [
+        (4, "`data.train_batch_size=1000` set here"),
+        (5, "`actor_rollout_ref.rollout.n=5` set here"),
+        (6, "`trainer.n_gpus_per_node=8` set here"),
+    ]
+    text = cli(*args).stdout
+    assert f"  = note: `data.train_batch_size=1000` set here ({script}:4:3)\n" in text

@@ -41,10 +41,10 @@ def parallel_size(ctx, key):
 
 
 def report_unless_default(ctx, code, message, inputs, key, help, severity=None):
-    """The finding, unless none of `inputs` is the user's choice: then a problem of verl's own
-    defaults (info, once per run)."""
+    """The finding at `key`, with the other `inputs` the script set as related places; unless
+    none of `inputs` is the user's choice: then a problem of verl's own defaults (info, once per run)."""
     if any(ctx.user_set(k) for k in inputs):
-        return ctx.diag(code, message, key=key, help=help, severity=severity)
+        return ctx.diag(code, message, key=key, help=help, severity=severity, related=inputs)
     return ctx.default_problem(code, message, key, help)
 
 
