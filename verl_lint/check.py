@@ -297,7 +297,7 @@ def fix(args: Namespace, command_argv, run: Plan, reports: list[FileReport], tre
     changed = fixed = failed = diffs = 0
     shown: list[Diagnostic] = []
     for r in reports:
-        if not _fixable_file(r):
+        if not _fixable_file(r, args):
             continue
         res = apply_fixes(r.path, r.text, r.diagnostics, unsafe=args.unsafe_fixes, write=not args.diff)
         if res.failed:
@@ -324,8 +324,10 @@ def fix(args: Namespace, command_argv, run: Plan, reports: list[FileReport], tre
     return reports, failed, diffs
 
 
-def _fixable_file(r: FileReport) -> bool:
-    return r.text is not None and not r.path.startswith("<") and not any(d.code == "VL006" for d in r.diagnostics)
+def _fixable_file(r: FileReport, args: Namespace) -> bool:
+    """A file --fix may write: not a command line, not stdin, not one whose parse failed (VL006)."""
+    stdin = (args.stdin_filename or STDIN) if STDIN in args.paths else None
+    return r.text is not None and not r.path.startswith("<") and r.path != stdin and not any(d.code == "VL006" for d in r.diagnostics)
 
 
 def _with_fix(r: FileReport, unsafe: bool) -> list[Diagnostic]:
@@ -337,11 +339,11 @@ def _list_fixes(diags: list[Diagnostic], stream) -> None:
         print(f"  {safe(d.span.path)}:{d.span.line}:{d.span.col}: {d.code} {safe(d.fix.title)}" + ("" if d.fix.safe else " (unsafe)"), file=stream)
 
 
-def _fixable_summary(reports: list[FileReport]) -> str:
+def _fixable_summary(reports: list[FileReport], args: Namespace) -> str:
     """`N fixable with --fix (M more with --unsafe-fixes)`: what --fix would apply, counted as it applies."""
     n_safe = n_all = 0
     for r in reports:
-        if _fixable_file(r) and any(d.fix for d in r.diagnostics):
+        if _fixable_file(r, args) and any(d.fix for d in r.diagnostics):
             n_safe += apply_fixes(r.path, r.text, r.diagnostics, unsafe=False, write=False).applied
             n_all += apply_fixes(r.path, r.text, r.diagnostics, unsafe=True, write=False).applied
     if not n_all:
@@ -386,14 +388,14 @@ def emit(reports: list[FileReport], args: Namespace, fail_on: dict[str, str], un
     elif fmt == "text" or args.output:
         sys.stdout.write(RENDERERS["text"](reports, color=color, show_summary=not args.quiet, hidden=hidden))
         if not args.quiet and not args.fix:
-            sys.stdout.write(_fixable_summary(reports))
+            sys.stdout.write(_fixable_summary(reports, args))
     else:
         sys.stdout.write(RENDERERS[fmt](reports))
         for r in reports:
             for e in r.errors:
                 print(str(e), file=sys.stderr)
     if args.show_fixes and not args.fix:
-        _list_fixes([d for r in reports if _fixable_file(r) for d in _with_fix(r, args.unsafe_fixes)], sys.stdout)
+        _list_fixes([d for r in reports if _fixable_file(r, args) for d in _with_fix(r, args.unsafe_fixes)], sys.stdout)
     if unwritten:
         return usage_error(unwritten)
     if unfixed or any(r.errors for r in reports):

@@ -273,25 +273,27 @@ def load_settings(path: Path, explicit: bool = False) -> Settings:
     data = _read_toml(path)
     tool = data.get("tool")
     if tool is not None:
-        table = tool.get("verl-lint") if isinstance(tool, dict) else None
-    else:
-        table = data.get("verl-lint", data if explicit or path.name == SETTINGS_FILE else None)
+        table, label = (tool.get("verl-lint") if isinstance(tool, dict) else None), "[tool.verl-lint]"
+    elif "verl-lint" in data:
+        table, label = data["verl-lint"], "[verl-lint]"
+    else:  # settings at top level
+        table, label = (data if explicit or path.name == SETTINGS_FILE else None), ""
     if not table:
         return Settings(root=path.parent, path=path)
     if not isinstance(table, dict):
-        raise ValueError(f"{where}: [tool.verl-lint] must be a table of settings, not {show(table)}")
+        raise ValueError(f"{where}: {label} must be a table of settings, not {show(table)}")
     values: dict[str, Any] = {}
     for name, value in table.items():
         if name not in SETTINGS:
             raise ValueError(
-                f"{where}: unknown setting {show(name)} in [tool.verl-lint]{did_you_mean(name, SETTINGS)}"
+                f"{where}: unknown setting {show(name)}{' in ' + label if label else ''}{did_you_mean(name, SETTINGS)}"
                 f" (settings: {', '.join(SETTINGS)})"
             )
         attr, check = SETTINGS[name]
         try:
             checked = check(value)
         except _Bad as ex:
-            raise ValueError(f"{where}: [tool.verl-lint] {name} = {show(value)}: {ex}") from None
+            raise ValueError(f"{where}: {label + ' ' if label else ''}{name} = {show(value)}: {ex}") from None
         if attr.startswith("engines."):
             values.setdefault("engines", {})[attr.split(".", 1)[1]] = checked
         else:
