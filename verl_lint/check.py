@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from argparse import Namespace
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec
@@ -146,16 +145,16 @@ def plan(args: Namespace, command_argv: list[str] | None, finder: SettingsFinder
     out = Plan([], [], command=load(finder, Path(".")) if command_argv else None)
     if STDIN in paths:
         out.stdin = load(finder, Path(args.stdin_filename or "."))
-    by_walk: dict[Path | None, list[str]] = {}
+    by_walk: dict[Path | None, tuple[Settings, list[str]]] = {}  # settings file -> its settings, the paths under it
     for raw in paths:
         if raw != STDIN:
-            load(finder, Path(raw))
-            by_walk.setdefault(finder.file_for(Path(raw)), []).append(raw)
+            settings = load(finder, Path(raw))
+            by_walk.setdefault(settings.path, (settings, []))[1].append(raw)
     groups: dict[Path | None, Group] = {}
     seen: set[str] = set()
-    for walk_file, raws in by_walk.items():
-        walk_settings = load(finder, Path(raws[0]))
+    for walk_settings, raws in by_walk.values():
         files, errors = collect(raws, walk_settings, use_ignore_files=not getattr(args, "no_ignore", False))
+        given = {str(Path(r)) for r in raws}  # as collect names them
         out.errors += errors
         for f in files:
             real = os.path.realpath(f)
@@ -163,9 +162,9 @@ def plan(args: Namespace, command_argv: list[str] | None, finder: SettingsFinder
                 continue
             seen.add(real)
             settings = load(finder, f)
-            if settings is not walk_settings and str(f) not in raws and _excluded(f, settings):
+            if settings is not walk_settings and str(f) not in given and _excluded(f, settings):
                 continue
-            groups.setdefault(finder.file_for(f), Group(settings)).files.append(f)
+            groups.setdefault(settings.path, Group(settings)).files.append(f)
             out.order[str(f)] = len(out.order)
     out.groups = list(groups.values())
     return out
@@ -181,8 +180,8 @@ def _excluded(path: Path, settings: Settings) -> bool:
     return GitIgnoreSpec.from_lines(settings.exclude).match_file(rel.as_posix())
 
 
-def lint(args: Namespace, command_argv: list[str] | None, run: Plan, tree: VerlTree | None = None) -> list[FileReport]:
-    """Lint what `run` holds; `tree`: this verl tree for every file (upgrade), else per settings."""
+def lint(args: Namespace, command_argv: list[str] | None, inputs: Plan, tree: VerlTree | None = None) -> list[FileReport]:
+    """Lint what `inputs` holds; `tree`: this verl tree for every file (upgrade), else per settings."""
     options = {}
 
     def opts(settings: Settings) -> Options:
@@ -190,34 +189,37 @@ def lint(args: Namespace, command_argv: list[str] | None, run: Plan, tree: VerlT
             options[id(settings)] = build_options(args, settings, tree) if tree else options_for(args, settings)
         return options[id(settings)]
 
-    for s in [run.stdin, run.command, *(g.settings for g in run.groups)]:
+    for s in [inputs.stdin, inputs.command, *(g.settings for g in inputs.groups)]:
         if s is not None:
             opts(s)  # every bad flag or setting before anything is linted
     use_cache, timings = not args.no_cache, ({} if args.verbose else None)
     if args.verbose:
-        _describe(run, opts)
-    reports = list(run.errors)
-    if run.command is not None:
-        reports += lint_paths([], opts(run.command), command_argv, use_cache=use_cache)
-    if run.stdin is not None:
-        reports.append(_lint_stdin(args, run.stdin, opts(run.stdin), use_cache))
+        _describe(inputs, opts)
+    reports = list(inputs.errors)
+    if inputs.command is not None:
+        reports += lint_paths([], opts(inputs.command), command_argv, use_cache=use_cache)
+    if inputs.stdin is not None:
+        reports.append(_lint_stdin(args, inputs.stdin, opts(inputs.stdin), use_cache))
     linted: list[FileReport] = []
-    for g in run.groups:
+    for g in inputs.groups:
         linted += lint_paths(
             g.files, opts(g.settings), use_cache=use_cache, per_file_ignores=g.settings.per_file_ignores, jobs=args.jobs, timings=timings
         )
-    reports += sorted(linted, key=lambda r: run.order.get(r.path, 0))  # the order of the walk
+    reports += sorted(linted, key=lambda r: inputs.order.get(r.path, 0))  # the order of the walk
     if timings:
         for path, seconds in sorted(timings.items(), key=lambda x: -x[1]):
             print(f"verl-lint: {seconds:7.3f} s  {safe(path)}", file=sys.stderr)
     return reports
 
 
-def _describe(run: Plan, opts) -> None:
+def _describe(inputs: Plan, opts) -> None:
     """-v: the settings files, verl trees and engine versions used."""
-    say = lambda msg: print(f"verl-lint: {msg}", file=sys.stderr)  # noqa: E731
+
+    def say(msg: str) -> None:
+        print(f"verl-lint: {msg}", file=sys.stderr)
+
     say(f"verl-lint {__version__}, Python {sys.version.split()[0]}")
-    for g in run.groups:
+    for g in inputs.groups:
         where = safe(str(g.settings.path)) if g.settings.path else "defaults (no settings file found)"
         say(f"settings for {plural(len(g.files), 'file')}: {where}")
         o = opts(g.settings)
@@ -254,10 +256,10 @@ def check(args: Namespace, command_argv: list[str] | None) -> int:
     try:
         if args.show_settings is not None:
             return show_settings(args, finder)
-        run = plan(args, command_argv, finder)
+        inputs = plan(args, command_argv, finder)
         if args.show_files:
-            return show_files(run)
-        reports = lint(args, command_argv, run)
+            return show_files(inputs)
+        reports = lint(args, command_argv, inputs)
     except UsageError as ex:
         return usage_error(str(ex))
     if args.write_baseline:
@@ -275,20 +277,20 @@ def check(args: Namespace, command_argv: list[str] | None) -> int:
             return usage_error(f"cannot read baseline {args.baseline}: {ex}")
     failed = diffs = 0
     if args.fix or args.diff:
-        reports, failed, diffs = fix(args, command_argv, run, reports)
+        reports, failed, diffs = fix(args, command_argv, inputs, reports)
         if args.baseline:  # the files --fix changed were linted again: the baseline still applies
             hidden = filter_baseline(Path(args.baseline), reports)
-    return emit(reports, args, _fail_on(args, run), failed, hidden, diffs)
+    return emit(reports, args, _fail_on(args, inputs), failed, hidden, diffs)
 
 
-def _fail_on(args: Namespace, run: Plan) -> dict[str, str]:
+def _fail_on(args: Namespace, inputs: Plan) -> dict[str, str]:
     """Each report's --fail-on: the flag, else the setting of the file's own settings."""
-    of = {str(f): args.fail_on or g.settings.fail_on for g in run.groups for f in g.files}
-    default = args.fail_on or (run.command or run.stdin or Settings()).fail_on
+    of = {str(f): args.fail_on or g.settings.fail_on for g in inputs.groups for f in g.files}
+    default = args.fail_on or (inputs.command or inputs.stdin or Settings()).fail_on
     return {"": default, **of}
 
 
-def fix(args: Namespace, command_argv, run: Plan, reports: list[FileReport], tree: VerlTree | None = None):
+def fix(args: Namespace, command_argv, inputs: Plan, reports: list[FileReport], tree: VerlTree | None = None):
     """Apply (or, with --diff, show) fixes; the files that changed are linted again.
 
     Returns the reports, how many files could not be written (each told on stderr) and how
@@ -312,14 +314,13 @@ def fix(args: Namespace, command_argv, run: Plan, reports: list[FileReport], tre
             changed += 1
             fixed += res.applied
             shown += _with_fix(r, args.unsafe_fixes)
-    quiet = args.quiet
     if changed:
-        if not quiet:
+        if not args.quiet:
             print(f"Fixed {plural(fixed, 'finding')} in {plural(changed, 'file')}", file=sys.stderr)
             if args.show_fixes:
                 _list_fixes(shown, sys.stderr)
-        return lint(args, command_argv, run, tree), failed, diffs
-    if not diffs and not failed and not quiet:
+        return lint(args, command_argv, inputs, tree), failed, diffs
+    if not diffs and not failed and not args.quiet:
         print("No fixes available" + (" (use --unsafe-fixes for unsafe ones)" if not args.unsafe_fixes else ""), file=sys.stderr)
     return reports, failed, diffs
 
@@ -420,15 +421,15 @@ def upgrade(args: Namespace) -> int:
         return usage_error("upgrade reads the scripts twice: give files, not stdin (`-`)")
     finder = SettingsFinder(args.config)
     try:
-        run = plan(args, None, finder)
+        inputs = plan(args, None, finder)
         target = verl_tree(None, args.to)
         current = verl_tree(args.from_root, args.from_version)
         if current is None:
             current = find_checkout(Path(args.paths[0]).resolve().parent) or installed_tree()
         if current is None:
             raise UsageError("no current verl found: pass --from VERSION or --from-root DIR")
-        before = lint(args, None, run, current)
-        after = lint(args, None, run, target)
+        before = lint(args, None, inputs, current)
+        after = lint(args, None, inputs, target)
     except UsageError as ex:
         return usage_error(str(ex))
     print(f"Upgrade preview: verl {current.version} -> {target.version}", file=sys.stderr)
@@ -442,9 +443,9 @@ def upgrade(args: Namespace) -> int:
     new_only(after)
     failed = diffs = 0
     if args.fix or args.diff:
-        after, failed, diffs = fix(args, None, run, after, target)
+        after, failed, diffs = fix(args, None, inputs, after, target)
         new_only(after)
-    return emit(after, args, _fail_on(args, run), failed, diffs=diffs)
+    return emit(after, args, _fail_on(args, inputs), failed, diffs=diffs)
 
 
 # ------------------------------------------------------------ what applies ----
@@ -481,11 +482,11 @@ def _dest(flag: str) -> str:
     return engine[1] if engine else flag[2:].replace("-", "_")
 
 
-def show_files(run: Plan) -> int:
+def show_files(inputs: Plan) -> int:
     """The files a run would lint, one per line (bad paths on stderr, exit 2)."""
-    for path in sorted(run.order, key=run.order.get):
+    for path in sorted(inputs.order, key=inputs.order.get):
         print(safe(path))
-    for r in run.errors:
+    for r in inputs.errors:
         for e in r.errors:
             print(str(e), file=sys.stderr)
-    return EXIT_USAGE if run.errors else EXIT_CLEAN
+    return EXIT_USAGE if inputs.errors else EXIT_CLEAN

@@ -249,7 +249,7 @@ class SettingsFinder:
         self._file_of: dict[Path, Path | None] = {}  # directory -> its settings file
         self._loaded: dict[Path | None, Settings] = {}
 
-    def file_for(self, path: Path) -> Path | None:
+    def _file_for(self, path: Path) -> Path | None:
         if self.config is not None:
             return self.config
         d = Path(os.path.realpath(path))
@@ -260,7 +260,7 @@ class SettingsFinder:
 
     def for_path(self, path: Path) -> Settings:
         """The settings `path` gets; ValueError (one line) on a bad settings file."""
-        file = self.file_for(path)
+        file = self._file_for(path)
         if file not in self._loaded:
             self._loaded[file] = Settings() if file is None else load_settings(file, explicit=file == self.config)
         return self._loaded[file]
