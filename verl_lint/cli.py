@@ -12,6 +12,7 @@ import textwrap
 
 from . import __version__, cache, doctor
 from .knowledge import MissingTable
+from .launch.locate import LocateError, release_tree
 from .settings import ENGINE_FLAGS, FAIL_ON, registered_rules
 from .terminal import usage_error
 
@@ -154,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "cache_dir", None):  # read by cache.cache_dir(), here and in worker processes
         os.environ["VERL_LINT_CACHE_DIR"] = os.path.abspath(args.cache_dir)
     try:
+        problem = _release_problem(args) if args.command in ("check", "upgrade", "run") else None
+        if problem:
+            return usage_error(problem)
         if args.command in ("check", "upgrade"):
             from .check import check, upgrade  # heavy (Hydra, OmegaConf, tree-sitter): only linting needs it
 
@@ -179,6 +183,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     parser().print_help()
     return EXIT_USAGE
+
+
+def _release_problem(args: argparse.Namespace) -> str | None:
+    """Fetch the verl releases the flags name (once; cached) before the linting modules load: a
+    bad or undownloadable --verl/--to/--from is one line, and the cache is not touched."""
+    try:
+        for version in (getattr(args, name, None) for name in ("verl", "to", "from_version")):
+            if version:
+                release_tree(version)
+    except LocateError as ex:
+        return str(ex)
+    return None
 
 
 def _rules(args) -> int:
