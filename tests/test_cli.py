@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +162,138 @@ def test_cache_dir_prints_only_the_path(tmp_path):
     assert r.returncode == 0 and r.stdout == f"{tmp_path / 'c'}\n"
     r = cli("cache", "info", cache=tmp_path / "c")
     assert r.returncode == 0 and r.stdout.startswith(f"{tmp_path / 'c'}\n")
+
+
+# ------------------------------------------------- ruff's conventions (issue #20) ----
+
+DUPLICATE_AND_TYPO = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 trainer.nnodez=3\n"
+
+
+def verl_lint(*args, cwd=None, env=None, stdin=None):
+    """`python -m verl_lint ARGS`, as a user types it; NO_COLOR unless `env` says otherwise."""
+    e = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    e.update(env if env is not None else {"NO_COLOR": "1"})
+    return subprocess.run([sys.executable, "-m", "verl_lint", *args], capture_output=True, text=True, cwd=cwd, env=e, input=stdin)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "run.sh").write_text(DUPLICATE_AND_TYPO)
+    return tmp_path
+
+
+def test_python_dash_m_verl_lint_checks_the_current_directory_by_default(project, tree):
+    r = verl_lint("check", "--verl-root", tree, cwd=project)
+    assert r.returncode == 1, r.stderr
+    assert "run.sh:2:68: VL101" in r.stdout and "1 of 1 script linted" in r.stdout
+
+
+def test_stdin_is_linted_under_the_stdin_filename(project, tree):
+    (project / "sub").mkdir()
+    (project / "sub" / "verl-lint.toml").write_text('per-file-ignores = { "x.sh" = ["VL107"] }\n')
+    r = verl_lint("check", "--verl-root", tree, "-", "--stdin-filename", "sub/x.sh", cwd=project, stdin=DUPLICATE_AND_TYPO)
+    assert r.returncode == 1, r.stderr
+    # the name is the findings' path, and the settings found from it apply (VL107 ignored there)
+    assert "sub/x.sh:2:68: VL101" in r.stdout and "VL107" not in r.stdout
+    plain = verl_lint("check", "--verl-root", tree, "-", "--output-format", "json", cwd=project, stdin=DUPLICATE_AND_TYPO)
+    assert {(d["path"], d["code"]) for d in json.loads(plain.stdout)} == {("-", "VL101"), ("-", "VL107")}
+    # stdin has no file to write a fix into
+    r = verl_lint("check", "--verl-root", tree, "-", "--fix", cwd=project, stdin=DUPLICATE_AND_TYPO)
+    assert (r.returncode, r.stderr) == (2, "verl-lint: error: --fix and --diff cannot fix stdin (`-`): give the file\n")
+    r = verl_lint("check", "--verl-root", tree, "--stdin-filename", "x.sh", cwd=project, stdin="")
+    assert r.returncode == 2 and "give `-` as the path" in r.stderr
+
+
+def test_output_format_and_its_alias_and_help_with_allowed_values(project, tree):
+    new = verl_lint("check", "--verl-root", tree, "--output-format", "json", cwd=project)
+    old = verl_lint("check", "--verl-root", tree, "--format", "json", cwd=project)
+    assert new.returncode == old.returncode == 1 and json.loads(new.stdout) == json.loads(old.stdout) != []
+    help_text = " ".join(verl_lint("check", "--help").stdout.split())
+    assert "--output-format {text,json,sarif,github,junit}, --format {text,json,sarif,github,junit}" in help_text
+    assert "--fail-on {error,warning,info,never} exit 1 on findings at or above this level: error, warning, info, never" in help_text
+
+
+def test_every_flag_of_every_command_has_help():
+    from verl_lint import cli
+
+    def walk(parser, where):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, f"{where} {name}")
+            elif action.option_strings or action.dest not in ("command", "cache_command"):
+                yield where, action
+
+    missing = [f"{where} {'/'.join(a.option_strings) or a.dest}" for where, a in walk(cli.parser(), "verl-lint") if not a.help]
+    assert missing == []
+
+
+def test_statistics_counts_findings_per_rule(project, tree):
+    (project / "two.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1\n")
+    r = verl_lint("check", "--verl-root", tree, "--statistics", cwd=project)
+    assert r.returncode == 1
+    assert r.stdout == "3  VL101      unknown-config-key\n1  VL107  [*] duplicate-override\n"
+    j = verl_lint("check", "--verl-root", tree, "--statistics", "--output-format", "json", cwd=project)
+    assert json.loads(j.stdout) == [
+        {"code": "VL101", "name": "unknown-config-key", "count": 3, "fixable": False},
+        {"code": "VL107", "name": "duplicate-override", "count": 1, "fixable": True},
+    ]
+
+
+def test_summary_counts_fixable_findings_and_show_fixes_lists_them(project, tree):
+    r = verl_lint("check", "--verl-root", tree, "run.sh", cwd=project)
+    assert r.stdout.endswith("in 1 of 1 script linted, 1 launch\n1 fixable with --fix\n")
+    r = verl_lint("check", "--verl-root", tree, "run.sh", "--show-fixes", cwd=project)
+    assert r.stdout.endswith("1 fixable with --fix\n  run.sh:2:34: VL107 remove the shadowed override\n")
+    r = verl_lint("check", "--verl-root", tree, "run.sh", "--fix", "--show-fixes", cwd=project)
+    assert "Fixed 1 finding in 1 file\n  run.sh:2:34: VL107 remove the shadowed override\n" in r.stderr
+    assert "fixable" not in r.stdout and "trainer.nnodes=1 " not in (project / "run.sh").read_text()
+
+
+def test_exit_zero_keeps_input_errors_at_2(project, tree):
+    assert verl_lint("check", "--verl-root", tree, "--exit-zero", cwd=project).returncode == 0
+    assert verl_lint("check", "--verl-root", tree, "--exit-zero", "run.sh", "missing.sh", cwd=project).returncode == 2
+
+
+def test_quiet_prints_findings_only_and_verbose_says_what_was_used(project, tree):
+    q = verl_lint("check", "--verl-root", tree, "-q", cwd=project)
+    assert q.returncode == 1 and "VL101" in q.stdout and "Found" not in q.stdout and "fixable" not in q.stdout
+    v = verl_lint("check", "--verl-root", tree, "-v", cwd=project)
+    assert v.stdout == verl_lint("check", "--verl-root", tree, cwd=project).stdout
+    assert "settings for 1 file: defaults (no settings file found)" in v.stderr
+    assert f"verl: verl 0.9.1 from --verl-root ({tree})" in v.stderr and "engines: " in v.stderr
+    assert re.search(r"verl-lint: +\d+\.\d{3} s  run\.sh\n", v.stderr), v.stderr
+
+
+def test_show_files_honours_the_ignore_files_and_lints_nothing(project, tree):
+    (project / ".git").mkdir()
+    (project / ".gitignore").write_text("skip/\n")
+    for d in ("skip", "keep"):
+        (project / d).mkdir()
+        (project / d / "a.sh").write_text(DUPLICATE_AND_TYPO)
+    r = verl_lint("check", "--show-files", cwd=project)
+    assert (r.returncode, r.stdout) == (0, "run.sh\nkeep/a.sh\n")  # in the order they are linted
+    r = verl_lint("check", "--show-files", "run.sh", "nope.sh", cwd=project)
+    assert (r.returncode, r.stdout) == (2, "run.sh\n") and "nope.sh: error: no such file or directory" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "env, flags, coloured",
+    [
+        ({"FORCE_COLOR": "1"}, [], True),
+        ({"NO_COLOR": "1", "FORCE_COLOR": "1"}, [], False),
+        ({}, [], False),  # stdout is a pipe
+        ({"NO_COLOR": "1"}, ["--color", "always"], True),
+        ({"FORCE_COLOR": "1"}, ["--color", "never"], False),
+    ],
+)
+def test_force_color_and_no_color(project, tree, env, flags, coloured):
+    r = verl_lint("check", "--verl-root", tree, *flags, cwd=project, env=env)
+    assert ("\033[1;31m" in r.stdout) is coloured
+
+
+def test_cache_dir_flag(project, tree):
+    r = verl_lint("check", "--verl-root", tree, "--cache-dir", "c", cwd=project)
+    assert r.returncode == 1 and list((project / "c" / "bases").glob("*.pickle"))
+    r = verl_lint("cache", "--cache-dir", "c", "dir", cwd=project)
+    assert r.stdout == f"{project / 'c'}\n"

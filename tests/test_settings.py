@@ -88,3 +88,81 @@ timeout = 0
     assert proc.returncode == 1, proc.stderr  # fail-on = "warning" and VL301 lowered to a warning
     found = {(Path(d["path"]).name, d["code"], d["severity"]) for d in json.loads(proc.stdout)}
     assert found == {("run.sh", "VL301", "warning"), ("run.sh", "VL304", "info")}
+
+
+# ------------------------------------------------ settings discovered per file ----
+
+TWO_FINDINGS = "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 trainer.nnodez=3\n"  # VL107, VL101
+
+
+def verl_lint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "verl_lint", "check", "--verl", NEWEST, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture
+def nested(tmp_path):
+    """root/pyproject.toml ignores VL107; nested/ has a pyproject without the table (it must not
+    hide the root's settings); other/verl-lint.toml selects VL107 only and excludes skip.sh."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.verl-lint]\nignore = ["VL107"]\n')
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "pyproject.toml").write_text('[project]\nname = "nested"\n')
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "verl-lint.toml").write_text('select = ["VL107"]\nexclude = ["skip.sh"]\n')
+    for script in ("run.sh", "nested/run.sh", "other/run.sh", "other/skip.sh"):
+        (tmp_path / script).write_text(TWO_FINDINGS)
+    return tmp_path
+
+
+def found(proc: subprocess.CompletedProcess) -> set[tuple[str, str]]:
+    assert proc.returncode in (0, 1), proc.stderr
+    return {(d["path"], d["code"]) for d in json.loads(proc.stdout)}
+
+
+def test_each_file_gets_the_closest_settings_in_one_run(nested):
+    assert found(verl_lint(nested, ".", "--format", "json")) == {
+        ("run.sh", "VL101"), ("nested/run.sh", "VL101"), ("other/run.sh", "VL107"),  # other/skip.sh: excluded there
+    }
+    # a nested pyproject without [tool.verl-lint] is passed over, also when its script is the first path
+    assert found(verl_lint(nested, "nested/run.sh", "other/skip.sh", "--format", "json")) == {
+        ("nested/run.sh", "VL101"), ("other/skip.sh", "VL107"),  # a path given by name is linted even if excluded
+    }
+
+
+def test_config_flag_applies_to_every_file(nested):
+    assert found(verl_lint(nested, ".", "--config", "other/verl-lint.toml", "--format", "json")) == {
+        ("run.sh", "VL107"), ("nested/run.sh", "VL107"), ("other/run.sh", "VL107"),
+    }
+
+
+def test_show_settings_says_where_each_value_comes_from(nested):
+    proc = verl_lint(nested, "--show-settings", "nested/run.sh", "--fail-on", "warning")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"# settings for nested/run.sh: {nested / 'pyproject.toml'}"
+    assert f'ignore = ["VL107"]  # {nested / "pyproject.toml"}' in lines
+    assert 'fail-on = "warning"  # command line (--fail-on)' in lines
+    assert "timeout = 20.0  # default" in lines and "verl-root = (not set)  # default" in lines
+    other = verl_lint(nested, "other", "--show-settings", "--select", "VL1", "--ignore", "VL101")
+    assert 'select = ["VL1"]  # command line (--select)' in other.stdout
+    assert f'exclude = ["skip.sh"]  # {nested / "other" / "verl-lint.toml"}' in other.stdout
+    assert 'ignore = ["VL101"]  # command line (--ignore)' in other.stdout
+
+
+def test_a_bad_nested_settings_file_is_one_line_naming_it(nested):
+    (nested / "other" / "verl-lint.toml").write_text('fail-on = "errors"\n')
+    proc = verl_lint(nested, ".")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        f'verl-lint: error: {nested / "other" / "verl-lint.toml"}: fail-on = "errors": '
+        'must be one of error, warning, info, never; did you mean "error"?\n'
+    )
+
+
+def test_fail_on_follows_each_files_settings(nested):
+    (nested / "pyproject.toml").write_text('[tool.verl-lint]\nignore = ["VL107"]\nfail-on = "never"\n')
+    (nested / "other" / "verl-lint.toml").write_text('select = ["VL107"]\nfail-on = "warning"\n')
+    assert verl_lint(nested, "run.sh").returncode == 0  # its VL101 error: fail-on = "never"
+    assert verl_lint(nested, "run.sh", "other/run.sh").returncode == 1  # VL107, a warning, fails under other/
+    assert verl_lint(nested, "run.sh", "other/run.sh", "--fail-on", "error").returncode == 1  # the flag wins: run.sh's error
+    assert verl_lint(nested, "other/run.sh", "--fail-on", "error").returncode == 0

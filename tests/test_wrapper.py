@@ -1,7 +1,7 @@
 """`verl-lint run [check options] -- <command...>`: lint, then exec the command only if clean.
 
 The wrapper runs in a subprocess (it replaces itself with the command), as
-`python -m verl_lint.wrapper`, the same code `verl-lint run` calls.
+`python -m verl_lint run`, as a user runs it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NEWEST
-from verl_lint import wrapper
+from verl_lint import cli, wrapper
 from verl_lint.wrapper import script_call
 
 APPS = Path(__file__).resolve().parent / "apps"
@@ -38,7 +38,7 @@ python3 -m verl.trainer.main_ppo \\
 def wrap(tmp_path: Path, *args: str, env: dict | None = None):
     e = dict(os.environ, NO_COLOR="1", **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "verl_lint.wrapper", *args], capture_output=True, text=True, cwd=tmp_path, env=e, timeout=300
+        [sys.executable, "-m", "verl_lint", "run", *args], capture_output=True, text=True, cwd=tmp_path, env=e, timeout=300
     )
 
 
@@ -56,7 +56,7 @@ def test_clean_command_is_execd_with_its_own_exit_code(tmp_path):
     marker = tmp_path / "ran"
     code = f"import os, sys; open({str(marker)!r}, 'w').write(str(os.getpid())); sys.exit(7)"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "verl_lint.wrapper", "--", sys.executable, "-c", code],
+        [sys.executable, "-m", "verl_lint", "run", "--", sys.executable, "-c", code],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -138,23 +138,11 @@ def test_missing_script_is_an_input_error(tmp_path):
     assert proc.returncode == 2 and "nope.sh: error: cannot read: No such file or directory" in proc.stderr
 
 
-def test_verl_lint_run_subcommand_when_wired(tmp_path):
-    from verl_lint import cli
-
-    try:
-        cli._parser().parse_args(["run", "--dry-run"])
-    except SystemExit:
-        pytest.skip("`verl-lint run` is not wired into cli.py yet")
-    assert cli.main(["run", "--dry-run", "--", "true"]) == 0
-
-
 # ---------------------------------------------------------------- fail-open ----
 
 
 def _args(**kw) -> argparse.Namespace:
-    p = argparse.ArgumentParser()
-    wrapper.add_arguments(p)
-    ns = p.parse_args([])
+    ns = cli.parser().parse_args(["run"])
     for k, v in kw.items():
         setattr(ns, k, v)
     return ns
@@ -228,7 +216,7 @@ def bounded_wrap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
     return subprocess.run(
-        [sys.executable, "-m", "verl_lint.wrapper", *args], capture_output=True, text=True, cwd=tmp_path,
+        [sys.executable, "-m", "verl_lint", "run", *args], capture_output=True, text=True, cwd=tmp_path,
         env=dict(os.environ, NO_COLOR="1"), timeout=120, preexec_fn=limit,
     )  # fmt: skip
 

@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check as if on this accelerator (default: detected without initialising a device)",
     )
     parser.add_argument("--rollout", choices=["vllm", "sglang"], help="the rollout engine the job uses (sleep mode on, as verl's default)")
-    parser.add_argument("--format", choices=["text", "json"], default="text")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="%(choices)s (default: %(default)s)")
 
 
 def _tree(args) -> VerlTree | None:

@@ -10,6 +10,7 @@ import stat
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -313,7 +314,7 @@ def read_script(path: Path, max_bytes: int) -> tuple[str | None, InputError | No
         return text, None, [d]
 
 
-def _limit_diag(path: Path, rule: Rule, message: str, line: int = 1, col: int = 1) -> Diagnostic:
+def _limit_diag(path: Path | str, rule: Rule, message: str, line: int = 1, col: int = 1) -> Diagnostic:
     return rule.finding(message, Span(str(path), line, col, line, col + 1), help=rule.summary)
 
 
@@ -355,21 +356,28 @@ def lint_file(path: Path, options: Options, composer: Composer, per_file_ignores
         return FileReport(str(path), errors=[err])
     if text is None:
         return FileReport(str(path), diagnostics=notes)
-    extra = _per_file_ignores(path, per_file_ignores)
+    return lint_script(str(path), text, options, composer, per_file_ignores, notes)
+
+
+def lint_script(
+    name: str, text: str, options: Options, composer: Composer, per_file_ignores=None, notes: list[Diagnostic] | None = None
+) -> FileReport:
+    """Lint a script's text (a file's, or stdin's under a name) within the time limit; never raises on bad input."""
+    extra = _per_file_ignores(Path(name), per_file_ignores)
     opts = replace(options, ignore=options.ignore + extra) if extra else options
     try:
         with _time_limit(options.timeout):
-            report = lint_text(str(path), text, opts, composer)
+            report = lint_text(name, text, opts, composer)
     except _Timeout:
         msg = f"analysis took longer than {options.timeout:g} s; not analysed (raise the limit with --timeout)"
-        return FileReport(str(path), diagnostics=[_limit_diag(path, ANALYSIS_TIMEOUT, msg)], text=text)
+        return FileReport(name, diagnostics=[_limit_diag(name, ANALYSIS_TIMEOUT, msg)], text=text)
     except RecursionError:
-        return FileReport(str(path), errors=[InputError(str(path), "script is nested too deeply to analyse; skipped")])
+        return FileReport(name, errors=[InputError(name, "script is nested too deeply to analyse; skipped")])
     except Exception as ex:  # noqa: BLE001 - one broken file never stops the run
         if options.debug:
             raise
-        return FileReport(str(path), errors=[InputError(str(path), f"internal error: {type(ex).__name__}: {ex} (rerun with --debug)")])
-    report.diagnostics = notes + report.diagnostics
+        return FileReport(name, errors=[InputError(name, f"internal error: {type(ex).__name__}: {ex} (rerun with --debug)")])
+    report.diagnostics = (notes or []) + report.diagnostics
     return report
 
 
@@ -395,18 +403,25 @@ def lint_paths(
     use_cache: bool = True,
     per_file_ignores: dict | None = None,
     jobs: int | None = None,
+    timings: dict[str, float] | None = None,
 ) -> list[FileReport]:
+    """Lint `files` (and the command), on a process pool for many files; with `timings`, here,
+    recording each file's seconds in it (`check -v`)."""
     reports: list[FileReport] = []
     if command_argv:
         composer = Composer(cache=use_cache)
         reports.append(lint_text("<command>", command_script(command_argv), options, composer))
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    if len(files) >= POOL_MIN_FILES and jobs > 1:
+    if len(files) >= POOL_MIN_FILES and jobs > 1 and timings is None:
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool:
             reports.extend(pool.map(_pool_task, [(f, per_file_ignores) for f in files], chunksize=4))
     else:
         composer = Composer(cache=use_cache)
-        reports.extend(lint_file(f, options, composer, per_file_ignores) for f in files)
+        for f in files:
+            start = time.perf_counter()
+            reports.append(lint_file(f, options, composer, per_file_ignores))
+            if timings is not None:
+                timings[str(f)] = time.perf_counter() - start
     _once_per_run(reports)
     return reports
 

@@ -1,4 +1,10 @@
-"""`[tool.verl-lint]` settings from pyproject.toml (or `--config FILE`), checked against one table.
+"""Settings from `[tool.verl-lint]` in pyproject.toml, a `verl-lint.toml` or `--config FILE`,
+checked against one table.
+
+Each linted file gets the settings of the closest file above it, as ruff finds its own: in each
+directory from the file's up, `verl-lint.toml`, else a `pyproject.toml` that has a
+`[tool.verl-lint]` table (one without it is passed over, so a nested project's pyproject never
+hides its parent's settings). `--config FILE` applies to every file.
 
 A bad setting is one line naming the file, the setting and the problem, with what is allowed
 and the nearest allowed value (`fail-on = "errors"` → did you mean "error"?).
@@ -14,8 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .engines.versions import version_problem
 from .model import Severity
+from .registry import REGISTRY, Registry
 from .terminal import safe
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+SETTINGS_FILE = "verl-lint.toml"
 
 SEVERITIES = tuple(str(s) for s in sorted(Severity, reverse=True))  # error, warning, info
 FAIL_ON = (*SEVERITIES, "never")
@@ -40,6 +55,8 @@ class Settings:
     max_file_size: float = 4.0  # MiB
     timeout: float = 20.0  # seconds per file
     root: Path = Path(".")  # paths in the file are relative to it
+    path: Path | None = None  # the file they were read from; None: the defaults
+    given: tuple[str, ...] = ()  # the settings that file sets (names as written, `fail-on`)
 
 
 def show(value: Any) -> str:
@@ -69,13 +86,18 @@ def code_problem(code: str) -> str | None:
     """None if `code` names rules (a code, a code prefix or a rule name), else what is wrong.
 
     The one check of rule codes, for flags, settings and the Hydra callback's parameters."""
-    from .rules import pack  # noqa: F401 - registers the rule pack
-    from .registry import REGISTRY
-
-    if code and any(r.code.startswith(code) or r.name == code for r in REGISTRY):
+    rules = registered_rules()
+    if code and any(r.code.startswith(code) or r.name == code for r in rules):
         return None
-    known = [r.code for r in REGISTRY] + [r.name for r in REGISTRY]
+    known = [r.code for r in rules] + [r.name for r in rules]
     return f"unknown rule code or name {show(code)}{did_you_mean(code, known)} (see `verl-lint rules`)"
+
+
+def registered_rules() -> Registry:
+    """The registry, with the rule pack registered in it."""
+    from .rules import pack  # noqa: F401 - heavy (OmegaConf): only a setting or flag naming rules needs the pack
+
+    return REGISTRY
 
 
 # ------------------------------------------------------------- the table ----
@@ -139,12 +161,9 @@ def _per_file_ignores(value: Any) -> dict[str, tuple[str, ...]]:
 
 
 def _severity(value: Any) -> dict[str, Severity]:
-    from .rules import pack  # noqa: F401 - registers the rule pack
-    from .registry import REGISTRY
-
     out = {}
     for code, sev in _table(value, 'rule code = "error" | "warning" | "info"').items():
-        rule = REGISTRY.get(code)  # one rule, by code or name: not a prefix
+        rule = registered_rules().get(code)  # one rule, by code or name: not a prefix
         if rule is None:
             prefix = f"{show(code)} is a prefix: name one rule (a code such as \"VL301\" or a rule name)"
             raise _Bad(code_problem(code) or prefix)
@@ -156,13 +175,20 @@ def _severity(value: Any) -> dict[str, Severity]:
 
 
 def _engine_version(value: Any) -> str:
-    from .engines.versions import version_problem
-
     problem = version_problem(value)
     if problem:
         raise _Bad(problem)
     return value
 
+
+# flag (and its older alias) -> engine key, as in the settings (`vllm = "0.8.5"`); the version wins
+# over the installed one and over the ranges the verl tree declares (see engines/versions.py)
+ENGINE_FLAGS = {
+    "--vllm": ("--vllm-version", "vllm"),
+    "--sglang": ("--sglang-version", "sglang"),
+    "--vllm-ascend": ("--vllm-ascend-version", "vllm_ascend"),
+    "--torch-npu": ("--torch-npu-version", "torch_npu"),
+}
 
 # name -> (Settings field, check: the value to keep, or _Bad saying what the value must be).
 SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
@@ -188,52 +214,86 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
 # -------------------------------------------------------------- loading ----
 
 
-def find_pyproject(start: Path) -> Path | None:
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as ex:
+        raise ValueError(f"cannot read settings {safe(str(path))}: {safe(str(ex))}") from None
+
+
+def _has_table(data: dict) -> bool:
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "verl-lint" in tool
+
+
+def find_settings_file(start: Path) -> Path | None:
+    """The closest `verl-lint.toml`, or pyproject.toml with a `[tool.verl-lint]` table, from
+    `start` (a file or directory) up; ValueError (one line) on a pyproject that cannot be read."""
     # realpath and isfile never raise: a symlink loop or an unreadable directory given as a
     # path is reported by the file collection, not here.
     start = Path(os.path.realpath(start))
-    for p in [start if os.path.isdir(start) else start.parent, *start.parents]:
-        if os.path.isfile(p / "pyproject.toml"):
-            return p / "pyproject.toml"
+    for d in [start if os.path.isdir(start) else start.parent, *start.parents]:
+        if os.path.isfile(d / SETTINGS_FILE):
+            return d / SETTINGS_FILE
+        if os.path.isfile(d / "pyproject.toml") and _has_table(_read_toml(d / "pyproject.toml")):
+            return d / "pyproject.toml"
     return None
 
 
-def load_settings(config: str | None, start: Path) -> Settings:
-    """The settings in `config` or the nearest pyproject.toml; ValueError (one line) on a bad one."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.10 only
-        import tomli as tomllib
+class SettingsFinder:
+    """The settings of each linted file: `--config FILE` for all, else the closest settings file.
+    Each directory and file is looked at once per run."""
 
-    path = Path(config) if config else find_pyproject(start)
-    if path is None:
-        return Settings()
+    def __init__(self, config: str | None):
+        self.config = Path(config) if config else None
+        self._file_of: dict[Path, Path | None] = {}  # directory -> its settings file
+        self._loaded: dict[Path | None, Settings] = {}
+
+    def _file_for(self, path: Path) -> Path | None:
+        if self.config is not None:
+            return self.config
+        d = Path(os.path.realpath(path))
+        d = d if os.path.isdir(d) else d.parent
+        if d not in self._file_of:
+            self._file_of[d] = find_settings_file(d)
+        return self._file_of[d]
+
+    def for_path(self, path: Path) -> Settings:
+        """The settings `path` gets; ValueError (one line) on a bad settings file."""
+        file = self._file_for(path)
+        if file not in self._loaded:
+            self._loaded[file] = Settings() if file is None else load_settings(file, explicit=file == self.config)
+        return self._loaded[file]
+
+
+def load_settings(path: Path, explicit: bool = False) -> Settings:
+    """The settings in `path`; ValueError (one line) on a bad one. A `verl-lint.toml` or an
+    `explicit` file (--config) may hold them at top level or in a [verl-lint] table."""
     where = safe(str(path))
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as ex:
-        raise ValueError(f"cannot read settings {where}: {safe(str(ex))}") from None
+    data = _read_toml(path)
     tool = data.get("tool")
     if tool is not None:
-        table = tool.get("verl-lint") if isinstance(tool, dict) else None
-    else:  # --config FILE may hold a bare [verl-lint] table or the settings at top level
-        table = data.get("verl-lint", data if config else None)
+        table, label = (tool.get("verl-lint") if isinstance(tool, dict) else None), "[tool.verl-lint]"
+    elif "verl-lint" in data:
+        table, label = data["verl-lint"], "[verl-lint]"
+    else:  # settings at top level
+        table, label = (data if explicit or path.name == SETTINGS_FILE else None), ""
     if not table:
-        return Settings(root=path.parent)
+        return Settings(root=path.parent, path=path)
     if not isinstance(table, dict):
-        raise ValueError(f"{where}: [tool.verl-lint] must be a table of settings, not {show(table)}")
+        raise ValueError(f"{where}: {label} must be a table of settings, not {show(table)}")
     values: dict[str, Any] = {}
     for name, value in table.items():
         if name not in SETTINGS:
             raise ValueError(
-                f"{where}: unknown setting {show(name)} in [tool.verl-lint]{did_you_mean(name, SETTINGS)}"
+                f"{where}: unknown setting {show(name)}{' in ' + label if label else ''}{did_you_mean(name, SETTINGS)}"
                 f" (settings: {', '.join(SETTINGS)})"
             )
         attr, check = SETTINGS[name]
         try:
             checked = check(value)
         except _Bad as ex:
-            raise ValueError(f"{where}: [tool.verl-lint] {name} = {show(value)}: {ex}") from None
+            raise ValueError(f"{where}: {label + ' ' if label else ''}{name} = {show(value)}: {ex}") from None
         if attr.startswith("engines."):
             values.setdefault("engines", {})[attr.split(".", 1)[1]] = checked
         else:
@@ -241,4 +301,4 @@ def load_settings(config: str | None, start: Path) -> Settings:
     for attr in ("verl_root", "cwd"):
         if attr in values:
             values[attr] = str(path.parent / values[attr])
-    return Settings(**values, root=path.parent)
+    return Settings(**values, root=path.parent, path=path, given=tuple(table))

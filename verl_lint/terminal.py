@@ -8,7 +8,10 @@ code in another order than it runs. Every one of them is printed as a visible es
 
 from __future__ import annotations
 
+import os
+import sys
 import unicodedata
+from typing import TextIO
 
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c != 0x09}
@@ -42,3 +45,19 @@ def width(text: str) -> int:
 def plural(n: int, word: str, many: str = "") -> str:
     """`1 script`, `2 scripts` (`many` for irregular plurals)."""
     return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def use_color(choice: str, stream: TextIO) -> bool:
+    """Colour for `--color always|never|auto`; auto: not with NO_COLOR set, else with
+    FORCE_COLOR set, else when `stream` is a terminal (the order CPython itself follows)."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
+
+
+def usage_error(message: str) -> int:
+    """`verl-lint: error: MESSAGE` on stderr (the message may quote a scanned file); returns the exit code, 2."""
+    print(f"verl-lint: error: {safe(message)}", file=sys.stderr)
+    return 2

@@ -19,13 +19,23 @@ Exit codes without exec: 1 findings at or above --fail-on, 2 usage or input erro
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shlex
 import sys
+from argparse import Namespace
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from .check import UsageError, load, options_for
+from .config.compose import Composer
+from .files import WriteError, write_atomic
+from .model import Severity, Span, Word
+from .pipeline import FileReport, InputError, command_script, is_shell_script, lint_text
+from .report.render import RENDERERS
+from .runner import _per_file_ignores, _time_limit, _Timeout, read_script
+from .settings import SettingsFinder
+from .terminal import use_color
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 COMMAND = "<command>"
@@ -33,16 +43,6 @@ SHELLS = {"bash", "sh", "dash"}
 # Shell options that take a separate value.
 _SHELL_VALUE_OPTS = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
 _LAUNCHERS = re.compile(r"^(python[0-9.]*|torchrun|ray|env|uv|conda|mpirun|srun)$")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The `run` subcommand's options: the `check` options plus --dry-run and --strict."""
-    from .cli import _common, _output_flags
-
-    _common(parser)
-    _output_flags(parser)
-    parser.add_argument("--dry-run", action="store_true", help="lint and show what would run; run nothing")
-    parser.add_argument("--strict", action="store_true", help="if verl-lint itself fails, do not run the command (default: run it)")
 
 
 # ----------------------------------------------------------- the command ----
@@ -91,8 +91,6 @@ def script_call(argv: list[str]) -> ScriptCall | None:
         return ScriptCall(argv[i], None, argv[i + 1 :], i + 1)
     # `./train.sh ARGS`: only a path, never a bare name looked up on PATH, and never an
     # interpreter: pyenv's `python3` shim, for one, is a bash script.
-    from .pipeline import is_shell_script
-
     if os.sep not in argv[0] or _LAUNCHERS.match(head):
         return None
     if Path(argv[0]).is_file() and is_shell_script(Path(argv[0])):
@@ -102,8 +100,6 @@ def script_call(argv: list[str]) -> ScriptCall | None:
 
 def _arg_words(argv: list[str], first: int):
     """argv[first:] as Words located in the command line as `shlex.join(argv)` writes it."""
-    from .model import Span, Word
-
     words, col, byte = [], 1, 0
     for i, a in enumerate(argv):
         tok = shlex.quote(a)
@@ -120,9 +116,6 @@ def _arg_words(argv: list[str], first: int):
 
 def lint_command(argv: list[str], options, composer, cwd: str | None = None) -> list:
     """FileReports for a command line: its launch, or the script it runs with its "$@"."""
-    from .pipeline import FileReport, InputError, command_script, lint_text
-    from .runner import read_script
-
     cwd = cwd or os.getcwd()
     call = script_call(argv)
     if call is None:
@@ -152,14 +145,10 @@ def lint_command(argv: list[str], options, composer, cwd: str | None = None) -> 
 # ------------------------------------------------------------------- run ----
 
 
-def _options(args, start: Path):
+def _options(args: Namespace, start: Path):
     """Options, settings, fail-on and format, built exactly as `check` builds them."""
-    from .cli import _options as build
-    from .cli import _settings, _tree
-
-    settings = _settings(args, start)
-    tree = _tree(args.verl_root or (settings.verl_root if not args.verl else None), args.verl or settings.verl_version)
-    return build(args, settings, tree), settings, args.fail_on or settings.fail_on, args.format or "text"
+    settings = load(SettingsFinder(args.config), start)
+    return options_for(args, settings), settings, args.fail_on or settings.fail_on, args.format or "text"
 
 
 def _say(msg: str) -> None:
@@ -168,16 +157,9 @@ def _say(msg: str) -> None:
 
 def run(args, command_argv: list[str] | None) -> int:
     """Lint `command_argv`; print the report; if it passes, exec the command (never returns then)."""
-    from .cli import UsageError
-    from .rules import pack  # noqa: F401 - registers the rule pack
-    from .config.compose import Composer
-    from .model import Severity
-
     if not command_argv:
         _say("error: nothing to run: give the command after `--`, e.g. `verl-lint run -- bash train.sh`")
         return EXIT_USAGE
-    from .runner import _per_file_ignores, _time_limit, _Timeout
-
     call = script_call(command_argv)
     reports, failure = None, None
     try:
@@ -230,11 +212,8 @@ def run(args, command_argv: list[str] | None) -> int:
 
 def _print_report(reports, fmt: str, args) -> str | None:
     """The report to stderr and to --output; why --output could not be written, if it could not."""
-    from .files import WriteError, write_atomic
-    from .report.render import RENDERERS
-
     if fmt == "text":
-        color = args.color == "always" or (args.color == "auto" and sys.stderr.isatty() and not os.environ.get("NO_COLOR"))
+        color = use_color(args.color, sys.stderr)
         sys.stderr.write(RENDERERS["text"](reports, color=color))
     else:
         sys.stderr.write(RENDERERS[fmt](reports))
@@ -259,14 +238,3 @@ def _exec(argv: list[str]) -> int:
         _say(f"cannot run {argv[0]}: {ex.strerror or ex}")
         return 126
     return 0  # pragma: no cover - execvp does not return
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Standalone entry (`python -m verl_lint.wrapper [options] -- command...`): `verl-lint run`."""
-    from .cli import main as cli_main
-
-    return cli_main(["run", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())
