@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache import memo
-from ..launch.locate import wheel_record
+from ..launch.locate import HydraApp, wheel_record
 
 _FORMAT = "reader-2"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -290,4 +290,28 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
 _LOADED: dict[tuple[Path, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
 
 
-__all__ = ["ReaderIndex", "build", "reader_index"]
+def app_sources(app: HydraApp) -> tuple[Path, ...]:
+    """An entry point outside the tree (a project built on verl) reads keys too: its package (or
+    its file), the packages and modules beside it that it imports, and the interpolations of
+    its own config directories."""
+    root = app.verl.root.resolve()
+    indexed = (root / "verl", root / "recipe")  # what the index reads anyway
+    file = Path(app.file).resolve()
+    out: list[Path] = []
+    if not any(d in file.parents for d in indexed):
+        top = file
+        while (top.parent / "__init__.py").is_file():
+            top = top.parent
+        out.append(top)
+        try:
+            text = file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", text, re.M))):
+            for cand in (top.parent / name, top.parent / f"{name}.py"):
+                if name not in ("verl", "recipe") and cand.exists() and cand != top and (cand.suffix == ".py" or (cand / "__init__.py").is_file()):
+                    out.append(cand)
+    return (*out, *app.config_dirs)  # (reader_index drops what lies inside verl/ or recipe/)
+
+
+__all__ = ["ReaderIndex", "app_sources", "build", "reader_index"]

@@ -6,6 +6,7 @@ code; they are registered here for their documentation and examples.
 
 from functools import lru_cache
 
+from ..files import read_regular
 from ..model import Fix, Severity
 from ..registry import declare, main_ppo, rule
 
@@ -193,8 +194,6 @@ def _written(span) -> str | None:
 
 @lru_cache(maxsize=8)
 def _script_bytes(path: str) -> bytes | None:
-    from ..files import read_regular
-
     try:
         return read_regular(path)
     except OSError:

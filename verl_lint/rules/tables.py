@@ -27,6 +27,7 @@ from packaging.version import Version
 from ..knowledge import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord, TableError, load_table
 from ..registry import REGISTRY, ROLLOUT_NAME, Rule, main_ppo, parse_version
 from ..config.context import Context
+from ..config.reader import app_sources, reader_index
 from ..config.source import source_text
 from ..model import Diagnostic, Fix, Severity
 
@@ -66,9 +67,7 @@ def holds(f: Fact, root: Path, ctx: Context | None = None, name: str = "") -> bo
         return ctx is not None and ctx.has(f.subject)
     extra = ()
     if f.kind in ("reads", "not_read") and ctx is not None:
-        from .unread import _app_sources  # a project's own app reads keys too
-
-        extra = _app_sources(ctx)
+        extra = app_sources(ctx.app)  # a project's own app reads keys too
     key = (root, extra, f)
     hit = _HOLDS.get(key)
     if hit is None:
@@ -84,8 +83,6 @@ def _tree_fact(f: Fact, root: Path, extra: tuple[Path, ...] = ()) -> bool:
         found = text is not None and f.arg in text
         return found if f.kind == "contains" else not found
     if f.kind in ("reads", "not_read"):
-        from ..config.reader import reader_index
-
         index = reader_index(root, extra)
         return index.reads(f.subject) if f.kind == "reads" else not index.used_beyond_config(f.subject)
     # field: `verl.workers.config.actor.ActorConfig.grad_clip` -> a `grad_clip:` line in that

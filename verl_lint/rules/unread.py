@@ -6,12 +6,11 @@ its code mentions. A key with a name that appears nowhere in that code cannot be
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from ..config.keys import all_keys
 from ..config.context import Context
 from ..registry import main_ppo, rule
-from ..config.reader import ReaderIndex, reader_index
+from ..config.reader import ReaderIndex, app_sources, reader_index
 
 # Nodes verl hands whole to another library or to user code, so their keys are never read by
 # name in verl (checked in verl 0.9.1 and 0.7.1):
@@ -54,33 +53,7 @@ def _index(ctx: Context) -> ReaderIndex | None:
     """The reader index of the launch's verl tree (and its own sources), None without a tree."""
     if ctx.app.verl is None:
         return None
-    return reader_index(ctx.app.verl.root, _app_sources(ctx))
-
-
-def _app_sources(ctx: Context) -> tuple[Path, ...]:
-    """An entry point outside the tree (a project built on verl) reads keys too: its package (or
-    its file), the packages and modules beside it that it imports, and the interpolations of
-    its own config directories."""
-    import re
-
-    root = ctx.app.verl.root.resolve()
-    indexed = (root / "verl", root / "recipe")  # what the index reads anyway
-    file = Path(ctx.app.file).resolve()
-    out: list[Path] = []
-    if not any(d in file.parents for d in indexed):
-        top = file
-        while (top.parent / "__init__.py").is_file():
-            top = top.parent
-        out.append(top)
-        try:
-            text = file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", text, re.M))):
-            for cand in (top.parent / name, top.parent / f"{name}.py"):
-                if name not in ("verl", "recipe") and cand.exists() and cand != top and (cand.suffix == ".py" or (cand / "__init__.py").is_file()):
-                    out.append(cand)
-    return (*out, *ctx.app.config_dirs)  # (reader_index drops what lies inside verl/ or recipe/)
+    return reader_index(ctx.app.verl.root, app_sources(ctx.app))
 
 
 def _custom_dataset(ctx: Context) -> bool:
