@@ -3,11 +3,9 @@ the report and the exit code. `run` builds its options here too."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from argparse import Namespace
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from .launch.locate import LocateError, VerlTree, find_checkout, installed_tree,
 from .model import Diagnostic, Severity
 from .pipeline import FileReport, InputError, Options, stats
 from .report.fix import apply_fixes
-from .report.render import RENDERERS, accounting
+from .report.render import RENDERERS, accounting, render_statistics
 from .report.suppress import filter_baseline, write_baseline
 from .runner import collect, lint_paths, lint_script
 from .settings import ENGINE_FLAGS, SETTINGS, Settings, SettingsFinder, code_problem, show
@@ -354,18 +352,6 @@ def _fixable_summary(reports: list[FileReport], args: Namespace) -> str:
     return f"{n_safe} fixable with --fix" + (f" ({n_all - n_safe} more with --unsafe-fixes)" if n_all > n_safe else "") + "\n"
 
 
-def statistics(reports: list[FileReport], fmt: str) -> str:
-    """The number of findings per rule, most first (ruff's --statistics); `[*]`: some are fixable."""
-    counts = Counter((d.code, d.name) for r in reports for d in r.diagnostics)
-    fixable = {d.code for r in reports for d in r.diagnostics if d.fix is not None}
-    rows = sorted(counts.items(), key=lambda x: (-x[1], x[0]))
-    if fmt == "json":
-        items = [{"code": c, "name": n, "count": k, "fixable": c in fixable} for (c, n), k in rows]
-        return json.dumps(items, indent=2) + "\n"
-    width = max((len(str(k)) for _, k in rows), default=1)
-    return "".join(f"{k:>{width}}  {c}  {'[*]' if c in fixable else '   '} {n}\n" for (c, n), k in rows)
-
-
 def emit(reports: list[FileReport], args: Namespace, fail_on: dict[str, str], unfixed: int = 0, hidden: int = 0, diffs: int = 0) -> int:
     """Write the report (terminal and --output); the exit code. `fail_on`: report path -> level
     ("" for the rest); `unfixed`: files --fix could not write; `hidden`: findings the baseline removed."""
@@ -383,7 +369,7 @@ def emit(reports: list[FileReport], args: Namespace, fail_on: dict[str, str], un
             return usage_error(unwritten)
         return EXIT_USAGE if unfixed or any(r.errors for r in reports) else (EXIT_FINDINGS if diffs else EXIT_CLEAN)
     if args.statistics:
-        sys.stdout.write(statistics(reports, fmt))
+        sys.stdout.write(render_statistics(reports, fmt))
         for e in (e for r in reports for e in r.errors):
             print(str(e), file=sys.stderr)
     elif fmt == "text" or args.output:

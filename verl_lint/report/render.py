@@ -8,6 +8,7 @@ import json
 import os
 import re
 import urllib.parse
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
@@ -97,6 +98,18 @@ def accounting(s: dict) -> str:
     if s["files_unanalysed"]:
         line += f"; {plural(s['files_unanalysed'], 'file')} not analysed (VL004/VL005)"
     return line
+
+
+def render_statistics(reports: list[FileReport], fmt: str) -> str:
+    """The number of findings per rule, most first (ruff's --statistics); `[*]`: some are fixable."""
+    counts = Counter((d.code, d.name) for r in reports for d in r.diagnostics)
+    fixable = {d.code for r in reports for d in r.diagnostics if d.fix is not None}
+    rows = sorted(counts.items(), key=lambda x: (-x[1], x[0]))
+    if fmt == "json":
+        items = [{"code": c, "name": n, "count": k, "fixable": c in fixable} for (c, n), k in rows]
+        return json.dumps(items, indent=2) + "\n"
+    width = max((len(str(k)) for _, k in rows), default=1)
+    return "".join(f"{k:>{width}}  {c}  {'[*]' if c in fixable else '   '} {n}\n" for (c, n), k in rows)
 
 
 def render_json(reports: list[FileReport]) -> str:
