@@ -139,11 +139,15 @@ def test_fail_on_warning_is_stricter(tmp_path, verl_trees):
 
 def test_report_path_and_select_ignore(tmp_path, verl_trees):
     report = tmp_path / "reports" / "lint.json"
-    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=never", f"{CB}.report_path={report}", *BAD)
+    args = [ENABLE_LINE, f"{CB}.fail_on=never", f"{CB}.report_path={report}", *BAD]
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], *args)
     assert proc.returncode == 0, output(proc)
     items = json.loads(report.read_text())
     vl301 = next(i for i in items if i["code"] == "VL301")
-    assert vl301["path"] == "<command line>" and vl301["line"] == 1 and vl301["severity"] == "error"
+    assert vl301["path"] == "<command line>" and vl301["severity"] == "error"
+    # Located at the argument that set its key: argv is app, --config-dir D, --config-name N, hydra.run.dir=..., args.
+    setter = next(a for a in BAD if a.startswith(vl301["key"] + "="))
+    assert (vl301["argument"], vl301["line"]) == (6 + args.index(setter), 7 + args.index(setter))
     # select=[VL1] leaves the size rules out: the bad job runs; ignore="VL301,VL304" likewise.
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.select=[VL1]", *BAD)
     assert proc.returncode == 0 and marker is not None, output(proc)
@@ -305,13 +309,14 @@ def composed(verl_trees):
 def test_lint_config_locates_overrides_on_the_command_line(composed):
     cfg = composed(*BAD)
     before = OmegaConf.to_yaml(cfg)
-    diags = lint_config(cfg, env={})
+    argv = ["main_ppo.py", *BAD, ROLLOUT_NAME]
+    diags = lint_config(cfg, env={}, argv=argv)
     d = next(d for d in diags if d.code == "VL301")
-    line = " ".join(BAD)
     setter = d.message.split("(from the command line: `")[1].split("`")[0]
     assert setter in BAD
-    assert d.span.path == "<command line>" and d.span.line == 1
-    assert line[d.span.col - 1 : d.span.end_col - 1] == setter
+    assert (d.span.path, d.span.line, d.span.col, d.span.end_col) == ("<command line>", argv.index(setter) + 1, 1, len(setter) + 1)
+    # Not on the command line given (a job started from code): the command line as a whole.
+    assert {x.span.line for x in lint_config(cfg, env={}, argv=["main_ppo.py"])} == {1}
     # The config handed in is untouched: same content, the `hydra` node and every parent link intact.
     assert OmegaConf.to_yaml(cfg) == before
     assert "hydra" in cfg
@@ -423,7 +428,8 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
         "critic.optim.lr=${actor_rollout_ref.actor.optim.lr}",
     ]
     choices = {"actor@actor_rollout_ref.actor": "dp_actor"}
-    got = _applied(lines, choices)
+    got = _applied(lines, choices, ["app.py", *lines])
+    assert [o.word.span.line for o in got] == list(range(2, len(lines) + 2))  # argument N is line N + 1
     parsed = OverridesParser.create().parse_overrides(lines)
     for line, o, p in zip(lines, got, parsed):
         kind = override_kind(p)

@@ -53,7 +53,9 @@ def test_json_contract(tmp_path, tree):
 def test_command_after_double_dash(tree):
     r = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodez=1")
     assert r.returncode == 1
-    assert "<command>:1:" in r.stdout and "VL101" in r.stdout and "`trainer.nnodes`" in r.stdout
+    # Located by argument (argv[3]), with the argument as the code frame: never as a script line.
+    assert "command line, argument 3: VL101" in r.stdout and "\n 3 | trainer.nnodez=1\n" in r.stdout, r.stdout
+    assert "`trainer.nnodes`" in r.stdout
     clean = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodes=1")
     assert clean.returncode == 0, clean.stdout
 

@@ -87,8 +87,10 @@ def test_clean_script_runs_with_its_args(tmp_path, script):
 def test_findings_on_arguments_point_into_the_command_line(tmp_path):
     proc = wrap(tmp_path, "--verl", NEWEST, "--dry-run", "--", "bash", "-c", 'python3 -m verl.trainer.main_ppo "$@"', "x", *BAD)
     assert proc.returncode == 1, proc.stderr
+    command = ["bash", "-c", 'python3 -m verl.trainer.main_ppo "$@"', "x", *BAD]
     line = next(x for x in proc.stderr.splitlines() if "VL301" in x)
-    assert line.startswith("<command>:1:")
+    n = int(line.removeprefix("command line, argument ").split(":")[0])  # located by argument, not as a script line
+    assert command[n] in BAD and f"\n {n} | {command[n]}\n" in proc.stderr, proc.stderr
     assert "would not run" in proc.stderr
 
 

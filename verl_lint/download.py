@@ -10,17 +10,12 @@ checked against that hash and renamed into place. `VERL_LINT_INDEX_URL` names an
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 from urllib.parse import urljoin
 
-from packaging.tags import sys_tags
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from .files import WriteError, replacing
@@ -55,6 +50,9 @@ def index_url() -> str:
 def _get(url: str, accept: str | None = None, missing: str | None = None):
     """An open urllib response; network and HTTP failures become DownloadError (`missing` is the
     message for HTTP 404)."""
+    import urllib.error  # the network stack (~30 ms, ssl, email) only when something is downloaded
+    import urllib.request
+
     req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     try:
         return urllib.request.urlopen(req, timeout=_TIMEOUT)  # noqa: S310 - http(s) only, checked by the callers
@@ -66,6 +64,8 @@ def _get(url: str, accept: str | None = None, missing: str | None = None):
 
 def _files(dist: str) -> tuple[str, list[dict]]:
     """(page URL, file entries) of `dist` on the index."""
+    import http.client  # with the network stack, only when downloading (see _get)
+
     page = f"{index_url()}/{_canonical(dist)}/"
     if not page.startswith(("https://", "http://")):
         raise DownloadError(f"{INDEX_ENV}={index_url()!r} is not an http(s) URL")
@@ -87,6 +87,9 @@ def _files(dist: str) -> tuple[str, list[dict]]:
 def _pick(dist: str, version: str, files: list[dict]) -> dict:
     """The wheel entry of dist==version: a pure-Python one, else one for this interpreter, else
     any (only its Python sources are read, which are the same in every platform's wheel)."""
+    from packaging.tags import sys_tags  # ~13 ms and subprocess: only to choose among platform wheels
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename  # imports packaging.tags
+
     want = Version(version)
     wheels: list[tuple[dict, frozenset]] = []
     seen: set[Version] = set()
@@ -117,6 +120,8 @@ def _pick(dist: str, version: str, files: list[dict]) -> dict:
 def wheel(dist: str, version: str, into: Path) -> Path:
     """The wheel of `dist==version` (no dependencies) in the directory `into`: the one already
     there, else downloaded, its sha256 checked against the index. Raises DownloadError."""
+    import http.client  # with the network stack, only when downloading (see _get)
+
     if not _NAME.match(dist):
         raise DownloadError(f"{dist!r} is not a package name")
     version = exact_version(version)

@@ -11,6 +11,7 @@ modules.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -22,12 +23,11 @@ from .config.context import Context
 from .engines.versions import ENGINES, Evidence
 from .environment import installed_versions
 from .launch.locate import HydraApp, find_checkout, installed_tree
-from .model import EnvVar, Launch, Span, Word
+from .model import COMMAND_LINE, EnvVar, Launch, Span, Word
 from .registry import REGISTRY, finalize, parse_version, selected
 from .rules import pack
 from .rules.allocator_live import check_allocator
 
-COMMAND_LINE = "<command line>"
 ENVIRONMENT = "<environment>"
 RAY_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
 
@@ -48,6 +48,7 @@ def lint_config(
     task_file: str | None = None,
     config_name: str | None = None,
     on_error=None,
+    argv: list[str] | None = None,
 ):
     """Lint a composed job config: every config rule and the env rules.
 
@@ -56,9 +57,10 @@ def lint_config(
     `cfg.hydra.overrides.task`); `env` is the process environment (default: `os.environ`);
     `config_name` defaults to `cfg.hydra.job.config_name` (rules limited to some apps need it).
     Returns finalized diagnostics (select/ignore applied, de-duplicated, stable order),
-    located at Span("<command line>", 1, col) for overridden keys (col: the override's
-    offset in the overrides joined by spaces), Span("<command line>", 1, 1) for defaults and
-    Span("<environment>", 1, 1) for environment variables. A rule that raises propagates,
+    located on the command line (`argv`, default `sys.argv`) at the argument that set the key
+    (line N + 1 for argument N, see `model.COMMAND_LINE`; line 1 when the override is not in
+    `argv`, e.g. from a config's defaults), and at Span("<environment>", 1, 1) for environment
+    variables. A rule that raises propagates,
     unless `on_error(rule, exception)` is given: then it is called and the other rules run.
     """
     hydra_node = _hydra_node(cfg)
@@ -80,7 +82,7 @@ def lint_config(
     anchor = Span(COMMAND_LINE, 1, 1, 1, 1)
     launch = Launch(path="<hydra>", span=anchor, entry_span=anchor, module=None, file=task_file)
     comp = Composition(app, cfg)
-    comp.overrides = _applied(overrides, choices)
+    comp.overrides = _applied(overrides, choices, sys.argv if argv is None else argv)
     launch.overrides = [o.word for o in comp.overrides]
 
     env_vars = {name: EnvVar(name, value, Span(ENVIRONMENT, 1, 1, 1, 1), None, True) for name, value in env.items()}
@@ -144,18 +146,19 @@ def _hydra_app(task_file, config_dirs, config_name, tree):
 _PREFIX_KIND = {"": "set", "+": "add", "++": "force_add", "~": "delete"}
 
 
-def _applied(overrides: list[str], choices: dict[str, str]):
-    """The task overrides as AppliedOverride, located in the overrides joined by spaces.
+def _applied(overrides: list[str], choices: dict[str, str], argv: list[str]):
+    """The task overrides as AppliedOverride, each located at the argument of `argv` that is it.
 
     Hydra has parsed and applied them already; only the key and the kind are needed here, and
     the override grammar makes those plain text: `~`, `+` or `++`, then the key up to the first
     `=` (a key cannot contain one). Parsing again with Hydra's grammar costs ~1 ms per override.
     """
     out = []
-    col = 1
+    taken: set[int] = set()
     for line in overrides:
-        span = Span(COMMAND_LINE, 1, col, 1, col + len(line), col - 1, col - 1 + len(line))
-        col += len(line) + 1
+        n = next((i for i, a in enumerate(argv) if i and a == line and i not in taken), 0)
+        taken.add(n)
+        span = Span(COMMAND_LINE, n + 1, 1, n + 1, 1 + len(line))
         prefix = "++" if line.startswith("++") else line[:1] if line[:1] in ("+", "~") else ""
         key_text, _, value = line[len(prefix) :].partition("=")
         key_text = key_text.strip()

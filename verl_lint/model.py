@@ -4,6 +4,7 @@ Real (not postponed) annotations here: defining these classes, at every Hydra jo
 the callback, then skips compiling a string per field.
 """
 
+import shlex
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
@@ -35,6 +36,30 @@ class Span(NamedTuple):
     end_col: int
     start_byte: int = 0
     end_byte: int = 0
+
+
+# The command line a launch was given on (`check -- CMD`, `run -- CMD`, a Hydra job's overrides):
+# its text has one argument per line (see `command_text`), so line N + 1 is argument N.
+COMMAND_LINE = "<command line>"
+
+
+def command_text(argv: list[str]) -> str:
+    """A command line as the text its spans point into: argument N on line N + 1, joined by
+    ` \\` continuations so it is still the same bash command."""
+    return " \\\n".join(shlex.quote(a) for a in argv) + "\n"
+
+
+def argument(span: Span) -> int | None:
+    """The argument of the command line `span` is in (0: the program), else None."""
+    return span.line - 1 if span.path == COMMAND_LINE and span.line >= 1 else None
+
+
+def place(span: Span) -> str:
+    """Where `span` is, in words: "line 12", or "argument 3 of the command line"."""
+    n = argument(span)
+    if n is None:
+        return f"line {span.line}"
+    return f"argument {n} of the command line" if n else "the command line"
 
 
 class Unknown(NamedTuple):
@@ -171,6 +196,7 @@ class Diagnostic:
             "column": self.span.col,
             "end_line": self.span.end_line,
             "end_column": self.span.end_col,
+            "argument": argument(self.span),  # on the command line: which argument (0: the program), else None
             "key": self.key,
             "related": [
                 {"key": r.key, "note": r.note, "path": r.span.path, "line": r.span.line, "column": r.span.col} for r in self.related

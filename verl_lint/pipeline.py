@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -154,11 +153,6 @@ def launch_env(la: Launch, comp) -> dict[str, EnvVar]:
 
 def finalize(diags: list[Diagnostic], options: Options) -> list[Diagnostic]:
     return registry.finalize(diags, options.select, options.ignore, options.severity)
-
-
-def command_script(argv: list[str]) -> str:
-    """A command line given after `--`, as a one-line script."""
-    return shlex.join(argv) + "\n"
 
 
 _SHEBANG = re.compile(rb"^#!.*\b(ba|z|k)?sh\b")

@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from .config.compose import Composer
-from .pipeline import FileReport, InputError, NotRegularFile, Options, command_script, file_kind, has_sh_shebang, is_shell_script
+from .pipeline import FileReport, InputError, NotRegularFile, Options, file_kind, has_sh_shebang, is_shell_script
 from .pipeline import lint_text, open_regular
-from .model import Diagnostic, Span
+from .model import COMMAND_LINE, Diagnostic, Span, command_text
 from .registry import Rule
 from .rules.script import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .settings import Settings
@@ -410,7 +410,7 @@ def lint_paths(
     reports: list[FileReport] = []
     if command_argv:
         composer = Composer(cache=use_cache)
-        reports.append(lint_text("<command>", command_script(command_argv), options, composer))
+        reports.append(lint_text(COMMAND_LINE, command_text(command_argv), options, composer))
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     if len(files) >= POOL_MIN_FILES and jobs > 1 and timings is None:
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool:

@@ -30,15 +30,14 @@ from pathlib import Path
 from .check import UsageError, load, options_for
 from .config.compose import Composer
 from .files import WriteError, write_atomic
-from .model import Severity, Span, Word
-from .pipeline import FileReport, InputError, command_script, is_shell_script, lint_text
+from .model import COMMAND_LINE, Severity, Span, Word, command_text
+from .pipeline import FileReport, InputError, is_shell_script, lint_text
 from .report.render import RENDERERS
 from .runner import _per_file_ignores, _time_limit, _Timeout, read_script
 from .settings import SettingsFinder
 from .terminal import use_color
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-COMMAND = "<command>"
 SHELLS = {"bash", "sh", "dash"}
 # Shell options that take a separate value.
 _SHELL_VALUE_OPTS = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
@@ -99,15 +98,14 @@ def script_call(argv: list[str]) -> ScriptCall | None:
 
 
 def _arg_words(argv: list[str], first: int):
-    """argv[first:] as Words located in the command line as `shlex.join(argv)` writes it."""
-    words, col, byte = [], 1, 0
+    """argv[first:] as Words located in the command line's text (`command_text`: argument N on line N + 1)."""
+    words, byte = [], 0
     for i, a in enumerate(argv):
         tok = shlex.quote(a)
-        n, nb = len(tok), len(tok.encode("utf-8"))
+        nb = len(tok.encode("utf-8"))
         if i >= first:
-            words.append(Word(a, Span(COMMAND, 1, col, 1, col + n, byte, byte + nb)))
-        col += n + 1
-        byte += nb + 1
+            words.append(Word(a, Span(COMMAND_LINE, i + 1, 1, i + 1, 1 + len(tok), byte, byte + nb)))
+        byte += nb + len(" \\\n")
     return words
 
 
@@ -119,7 +117,7 @@ def lint_command(argv: list[str], options, composer, cwd: str | None = None) -> 
     cwd = cwd or os.getcwd()
     call = script_call(argv)
     if call is None:
-        return [lint_text(COMMAND, command_script(argv), options, composer)]
+        return [lint_text(COMMAND_LINE, command_text(argv), options, composer)]
     notes = []
     if call.text is None:
         # Within the size limit, and never opening a FIFO or a device (`bash /dev/stdin`).
@@ -135,11 +133,11 @@ def lint_command(argv: list[str], options, composer, cwd: str | None = None) -> 
     report = lint_text(where, text, options, composer, positional=_arg_words(argv, call.arg_index), cwd=cwd)
     report.diagnostics = notes + report.diagnostics
     # Findings on the arguments point into the command line: give them its text for the code frame.
-    on_args = [d for d in report.diagnostics if d.span.path == COMMAND]
+    on_args = [d for d in report.diagnostics if d.span.path == COMMAND_LINE]
     if not on_args:
         return [report]
-    report.diagnostics = [d for d in report.diagnostics if d.span.path != COMMAND]
-    return [report, FileReport(COMMAND, diagnostics=on_args, text=shlex.join(argv))]
+    report.diagnostics = [d for d in report.diagnostics if d.span.path != COMMAND_LINE]
+    return [report, FileReport(COMMAND_LINE, diagnostics=on_args, text=command_text(argv))]
 
 
 # ------------------------------------------------------------------- run ----

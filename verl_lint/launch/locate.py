@@ -27,7 +27,7 @@ import yaml
 from .. import download
 from ..cache import cache_dir, is_marked, make_dir, new_entry, why_unusable
 from ..environment import installed_version
-from ..model import Launch, Word
+from ..model import COMMAND_LINE, Launch, Word
 
 
 class LocateError(Exception):
@@ -239,7 +239,7 @@ def _module_file(module: str, roots: list[Path]) -> Path | None:
 def _search_roots(launch: Launch, tree: VerlTree | None) -> list[Path]:
     roots: list[Path] = []
     cwd = [Path(launch.cwd)] if launch.cwd else []
-    script_dir = Path(launch.path).resolve().parent if launch.path != "<command>" else Path.cwd()
+    script_dir = Path(launch.path).resolve().parent if launch.path != COMMAND_LINE else Path.cwd()
     for p in [*cwd, script_dir, *script_dir.parents]:
         if p not in roots:
             roots.append(p)

@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from .. import __version__
 from ..registry import REGISTRY
-from ..model import Severity
+from ..model import Severity, argument
 from ..pipeline import FileReport, stats
 from ..terminal import plural, safe, width
 
@@ -44,8 +44,17 @@ def _frame(text: str | None, d, color: bool) -> list[str]:
     caret = " " * left + "^" * max(1, width(shown(raw[: end - 1])) - left)
     if color:
         caret = _COLORS[d.severity] + caret + _RESET
-    pad = " " * len(str(d.span.line))
-    return [f" {pad} |", f" {d.span.line} | {src}", f" {pad} | {caret}"]
+    label = str(argument(d.span) if argument(d.span) is not None else d.span.line)
+    pad = " " * len(label)
+    return [f" {pad} |", f" {label} | {src}", f" {pad} | {caret}"]
+
+
+def where(span) -> str:
+    """`path:line:col`, or `command line, argument N` for a finding on the command line."""
+    n = argument(span)
+    if n is None:
+        return f"{safe(span.path)}:{span.line}:{span.col}"
+    return f"command line, argument {n}" + (f", column {span.col}" if span.col > 1 else "")
 
 
 def render_text(reports: list[FileReport], color: bool = False, show_summary: bool = True, hidden: int = 0) -> str:
@@ -58,10 +67,10 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
             sev = str(d.severity)
             if color:
                 sev = _COLORS[d.severity] + sev + _RESET
-            out.append(f"{safe(d.span.path)}:{d.span.line}:{d.span.col}: {d.code} [{sev}] {safe(d.message)}")
+            out.append(f"{where(d.span)}: {d.code} [{sev}] {safe(d.message)}")
             out.extend(_frame(r.text, d, color))
             for rel in d.related:
-                out.append(f"  = note: {safe(rel.note)} ({safe(rel.span.path)}:{rel.span.line}:{rel.span.col})")
+                out.append(f"  = note: {safe(rel.note)} ({where(rel.span)})")
             if d.help:
                 out.append(f"  = help: {safe(d.help)}")
             out.append("")

@@ -7,7 +7,7 @@ code; they are registered here for their documentation and examples.
 from functools import lru_cache
 
 from ..files import read_regular
-from ..model import Fix, Severity
+from ..model import Fix, Severity, place
 from ..registry import declare, main_ppo, rule
 
 
@@ -163,7 +163,7 @@ def duplicate_override(ctx):
             if same:  # harmless redundancy: say so, quietly
                 d = ctx.diag(
                     "VL107",
-                    f"`{o.key}` is set again to the same value at line {winner.word.span.line}; this one is redundant",
+                    f"`{o.key}` is set again to the same value at {place(winner.word.span)}; this one is redundant",
                     key=o.key,
                     help="remove the repeated override",
                     span=o.word.span,
@@ -172,7 +172,7 @@ def duplicate_override(ctx):
             else:
                 d = ctx.diag(
                     "VL107",
-                    f"`{o.line}` is overridden at line {winner.word.span.line} by `{winner.line}`, which wins; this value is ignored",
+                    f"`{o.line}` is overridden at {place(winner.word.span)} by `{winner.line}`, which wins; this value is ignored",
                     key=o.key,
                     help="keep one override per key: the value you meant",
                     span=o.word.span,
