@@ -43,17 +43,6 @@ WHEELS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def wheel():
-    def get(dist: str, version: str) -> Path:
-        try:
-            return fetch_wheel(dist, version)
-        except RuntimeError as ex:  # pragma: no cover - no registry
-            pytest.skip(str(ex))
-
-    return get
-
-
 # ------------------------------------------------------- schemas from wheels ----
 
 
