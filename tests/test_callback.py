@@ -17,7 +17,7 @@ import hydra
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import NEWEST, RELEASES
+from conftest import NEWEST, across_releases
 from verl_lint.callback import ENABLE_LINE, VerlLintCallback, lint_config
 from verl_lint.registry import REGISTRY, ROLLOUT_NAME, Rule
 from verl_lint.model import Diagnostic, Severity
@@ -73,7 +73,7 @@ def test_enable_line_is_the_documented_one():
     assert issubclass(VerlLintCallback, Callback)
 
 
-@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.parametrize("version", across_releases())
 def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version):
     proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *BAD)
     out = output(proc)
@@ -87,7 +87,7 @@ def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version)
     assert "Traceback" not in out
 
 
-@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.parametrize("version", across_releases())
 def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version):
     proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *GOOD)
     out = output(proc)

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 from hydra import initialize_config_dir
 
-from conftest import NEWEST, OLDER, OLDEST
+from conftest import NEWEST, OLDER, OLDEST, across_releases
 from verl_lint.launch.locate import locate_app
 from verl_lint.launch.recognise import launches
 from verl_lint.shell import evaluate
@@ -269,7 +269,7 @@ SHELL = [
 HAND_WRITTEN = [(shlex.join(w), w) for w in WORDS] + [(text, None) for text in SHELL]
 
 
-@pytest.mark.parametrize("version", [NEWEST, pytest.param(OLDER, marks=pytest.mark.slow), pytest.param(OLDEST, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("version", across_releases())
 @pytest.mark.parametrize("text,words", HAND_WRITTEN, ids=[t[:70] or "defaults" for t, _ in HAND_WRITTEN])
 def test_hand_written_launch_composes_like_hydra(text, words, version, verl_trees, composer, tmp_path):
     script = f"python3 -m verl.trainer.main_ppo {text}\n"

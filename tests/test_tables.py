@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEWEST, OLDER, RELEASES, codes
+from conftest import NEWEST, OLDER, across_releases, codes
 from verl_lint.registry import parse_version
 from verl_lint.launch.locate import tree_at
 from verl_lint.pipeline import Options
@@ -101,7 +101,7 @@ def test_removed_entry_point_needs_its_replacement_in_the_tree(verl_trees, compo
     assert "VL426" not in codes(lint_file(script, Options(verl_tree=tree_at(other, "checkout")), composer))
 
 
-@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.parametrize("version", across_releases())
 def test_evidence_and_fallback_range_agree_on_the_test_releases(verl_trees, version):
     """On the releases the rule examples run on, each record's code facts hold exactly where its
     fallback range says so: the bad examples (run in that range) are backed by the evidence."""

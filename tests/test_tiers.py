@@ -35,16 +35,16 @@ def test_ci_runs_the_readme_command_with_every_tier():
 
 
 def test_a_session_caches_privately_and_says_which_release_is_missing(tmp_path):
-    """A fast session against a user cache holding only verl 0.9.1: the 0.9.1 example runs and
-    the 0.5.0 one skips, naming the command that downloads it; the user cache gains nothing
-    but its download folders."""
+    """A session without network tests against a user cache holding only verl 0.9.1: the 0.9.1
+    example runs and the 0.5.0 one skips, naming the command that downloads it; the user cache
+    gains nothing but its download folders."""
     user = tmp_path / "user-cache"
     (user / "releases").mkdir(parents=True)
     (user / "releases" / f"verl-{NEWEST}").symlink_to(SHARED_CACHE / "releases" / f"verl-{NEWEST}")
     env = os.environ | {"VERL_LINT_CACHE_DIR": str(user)}
     pick = f"VL101-{NEWEST}-bad0 or VL101-{OLDEST}-bad0"
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "tests/test_rule_examples.py", "-k", pick],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-m", "not network", "tests/test_rule_examples.py", "-k", pick],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
