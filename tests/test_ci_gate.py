@@ -41,6 +41,7 @@ def test_scan_honours_gitignore_and_shebangs(tree_dir):
     assert [p.name for p in files] == ["noext"]
 
 
+@pytest.mark.slow
 def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "sarif", str(tree_dir))
     assert r.returncode == 1
@@ -85,6 +86,7 @@ def test_per_file_ignores(tree_dir, verl_trees):
     assert all(not r.diagnostics for r in reports)
 
 
+@pytest.mark.slow
 def test_baseline_survives_edits_above_and_reports_new(tree_dir, verl_trees, tmp_path):
     root = str(verl_trees[NEWEST].root)
     baseline = tmp_path / "baseline.json"
@@ -98,6 +100,7 @@ def test_baseline_survives_edits_above_and_reports_new(tree_dir, verl_trees, tmp
     assert r.returncode == 1 and "max_prompt_lengthh" in r.stdout and "nnodez" not in r.stdout
 
 
+@pytest.mark.slow
 def test_serial_and_parallel_are_byte_identical(tmp_path, verl_trees):
     for i in range(30):
         (tmp_path / f"s{i:02d}.sh").write_text(f"python3 -m verl.trainer.main_ppo trainer.nnodes={i % 4} data.train_batch_size={100 + i} trainer.nnodez=1\n")

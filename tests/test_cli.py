@@ -27,6 +27,7 @@ def tree(verl_trees):
     return str(verl_trees[NEWEST].root)
 
 
+@pytest.mark.slow
 def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("#!/bin/bash\nTP=2\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    actor_rollout_ref.rollout.tensor_parallel_size=$TP\n")
@@ -48,6 +49,7 @@ def test_json_contract(tmp_path, tree):
     assert (item["code"], item["line"], item["column"], item["end_column"], item["key"]) == ("VL103", 1, 34, 51, "trainer.nnodes")
 
 
+@pytest.mark.slow
 def test_command_after_double_dash(tree):
     r = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodez=1")
     assert r.returncode == 1
@@ -91,6 +93,7 @@ def test_rules_listing_and_doc():
     assert d.returncode == 0 and "## Why is this bad?" in d.stdout and "Bad example" in d.stdout
 
 
+@pytest.mark.slow
 def test_select_ignore_fail_on(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2\n")
@@ -132,6 +135,7 @@ def test_diff_with_nothing_to_fix_says_so_and_exits_0(tmp_path, tree):
     assert "No fixes available" in r.stderr
 
 
+@pytest.mark.slow
 def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
     (tmp_path / "sub").mkdir()
     s = tmp_path / "sub" / "run.sh"

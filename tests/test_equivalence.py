@@ -182,6 +182,7 @@ def test_corpus_is_deterministic(corpus, tmp_path):
     assert [la.argv for s in other for la in s.launches] != [la.argv for s in specs[:10] for la in s.launches][:12]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_manifest_words_are_what_bash_produces(corpus):
     """The manifest (and so the words verl-lint's shell must produce) matches real bash.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 
 from conftest import NEWEST, OLDER
 from test_cli import cli
@@ -23,6 +24,7 @@ def roots(verl_trees):
     return str(verl_trees[OLDER].root), str(verl_trees[NEWEST].root)
 
 
+@pytest.mark.slow
 def test_safe_fixes_in_arrays_variables_and_inline(tmp_path, verl_trees):
     old, new = roots(verl_trees)
     s = tmp_path / "run.sh"
@@ -47,6 +49,7 @@ def test_safe_fixes_in_arrays_variables_and_inline(tmp_path, verl_trees):
     assert final.returncode == 0, final.stdout
 
 
+@pytest.mark.slow
 def test_upgrade_preview_reports_only_changes(tmp_path, verl_trees):
     s = tmp_path / "run.sh"
     s.write_text(OLD_STYLE + "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.mode=sync\n")

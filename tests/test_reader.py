@@ -84,6 +84,7 @@ def _found(report, code):
     return [d for d in report.diagnostics if d.code == code]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0's reader index counts actor_rollout_ref, critic, data and model as read whole: VL230 stays silent (issue #19)"))
 def test_key_never_read_is_located(lint, version):
     script = (

@@ -64,6 +64,7 @@ def test_a_bad_flag_code_names_the_flag(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_every_setting_of_the_readme_is_accepted_and_applied(tmp_path):
     (tmp_path / "legacy").mkdir()
     (tmp_path / "legacy" / "old.sh").write_text(BAD_SIZES)

@@ -47,6 +47,7 @@ def only(found, code: str) -> list[str]:
     return [m for c, m in found if c == code]
 
 
+@pytest.mark.slow
 def test_vl302_only_where_the_tree_checks_it(findings):
     script = main_ppo("data.train_batch_size=16", f"{A}.ppo_mini_batch_size=256")
     assert only(findings(script, "0.9.1"), "VL302")  # ActorConfig.validate raises
@@ -99,6 +100,7 @@ def test_oc_env_reads_the_script_env_not_the_default(findings):
     assert only(findings(main_ppo(ENGINE_FROM_ENV, env={**EXPANDABLE, "ENGINE": "sglang"}), "0.9.1"), "VL607") == []
 
 
+@pytest.mark.slow
 def test_oc_env_ignores_the_linters_own_environment(verl_trees, tmp_path):
     """Through the CLI, with ENGINE set in verl-lint's own process: the script's value counts."""
     script = tmp_path / "run.sh"
@@ -164,6 +166,7 @@ def test_vl304_megatron_dp_counts_tp_pp_cp(findings):
     assert only(findings(script("--config-name=ppo_megatron_trainer", 1), "0.7.1"), "VL304") == []
 
 
+@pytest.mark.slow
 def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
     """A release whose shipped actor config has a mini batch above its default train batch (1024):
     with the script choosing neither, it is verl's problem, reported once per run as info."""
