@@ -34,6 +34,7 @@ os.environ["VERL_LINT_CACHE_DIR"] = str(_PRIVATE_CACHE)
 os.environ.setdefault("NO_COLOR", "1")
 
 from verl_lint.config.compose import Composer  # noqa: E402
+from verl_lint.engines.args import fetch_wheel  # noqa: E402
 from verl_lint.launch.locate import VerlTree, release_tree  # noqa: E402
 from verl_lint.pipeline import Options  # noqa: E402
 from verl_lint.runner import lint_file  # noqa: E402
@@ -53,6 +54,7 @@ def across_releases(fails_on_oldest: str = "") -> list:
         known = [pytest.mark.xfail(strict=True, reason=fails_on_oldest)] if v == OLDEST and fails_on_oldest else []
         older.append(pytest.param(v, marks=[pytest.mark.slow, *known]))
     return [NEWEST, *older]
+
 
 FETCH = "python -m pytest -m network tests/test_tiers.py"
 
@@ -103,7 +105,6 @@ def verl_trees() -> dict[str, VerlTree]:
 def wheel():
     """wheel(dist, version) -> the engine wheel from the shared download cache (downloaded
     when the session runs network tests, else the test skips saying how to get it)."""
-    from verl_lint.engines.args import fetch_wheel
 
     def get(dist: str, version: str) -> Path:
         name = re.sub(r"[-_.]+", "_", dist.lower())  # how the wheel file spells the project

@@ -100,6 +100,7 @@ def test_xformers_by_release(lint, vllm, code):
     assert "XFORMERS" not in d.help.split("use")[-1] or "delete" in d.help  # never suggests XFORMERS as a backend
 
 
+@pytest.mark.slow
 def test_gspo_npu_script_is_flagged_at_the_export_with_the_replacement(lint):
     gspo = textwrap.dedent(
         """\

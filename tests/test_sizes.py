@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from verl_lint.registry import main_ppo
-from verl_lint.launch.locate import release_tree, tree_at
+from verl_lint.launch.locate import tree_at
 from verl_lint.pipeline import Options
 from verl_lint.runner import lint_file
 
@@ -23,8 +23,8 @@ OLD = "0.2.0.post2"  # the last release before verl checked mini vs train batch 
 
 
 @pytest.fixture(scope="module")
-def trees():
-    return {v: release_tree(v) for v in (OLD, "0.4.1", "0.7.1", "0.9.1")}
+def trees(verl_trees):
+    return {v: verl_trees[v] for v in (OLD, "0.4.1", "0.7.1", "0.9.1")}
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The test tiers and the test session's cache (see conftest.py).
 
-`python -m pytest -m network tests/test_tiers.py` downloads any release a fast run skipped for.
+`python -m pytest -m network tests/test_tiers.py` downloads any verl release or engine wheel a
+fast run skipped for.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NEWEST, OLDEST, RELEASES, SHARED_CACHE
+from test_engine_args import WHEELS
 from verl_lint.launch.locate import read_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +27,12 @@ def test_release_is_in_the_test_cache(verl_trees, version):
     tree = verl_trees[version]
     assert tree.version == version and read_version(tree.root) == version
     assert (tree.root / "verl" / "trainer" / "config" / "ppo_trainer.yaml").is_file()
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("dist,version", [(d, v) for _, d, v in WHEELS])
+def test_engine_wheel_is_in_the_test_cache(wheel, dist, version):
+    assert wheel(dist, version).name.startswith(f"{dist.replace('-', '_')}-{version}-")
 
 
 def test_ci_runs_the_readme_command_with_every_tier():

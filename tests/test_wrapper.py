@@ -68,6 +68,7 @@ def test_clean_command_is_execd_with_its_own_exit_code(tmp_path):
     assert marker.read_text() == str(proc.pid)
 
 
+@pytest.mark.slow
 def test_bad_script_args_are_linted_as_its_dollar_at_and_not_run(tmp_path, script):
     marker = tmp_path / "ran"
     proc = wrap(tmp_path, "--verl", NEWEST, "--", "bash", "train.sh", *BAD, env={"MARKER": str(marker)})
@@ -107,6 +108,7 @@ def test_fail_on_never_runs_despite_findings(tmp_path, script):
     assert marker.exists() and "VL301" in proc.stderr
 
 
+@pytest.mark.slow
 def test_hydra_app_file_runs_only_when_clean(tmp_path, verl_trees):
     """The test Hydra app, located statically from --config-dir/--config-name, composed, linted, run."""
     tree = verl_trees[NEWEST]
@@ -125,6 +127,7 @@ def test_hydra_app_file_runs_only_when_clean(tmp_path, verl_trees):
     assert "TASK RAN" in proc.stdout
 
 
+@pytest.mark.slow
 def test_usage_and_missing_command(tmp_path):
     assert wrap(tmp_path).returncode == 2
     proc = wrap(tmp_path, "--", "no-such-command-verl-lint")
@@ -204,6 +207,7 @@ def test_executable_script_path(tmp_path, script):
     assert script_call([str(shim), "-m", "verl.trainer.main_ppo"]) is None
 
 
+@pytest.mark.slow
 def test_executable_script_runs_and_is_linted(tmp_path, script):
     script.chmod(0o755)
     marker = tmp_path / "ran"
@@ -233,6 +237,7 @@ def bounded_wrap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_analysis_over_the_time_limit_runs_the_command_unless_strict(tmp_path):
     (tmp_path / "train.sh").write_text(RAN)
     proc = bounded_wrap(tmp_path, "--verl", NEWEST, "--timeout", "1e-6", "--", "bash", "train.sh")
@@ -248,6 +253,7 @@ def test_analysis_over_the_time_limit_runs_the_command_unless_strict(tmp_path):
     assert proc.returncode == 0 and proc.stdout == "ran\n" and "1 launch" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_linter_failure_on_a_real_script_runs_the_command_unless_strict(tmp_path):
     """Expansions nested 3000 deep exhaust the analyser's recursion: a linter failure, not the script's."""
     (tmp_path / "deep.sh").write_text('X="' + "${A:-" * 3000 + "a" + "}" * 3000 + '"\necho ran\n')

@@ -57,6 +57,7 @@ def test_output_writes_into_the_existing_file_through_a_symlink(tmp_path, root):
     assert sorted(p.name for p in shared.iterdir()) == ["report.json"]  # no temp file left
 
 
+@pytest.mark.slow
 def test_output_to_a_directory_or_a_missing_directory_is_one_line(tmp_path, root):
     s = tmp_path / "bad.sh"
     s.write_text(BAD)
@@ -73,6 +74,7 @@ def test_output_to_a_directory_or_a_missing_directory_is_one_line(tmp_path, root
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_fifo_and_devices_are_refused_never_replaced(tmp_path, root):
     s = tmp_path / "bad.sh"
     s.write_text(BAD)
