@@ -175,6 +175,7 @@ def test_corrupt_cache_entry_is_a_miss(cache_root, tmp_path, verl_trees):
     assert c.stats["base_misses"] == 1
 
 
+@pytest.mark.slow
 def test_cli_no_cache_flag_and_cache_command(cache_root, tmp_path, verl_trees, capsys):
     from verl_lint import cli
 
@@ -246,6 +247,7 @@ def test_cache_keys_follow_the_code_that_produced_them(tmp_path):
     assert edited not in (first, touched) and value == "four"
 
 
+@pytest.mark.slow
 def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl_trees):
     """The per-file time limit firing while a base composes is VL005 for that run, and nothing
     is stored: the next run (same process, then a new one on the same cache) composes it."""
@@ -273,6 +275,7 @@ def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl
     assert proc.returncode == 1 and "VL101" in proc.stdout and "VL106" not in proc.stdout, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_wrong_type_and_corrupt_entries_are_ignored_and_rewritten(cache_root, tmp_path, verl_trees):
     """Every entry of a filled cache replaced by a pickle of the wrong type (a list where a dict,
     a config or a frozenset is expected) or by garbage: the next run gives the same result, no

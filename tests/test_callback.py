@@ -87,7 +87,8 @@ def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version)
     assert "Traceback" not in out
 
 
-@pytest.mark.parametrize("version", across_releases())
+@pytest.mark.slow
+@pytest.mark.parametrize("version", across_releases(fails_on_oldest="on verl 0.5.0 a clean job loads verl_lint.engines.args and difflib (issue #19)"))
 def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version):
     proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *GOOD)
     out = output(proc)
@@ -115,6 +116,7 @@ def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):
     assert "[WARNING]" in warning and "help:" in warning, warning
 
 
+@pytest.mark.slow
 def test_fail_on_warning_is_stricter(tmp_path, verl_trees):
     # A conflicting duplicate override is a warning (VL107): it blocks only at fail_on=warning.
     dup = ["trainer.nnodes=1", "trainer.nnodes=2"]
@@ -125,6 +127,7 @@ def test_fail_on_warning_is_stricter(tmp_path, verl_trees):
     assert "VL107 [warning]" in proc.stderr
 
 
+@pytest.mark.slow
 def test_report_path_and_select_ignore(tmp_path, verl_trees):
     report = tmp_path / "reports" / "lint.json"
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=never", f"{CB}.report_path={report}", *BAD)
@@ -139,6 +142,7 @@ def test_report_path_and_select_ignore(tmp_path, verl_trees):
     assert proc.returncode == 0 and marker is not None, output(proc)
 
 
+@pytest.mark.slow
 def test_callback_from_the_primary_config(tmp_path, verl_trees):
     tree = verl_trees[NEWEST]
     conf = tmp_path / "conf"
@@ -422,6 +426,7 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
         assert o.word.text == line
 
 
+@pytest.mark.slow
 def test_keys_nobody_reads_are_checked_only_when_selected(tmp_path, verl_trees):
     """VL230/VL231 read an index of the whole verl tree (~35 ms at job start), VL108/VL110 verl's
     config classes: opt-in here."""
@@ -433,6 +438,7 @@ def test_keys_nobody_reads_are_checked_only_when_selected(tmp_path, verl_trees):
     assert "VL230 [warning]" in proc.stderr and "no_such_knob" in proc.stderr
 
 
+@pytest.mark.slow
 def test_config_class_rules_are_checked_only_when_selected(tmp_path, verl_trees):
     knob = "+actor_rollout_ref.actor.no_such_knob=1"
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, knob)
