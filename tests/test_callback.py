@@ -73,6 +73,7 @@ def test_enable_line_is_the_documented_one():
     assert issubclass(VerlLintCallback, Callback)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", across_releases())
 def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version):
     proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *BAD)
@@ -107,6 +108,7 @@ def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version)
     assert not added & lazy, sorted(added & lazy)
 
 
+@pytest.mark.slow
 def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=never", *BAD)
     out = output(proc)
@@ -163,6 +165,7 @@ def test_callback_from_the_primary_config(tmp_path, verl_trees):
 # ------------------------------------------------------------ fail-open ----
 
 
+@pytest.mark.slow
 def test_a_rule_that_raises_does_not_stop_the_job(tmp_path, verl_trees):
     # tests/apps/boom_rule.py registers VL999 through the public REGISTRY; its check raises.
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", *GOOD)
@@ -174,12 +177,14 @@ def test_a_rule_that_raises_does_not_stop_the_job(tmp_path, verl_trees):
     assert "Traceback" not in out
 
 
+@pytest.mark.slow
 def test_a_raising_rule_does_not_disable_the_others(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", *BAD)
     assert proc.returncode == 1 and marker is None, output(proc)
     assert "VL301" in proc.stderr and "boom rule exploded" in output(proc)
 
 
+@pytest.mark.slow
 def test_strict_stops_on_an_internal_error(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", f"{CB}.strict=true", *GOOD)
     assert proc.returncode == 2, output(proc)
@@ -187,6 +192,7 @@ def test_strict_stops_on_an_internal_error(tmp_path, verl_trees):
     assert "strict=true" in proc.stderr and "RuntimeError: boom rule exploded" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_broken_plugin_fails_open(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[no_such_plugin_module]", *GOOD)
     assert proc.returncode == 0 and marker is not None, output(proc)
@@ -198,6 +204,7 @@ def test_a_broken_plugin_fails_open(tmp_path, verl_trees):
 UNSET = "${oc.env:VERL_LINT_TEST_UNSET_VAR}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value, runs", [("'false'", True), ("no", True), ("0", True), ("false", True), ("'yes'", False)])
 def test_strict_given_as_a_string(tmp_path, verl_trees, value, runs):
     # `strict='false'` reaches the callback as the string 'false' (Hydra's grammar: `false` is a
@@ -221,6 +228,7 @@ def test_strict_given_as_a_string(tmp_path, verl_trees, value, runs):
         ("strict=maybe", 'strict="maybe": must be true or false'),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_setting_is_one_warning_and_the_job_runs(tmp_path, verl_trees, setting, says):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.{setting}", *GOOD)
     out = output(proc)
@@ -231,6 +239,7 @@ def test_a_bad_setting_is_one_warning_and_the_job_runs(tmp_path, verl_trees, set
     assert "Traceback" not in out and "Error in call to target" not in out
 
 
+@pytest.mark.slow
 def test_a_bad_fail_on_does_not_block_on_findings(tmp_path, verl_trees):
     # The intended threshold is unknown: the findings are logged and the job runs.
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=nevr", *BAD)
@@ -239,6 +248,7 @@ def test_a_bad_fail_on_does_not_block_on_findings(tmp_path, verl_trees):
     assert 'did you mean "never"?' in out and "VL301 [error]" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", ["fail_on=errors", "select=[VL30l]"])
 def test_a_bad_setting_with_strict_stops_the_job_in_one_line(tmp_path, verl_trees, setting):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.{setting}", f"{CB}.strict=true", *GOOD)
@@ -249,6 +259,7 @@ def test_a_bad_setting_with_strict_stops_the_job_in_one_line(tmp_path, verl_tree
     assert lines[0].startswith("verl-lint: bad setting ") and lines[0].endswith("Stopping the job (strict=true)"), lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override", [f"+foo={UNSET}", f"trainer.project_name={UNSET}"])
 def test_an_unresolvable_override_leaves_the_other_rules_running(tmp_path, verl_trees, override):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, override, *BAD)
@@ -258,6 +269,7 @@ def test_an_unresolvable_override_leaves_the_other_rules_running(tmp_path, verl_
     assert "internal error" not in out and "skipped" not in out
 
 
+@pytest.mark.slow
 def test_an_unresolvable_value_is_unknown_only_to_the_rules_that_read_it(tmp_path, verl_trees):
     # VL301 needs train_batch_size, now unknown: silent. VL304 reads the mini-batch: still stops the job.
     bad = [f"data.train_batch_size={UNSET}", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6"]
@@ -268,6 +280,7 @@ def test_an_unresolvable_value_is_unknown_only_to_the_rules_that_read_it(tmp_pat
     assert "internal error" not in out
 
 
+@pytest.mark.slow
 def test_hydra_swallows_exceptions_from_callbacks(tmp_path, verl_trees):
     """Why the callback aborts with SystemExit: Hydra 1.3 turns a callback's Exception into a warning."""
     assert hydra.__version__.startswith("1.3"), hydra.__version__

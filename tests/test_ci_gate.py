@@ -55,12 +55,14 @@ def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
     assert "VL101" in rules and "VL301" in rules
 
 
+@pytest.mark.slow
 def test_github_annotations(tree_dir, verl_trees):
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "github", str(tree_dir))
     [line] = [l for l in r.stdout.splitlines() if l.startswith("::")]
     assert line.startswith("::error file=") and ",line=3,col=5,endLine=3,endColumn=21,title=VL101 unknown-config-key::" in line
 
 
+@pytest.mark.slow
 def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
     out = tmp_path / "report.json"
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "json", "--output", str(out), str(tree_dir))
@@ -68,6 +70,7 @@ def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
     assert "Found 1 finding (1 error, 0 warnings) in 1 of 2 scripts linted, 1 launch" in r.stdout
 
 
+@pytest.mark.slow
 def test_suppressions(lint):
     inline = "ARGS=(\n  trainer.nnodez=1  # verl-lint: disable=VL101\n)\npython3 -m verl.trainer.main_ppo \"${ARGS[@]}\"\n"
     assert [d.code for d in lint(inline).diagnostics] == []
@@ -111,6 +114,7 @@ def test_serial_and_parallel_are_byte_identical(tmp_path, verl_trees):
     assert serial == parallel and json.loads(serial)
 
 
+@pytest.mark.slow
 def test_junit_report(tree_dir, verl_trees):
     import xml.etree.ElementTree as ET
 

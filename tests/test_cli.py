@@ -38,6 +38,7 @@ def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
     assert "^^^^" in r.stdout and "Found 1 finding (1 error, 0 warnings) in 1 of 1 script linted, 1 launch" in r.stdout
 
 
+@pytest.mark.slow
 def test_json_contract(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("python3 -m verl.trainer.main_ppo +trainer.nnodes=2\n")
@@ -58,6 +59,7 @@ def test_command_after_double_dash(tree):
     assert clean.returncode == 0, clean.stdout
 
 
+@pytest.mark.slow
 def test_bad_input_exit_2_and_others_still_linted(tmp_path, tree):
     good = tmp_path / "a.sh"
     good.write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
@@ -76,6 +78,7 @@ def test_bad_input_exit_2_and_others_still_linted(tmp_path, tree):
     assert "Traceback" not in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_no_execution_of_command_substitution(tmp_path, tree):
     marker = tmp_path / "SOMEFILE"
     s = tmp_path / "run.sh"
@@ -85,6 +88,7 @@ def test_no_execution_of_command_substitution(tmp_path, tree):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_rules_listing_and_doc():
     r = cli("rules", "--format", "json")
     rules = json.loads(r.stdout)
@@ -103,6 +107,7 @@ def test_select_ignore_fail_on(tmp_path, tree):
     assert cli("check", "--verl-root", tree, "--select", "VL9", str(s)).returncode == 2  # unknown code: usage error
 
 
+@pytest.mark.slow
 def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
     ok = tmp_path / "ok.sh"
     ok.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
@@ -112,6 +117,7 @@ def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
     assert "No findings in 1 script linted, 1 launch; 1 could not be read" in r.stdout
 
 
+@pytest.mark.slow
 def test_carets_follow_display_width_of_wide_characters_and_tabs(tmp_path, tree):
     s = tmp_path / "cjk.sh"
     s.write_text('#!/bin/bash\npython3 -m verl.trainer.main_ppo\ttrainer.project_name="中文项目" trainer.nnodez=1\n')
@@ -127,6 +133,7 @@ def test_carets_follow_display_width_of_wide_characters_and_tabs(tmp_path, tree)
     assert caret.count("^") == len("trainer.nnodez=1")
 
 
+@pytest.mark.slow
 def test_diff_with_nothing_to_fix_says_so_and_exits_0(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
@@ -149,6 +156,7 @@ def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
     assert r.stdout.splitlines()[:2] == [f"--- {s}", f"+++ {s}"]
 
 
+@pytest.mark.slow
 def test_baseline_says_how_many_findings_it_hides(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1\n")

@@ -38,6 +38,7 @@ def test_errors_are_located_and_do_not_stop_the_rest(verl_trees, composer, tmp_p
     assert comp.config.trainer.nnodes == 3 and comp.config.trainer.n_gpus_per_node == 4
 
 
+@pytest.mark.slow
 def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_trees, composer, tmp_path):
     import sys
 
@@ -53,6 +54,7 @@ def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_tre
     assert "verl" not in sys.modules
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0's configs have fewer plain keys than the test's floor of 500 (issue #19)"))
 @pytest.mark.parametrize("name", ["ppo_trainer", "ppo_megatron_trainer"])
 def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, version, name):
@@ -87,6 +89,7 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
     assert fast > 500 and slow > 100  # both paths are exercised
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", across_releases())
 def test_provenance_tells_script_user_file_and_verl_default_apart(verl_trees, composer, tmp_path, version):
     """A value is the user's choice when the script or the user's own config file sets it (or it

@@ -323,6 +323,7 @@ def test_dapo_expert_parallel_091(lint):
     assert "`actor_rollout_ref.rollout.expert_parallel_size=8`" in d.help
 
 
+@pytest.mark.slow
 def test_dapo_expert_parallel_071(lint):
     [d] = _only(lint(_dapo(2, 4), "0.7.1"))
     assert d.code == "VL704"
@@ -415,6 +416,7 @@ def test_popped_kwargs_are_honoured(lint):
     assert _only(lint(sg, "0.9.1")) == []
 
 
+@pytest.mark.slow
 def test_no_engine_package_is_imported(tmp_path):
     """The static path never imports vllm, sglang, verl or torch."""
     script = tmp_path / "run.sh"

@@ -252,6 +252,7 @@ def test_ray_address_from_the_environment_still_attaches(lint):
     assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == ["NCCL_IB_HCA"]
 
 
+@pytest.mark.slow
 def test_runtime_env_set_in_the_config_yaml_reaches_the_workers(lint, tmp_path):
     conf = tmp_path / "conf"
     conf.mkdir()

@@ -20,7 +20,7 @@ what real bash produces for the same scripts.
 
 Hand-written launches (Hydra's override grammar, composition rules and the shell forms scripts
 use) are compared the same way against every release: this is the one Hydra-equivalence suite.
-The corpus is the `slow` tier; the hand-written launches against 0.9.1 are in the fast tier.
+The whole suite is the `slow` tier (plain Hydra alone costs ~0.2 s per launch).
 """
 
 from __future__ import annotations
@@ -269,6 +269,7 @@ SHELL = [
 HAND_WRITTEN = [(shlex.join(w), w) for w in WORDS] + [(text, None) for text in SHELL]
 
 
+@pytest.mark.slow  # two compositions per launch: ~1 s each, 61 launches per release
 @pytest.mark.parametrize("version", across_releases())
 @pytest.mark.parametrize("text,words", HAND_WRITTEN, ids=[t[:70] or "defaults" for t, _ in HAND_WRITTEN])
 def test_hand_written_launch_composes_like_hydra(text, words, version, verl_trees, composer, tmp_path):

@@ -66,6 +66,7 @@ def test_upgrade_preview_reports_only_changes(tmp_path, verl_trees):
     assert "VL101" not in check.stdout and "VL407" not in check.stdout, check.stdout + fixed.stderr
 
 
+@pytest.mark.slow
 def test_fix_skips_a_file_changed_since_read(tmp_path, verl_trees):
     from verl_lint.config.compose import Composer
     from verl_lint.report.fix import apply_fixes
@@ -81,6 +82,7 @@ def test_fix_skips_a_file_changed_since_read(tmp_path, verl_trees):
     assert s.read_text().endswith("# edited meanwhile\n")
 
 
+@pytest.mark.slow
 def test_a_value_repeated_word_for_word_is_redundant_even_when_only_known_at_run_time(lint):
     """`k=$(pwd)/x/$RUN` twice in one command: the same words give the same value, so nothing is
     lost (info, removable); a different tail is a real override (warning)."""

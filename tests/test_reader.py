@@ -16,6 +16,7 @@ from verl_lint.registry import main_ppo
 from verl_lint.config.reader import build, reader_index
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0 has no engine_kwargs or lora node (issue #19)"))
 def test_index_of_a_real_release(verl_trees, version):
     ix = reader_index(verl_trees[version].root)
@@ -146,6 +147,7 @@ def test_config_key_never_read_only_when_set(lint, version):
     assert "VL231" not in codes(lint(main_ppo("trainer.nnodes=1"), version))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vendored", [False, True], ids=["verl-elsewhere", "verl-inside-project"])
 def test_project_entry_point_outside_the_tree(tmp_path, verl_trees, vendored):
     """A project built on verl: its own entry point and the package it imports read keys too,

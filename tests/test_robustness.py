@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import fuzz  # noqa: E402
 
 
+@pytest.mark.slow
 def test_nothing_in_a_script_is_executed(tmp_path, verl_trees):
     marker = tmp_path / "MARKER"
     outside = tmp_path.parent / f"{tmp_path.name}-outside.sh"

@@ -44,6 +44,7 @@ def check(tmp_path: Path, settings: str, *flags: str) -> subprocess.CompletedPro
         ("verl-version = 0.9", "verl-version = 0.9: must be a non-empty string (quote it)"),  # 0.10 would read as 0.1
     ],
 )
+@pytest.mark.slow
 def test_a_bad_setting_is_one_line_and_exit_2(tmp_path, setting, says):
     proc = check(tmp_path, setting)
     assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -56,6 +56,7 @@ def test_vl302_only_where_the_tree_checks_it(findings):
     assert only(findings(script, OLD), "VL302") == []
 
 
+@pytest.mark.slow
 def test_vl304_follows_the_worker_main_ppo_runs(findings):
     twelve = (f"{A}.ppo_mini_batch_size=12", "data.train_batch_size=96")  # 12 × n=1 over 8 GPUs
     # 0.9.1's engine worker asserts mini_batch_size % dp == 0.
@@ -77,6 +78,7 @@ def test_vl304_follows_the_worker_main_ppo_runs(findings):
 MEGATRON_BUDGET = (f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "data.max_prompt_length=4096", "data.max_response_length=32768")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version,head", [("0.9.1", "model_engine=megatron"), ("0.7.1", "--config-name=ppo_megatron_trainer")])
 def test_vl305_megatron_budget_counts_context_parallel(findings, version, head):
     def script(cp: int) -> str:

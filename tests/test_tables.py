@@ -82,6 +82,7 @@ def test_freeze_vision_tower_follows_its_readers(verl_trees, composer, tmp_path)
     assert "VL214" not in _lint(tmp_path, composer, root, arg)
 
 
+@pytest.mark.slow
 def test_dead_key_read_by_a_recipe_of_the_tree_is_not_dead(verl_trees, composer, tmp_path):
     """VL215 judges each key by its own readers: a recipe in the checkout that reads
     num_repeat_rollouts (as verl 0.7.0's collabllm does) keeps that key quiet, not the others."""
@@ -148,12 +149,14 @@ def _configs_only(verl_trees, tmp_path: Path, version_text: str) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_without_source_a_dev_version_counts_as_its_release(verl_trees, composer, tmp_path):
     """0.7.0.dev is the 0.7.0 code: VL215 (>=0.7.0) applies, which PEP 440 order (dev < release) denied."""
     root = _configs_only(verl_trees, tmp_path, "0.7.0.dev")
     assert "VL215" in _lint(tmp_path, composer, root, "actor_rollout_ref.rollout.over_sample_rate=0.1")
 
 
+@pytest.mark.slow
 def test_without_source_an_rc_counts_as_its_release(verl_trees, composer, tmp_path):
     """0.7.1rc1 is not before 0.7.1: VL207 (<0.7.1) does not apply."""
     root = _configs_only(verl_trees, tmp_path, "0.7.1rc1")
@@ -195,6 +198,7 @@ def test_field_fact_reads_the_class_body(verl_trees):
     assert not tables.holds(tables.Fact("field", "verl.workers.config.actor.ActorConfig.grad_clip"), root)
 
 
+@pytest.mark.slow
 def test_a_bad_table_stops_every_command_with_one_line(tmp_path):
     """A record with an unknown fact kind: `verl-lint: error: rules/<table>: record <code>: ...`, exit 2."""
     pkg = tmp_path / "verl_lint_knowledge"

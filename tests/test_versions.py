@@ -99,6 +99,7 @@ def test_judge_all_some_none_and_unknown_releases():
 # ------------------------------------------------------------- end to end ----
 
 
+@pytest.mark.slow
 def test_a_range_the_project_declares_decides_the_severity(lint, tmp_path):
     """verl 0.7.1's wheel declares vllm>=0.8.5,<=0.12.0; the project's own requirements.txt next
     to the script narrows it (the TinyZero / Logic-RL layout: a vendored verl, pins at the root)."""

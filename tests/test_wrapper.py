@@ -52,6 +52,7 @@ def script(tmp_path):
 # ------------------------------------------------------------ exec only when clean ----
 
 
+@pytest.mark.slow
 def test_clean_command_is_execd_with_its_own_exit_code(tmp_path):
     marker = tmp_path / "ran"
     code = f"import os, sys; open({str(marker)!r}, 'w').write(str(os.getpid())); sys.exit(7)"
@@ -78,6 +79,7 @@ def test_bad_script_args_are_linted_as_its_dollar_at_and_not_run(tmp_path, scrip
     assert "verl-lint: not running: bash train.sh" in proc.stderr
 
 
+@pytest.mark.slow
 def test_clean_script_runs_with_its_args(tmp_path, script):
     marker = tmp_path / "ran"
     proc = wrap(tmp_path, "--verl", NEWEST, "--", "bash", "train.sh", *GOOD, env={"MARKER": str(marker)})
@@ -85,6 +87,7 @@ def test_clean_script_runs_with_its_args(tmp_path, script):
     assert marker.read_text().strip() == "ran with: " + " ".join(GOOD)
 
 
+@pytest.mark.slow
 def test_findings_on_arguments_point_into_the_command_line(tmp_path):
     proc = wrap(tmp_path, "--verl", NEWEST, "--dry-run", "--", "bash", "-c", 'python3 -m verl.trainer.main_ppo "$@"', "x", *BAD)
     assert proc.returncode == 1, proc.stderr
@@ -93,6 +96,7 @@ def test_findings_on_arguments_point_into_the_command_line(tmp_path):
     assert "would not run" in proc.stderr
 
 
+@pytest.mark.slow
 def test_dry_run_runs_nothing(tmp_path, script):
     marker = tmp_path / "ran"
     proc = wrap(tmp_path, "--verl", NEWEST, "--dry-run", "--", "bash", "train.sh", *GOOD, env={"MARKER": str(marker)})
@@ -136,6 +140,7 @@ def test_usage_and_missing_command(tmp_path):
     assert proc.returncode == 2 and "unknown rule code" in proc.stderr
 
 
+@pytest.mark.slow
 def test_missing_script_is_an_input_error(tmp_path):
     proc = wrap(tmp_path, "--", "bash", "nope.sh")
     assert proc.returncode == 2 and "nope.sh: error: cannot read: No such file or directory" in proc.stderr
@@ -265,6 +270,7 @@ def test_linter_failure_on_a_real_script_runs_the_command_unless_strict(tmp_path
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.endswith("; not running the command (--strict)\n")
 
 
+@pytest.mark.slow
 def test_script_is_read_within_the_size_limit(tmp_path):
     (tmp_path / "big.sh").write_text("# padding\n" * 200 + "echo ran\n")  # 2 KiB
     proc = bounded_wrap(tmp_path, "--max-file-size", "0.001", "--", "bash", "big.sh")
@@ -275,6 +281,7 @@ def test_script_is_read_within_the_size_limit(tmp_path):
     assert proc.returncode == 0 and proc.stdout == "ran\n", proc.stderr
 
 
+@pytest.mark.slow
 def test_fifo_and_device_scripts_are_never_opened(tmp_path):
     """`bash fifo` would block the read forever, `bash /dev/zero` would never end: input errors."""
     os.mkfifo(tmp_path / "fifo.sh")
