@@ -1,27 +1,118 @@
-"""Shared fixtures: real verl releases from the package registry, cached once per machine."""
+"""Shared fixtures, the test tiers and the test session's cache.
+
+Tiers (markers in pyproject.toml): plain `python -m pytest` runs the fast tier (addopts
+`-m "not slow and not network"`); `-m slow` and `-m network` select the rest, and README's
+"Run the tests" command (what CI runs) selects every tier.
+
+Cache: the session runs with VERL_LINT_CACHE_DIR set to a fresh private directory, removed at
+the end, so no test reads or writes the user's cache (~/.cache/verl-lint) or depends on an
+earlier run. The one exception is the download cache the tests share across runs: the private
+directory's `releases/` and `wheels/` are symlinks to the user's, so each verl release and
+engine wheel is downloaded once per machine. A test that needs one that is not there yet skips,
+naming the command that downloads it, unless the session runs network tests (then it downloads).
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from verl_lint.config.compose import Composer
-from verl_lint.launch.locate import release_tree
-from verl_lint.pipeline import Options
-from verl_lint.runner import lint_file
+from verl_lint.cache import cache_dir, make_dir
+
+# Before anything else of verl-lint is imported (loading the rule pack caches its tables): the
+# user's cache, whose downloads the tests share, then the session's private cache.
+SHARED_CACHE = cache_dir()
+_PRIVATE_CACHE = Path(tempfile.mkdtemp(prefix="verl-lint-tests-"))
+for _name in ("releases", "wheels"):
+    (_PRIVATE_CACHE / _name).symlink_to(make_dir(SHARED_CACHE / _name), target_is_directory=True)
+os.environ["VERL_LINT_CACHE_DIR"] = str(_PRIVATE_CACHE)
+os.environ.setdefault("NO_COLOR", "1")
+
+from verl_lint.config.compose import Composer  # noqa: E402
+from verl_lint.engines.args import fetch_wheel  # noqa: E402
+from verl_lint.launch.locate import VerlTree, release_tree  # noqa: E402
+from verl_lint.pipeline import Options  # noqa: E402
+from verl_lint.runner import lint_file  # noqa: E402
 
 NEWEST = "0.9.1"
 OLDER = "0.7.1"
-RELEASES = (NEWEST, OLDER)
+OLDEST = "0.5.0"
+RELEASES = (NEWEST, OLDER, OLDEST)
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+def across_releases(fails_on_oldest: str = "") -> list:
+    """RELEASES for `parametrize`: the newest in the fast tier, the older ones `slow`. With
+    `fails_on_oldest` (why), the OLDEST case is a strict xfail: the test does not hold there yet."""
+    older = []
+    for v in (OLDER, OLDEST):
+        known = [pytest.mark.xfail(strict=True, reason=fails_on_oldest)] if v == OLDEST and fails_on_oldest else []
+        older.append(pytest.param(v, marks=[pytest.mark.slow, *known]))
+    return [NEWEST, *older]
+
+
+FETCH = "python -m pytest -m network tests/test_tiers.py"
+
+_downloads = False  # this session runs network tests: missing releases and wheels are downloaded
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` deselected what this session does not run
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    global _downloads
+    _downloads = any(item.get_closest_marker("network") for item in items)
+
+
+def pytest_unconfigure() -> None:
+    shutil.rmtree(_PRIVATE_CACHE, ignore_errors=True)  # removes the symlinks, not what they point to
+
+
+def cached_release(version: str) -> VerlTree | None:
+    """verl `version` from the shared download cache, or None when it was never downloaded."""
+    if (SHARED_CACHE / "releases" / f"verl-{version}" / "verl" / "trainer").is_dir():
+        return release_tree(version)
+    return None
+
+
+def _not_cached(what: str) -> None:
+    pytest.skip(f"{what} is not in the test download cache {SHARED_CACHE}; `{FETCH}` downloads it")
+
+
+class _Releases(dict):
+    """{version: VerlTree}, each release looked up (or downloaded) when a test first needs it."""
+
+    def __missing__(self, version: str) -> VerlTree:
+        tree = cached_release(version)
+        if tree is None:
+            if not _downloads:
+                _not_cached(f"verl {version}")
+            tree = release_tree(version)
+        self[version] = tree
+        return tree
+
+
 @pytest.fixture(scope="session")
-def verl_trees():
+def verl_trees() -> dict[str, VerlTree]:
     """{version: VerlTree} of real releases (the wheel from the package index, unpacked, cached)."""
-    return {v: release_tree(v) for v in RELEASES}
+    return _Releases()
+
+
+@pytest.fixture(scope="session")
+def wheel():
+    """wheel(dist, version) -> the engine wheel from the shared download cache (downloaded
+    when the session runs network tests, else the test skips saying how to get it)."""
+
+    def get(dist: str, version: str) -> Path:
+        name = re.sub(r"[-_.]+", "_", dist.lower())  # how the wheel file spells the project
+        if not _downloads and not any((SHARED_CACHE / "wheels").glob(f"{name}-{version}-*.whl")):
+            _not_cached(f"the {dist} {version} wheel")
+        return fetch_wheel(dist, version)
+
+    return get
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +135,3 @@ def lint(verl_trees, composer, tmp_path):
 
 def codes(report) -> list[str]:
     return [d.code for d in report.diagnostics]
-
-
-os.environ.setdefault("NO_COLOR", "1")

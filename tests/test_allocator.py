@@ -92,6 +92,7 @@ def test_parser_verdicts(text, accepted):
     assert lint_verdict(text) is accepted
 
 
+@pytest.mark.slow
 def test_corpus_matches_real_torch():
     """The same strings through the installed torch's own parser (a subprocess; CPU is enough)."""
     if package_dir("torch") is None:
@@ -215,6 +216,8 @@ def _msgs(report, code):
     return [d.message for d in report.diagnostics if d.code == code]
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="VL608's bad example gives nothing on verl 0.5.0 (issue #19)")
 def test_examples_do_not_depend_on_installed_torch(lint, monkeypatch):
     """Every 6xx example gives the same codes with no torch installed, torch 2.9.1 and torch 2.13."""
     for installed in ({}, {"torch": "2.9.1"}, {"torch": "2.13.0+cpu"}):
@@ -336,6 +339,7 @@ def test_alloc_conf_hidden_from_vllm_on_new_torch(lint):
     assert c6(lint(script, versions={"torch": "2.10.0", "vllm": "0.31.0"})) == []
 
 
+@pytest.mark.xfail(strict=True, reason="VL610 gives nothing on verl 0.5.0 (issue #19)")
 def test_reset_info_names_verl_code(lint):
     for v in RELEASES:
         rep = lint(main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512,garbage_collection_threshold:0.6"}), v)

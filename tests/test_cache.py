@@ -48,6 +48,7 @@ def _result(comp):
     )
 
 
+@pytest.mark.slow
 def test_warm_run_hits_the_disk_cache_with_identical_results_and_clean_forgets(cache_root, tmp_path, verl_trees):
     la, app = _launch(tmp_path, verl_trees)
     cold = Composer()  # default: the disk cache under cache_dir()/bases
@@ -128,6 +129,7 @@ def test_clean_removes_marked_folders_left_empty(cache_root):
     assert not (cache_root / "tables").exists()
 
 
+@pytest.mark.slow
 def test_crafted_verl_value_is_rejected_before_it_becomes_a_path(tmp_path, cache_root):
     """`--verl ../../../../victim` would name a directory outside the cache; it is refused as
     not a version, and nothing outside (or inside) the cache is created or removed."""
@@ -150,6 +152,7 @@ def test_clean_on_a_missing_cache_dir(cache_root):
     assert cache.clean(releases=True) == (0, 0)
 
 
+@pytest.mark.slow
 def test_no_cache_reads_and_writes_nothing(cache_root, tmp_path, verl_trees):
     la, app = _launch(tmp_path, verl_trees)
     with_cache = Composer()
@@ -165,6 +168,7 @@ def test_no_cache_reads_and_writes_nothing(cache_root, tmp_path, verl_trees):
     assert {p: p.stat().st_mtime_ns for p in (cache_root / "bases").iterdir()} == before
 
 
+@pytest.mark.slow
 def test_corrupt_cache_entry_is_a_miss(cache_root, tmp_path, verl_trees):
     la, app = _launch(tmp_path, verl_trees)
     expected = _result(Composer().compose(app, la.overrides, la.entry_span))
@@ -175,6 +179,7 @@ def test_corrupt_cache_entry_is_a_miss(cache_root, tmp_path, verl_trees):
     assert c.stats["base_misses"] == 1
 
 
+@pytest.mark.slow
 def test_cli_no_cache_flag_and_cache_command(cache_root, tmp_path, verl_trees, capsys):
     from verl_lint import cli
 
@@ -246,6 +251,7 @@ def test_cache_keys_follow_the_code_that_produced_them(tmp_path):
     assert edited not in (first, touched) and value == "four"
 
 
+@pytest.mark.slow
 def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl_trees):
     """The per-file time limit firing while a base composes is VL005 for that run, and nothing
     is stored: the next run (same process, then a new one on the same cache) composes it."""
@@ -273,6 +279,7 @@ def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl
     assert proc.returncode == 1 and "VL101" in proc.stdout and "VL106" not in proc.stdout, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_wrong_type_and_corrupt_entries_are_ignored_and_rewritten(cache_root, tmp_path, verl_trees):
     """Every entry of a filled cache replaced by a pickle of the wrong type (a list where a dict,
     a config or a frozenset is expected) or by garbage: the next run gives the same result, no
@@ -294,6 +301,7 @@ def test_wrong_type_and_corrupt_entries_are_ignored_and_rewritten(cache_root, tm
     assert all(e.read_bytes() not in (wrong, b"\x80\x05garbage") for e in entries)
 
 
+@pytest.mark.slow
 def test_a_cache_directory_that_is_a_file(tmp_path, verl_trees):
     """VERL_LINT_CACHE_DIR naming a regular file: one warning line and the run works without the
     cache; a run that needs a download stops with one error line (exit 2)."""

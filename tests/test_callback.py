@@ -17,7 +17,7 @@ import hydra
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import NEWEST, RELEASES
+from conftest import NEWEST, across_releases
 from verl_lint.callback import ENABLE_LINE, VerlLintCallback
 from verl_lint.live import lint_config
 from verl_lint.registry import REGISTRY, ROLLOUT_NAME, Rule
@@ -76,7 +76,8 @@ def test_enable_line_is_the_documented_one():
     assert issubclass(VerlLintCallback, Callback)
 
 
-@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.slow
+@pytest.mark.parametrize("version", across_releases())
 def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version):
     proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *BAD)
     out = output(proc)
@@ -90,7 +91,8 @@ def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version)
     assert "Traceback" not in out
 
 
-@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.slow
+@pytest.mark.parametrize("version", across_releases(fails_on_oldest="on verl 0.5.0 a clean job loads verl_lint.engines.args and difflib (issue #19)"))
 def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version):
     proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *GOOD)
     out = output(proc)
@@ -109,6 +111,7 @@ def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version)
     assert not added & lazy, sorted(added & lazy)
 
 
+@pytest.mark.slow
 def test_engine_modules_load_when_a_launch_sets_engine_kwargs(tmp_path, verl_trees):
     # The other half of the check above: the modules it expects unloaded are the ones the
     # engine_kwargs rules load on need (a renamed module cannot make that check pass vacuously).
@@ -118,6 +121,7 @@ def test_engine_modules_load_when_a_launch_sets_engine_kwargs(tmp_path, verl_tre
     assert ENGINE_MODULES <= set(marker["modules"]), sorted(ENGINE_MODULES - set(marker["modules"]))
 
 
+@pytest.mark.slow
 def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=never", *BAD)
     out = output(proc)
@@ -127,6 +131,7 @@ def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):
     assert "[WARNING]" in warning and "help:" in warning, warning
 
 
+@pytest.mark.slow
 def test_fail_on_warning_is_stricter(tmp_path, verl_trees):
     # A conflicting duplicate override is a warning (VL107): it blocks only at fail_on=warning.
     dup = ["trainer.nnodes=1", "trainer.nnodes=2"]
@@ -137,6 +142,7 @@ def test_fail_on_warning_is_stricter(tmp_path, verl_trees):
     assert "VL107 [warning]" in proc.stderr
 
 
+@pytest.mark.slow
 def test_report_path_and_select_ignore(tmp_path, verl_trees):
     report = tmp_path / "reports" / "lint.json"
     args = [ENABLE_LINE, f"{CB}.fail_on=never", f"{CB}.report_path={report}", *BAD]
@@ -155,6 +161,7 @@ def test_report_path_and_select_ignore(tmp_path, verl_trees):
     assert proc.returncode == 0 and marker is not None, output(proc)
 
 
+@pytest.mark.slow
 def test_callback_from_the_primary_config(tmp_path, verl_trees):
     tree = verl_trees[NEWEST]
     conf = tmp_path / "conf"
@@ -175,6 +182,7 @@ def test_callback_from_the_primary_config(tmp_path, verl_trees):
 # ------------------------------------------------------------ fail-open ----
 
 
+@pytest.mark.slow
 def test_a_rule_that_raises_does_not_stop_the_job(tmp_path, verl_trees):
     # tests/apps/boom_rule.py registers VL999 through the public REGISTRY; its check raises.
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", *GOOD)
@@ -186,12 +194,14 @@ def test_a_rule_that_raises_does_not_stop_the_job(tmp_path, verl_trees):
     assert "Traceback" not in out
 
 
+@pytest.mark.slow
 def test_a_raising_rule_does_not_disable_the_others(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", *BAD)
     assert proc.returncode == 1 and marker is None, output(proc)
     assert "VL301" in proc.stderr and "boom rule exploded" in output(proc)
 
 
+@pytest.mark.slow
 def test_strict_stops_on_an_internal_error(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", f"{CB}.strict=true", *GOOD)
     assert proc.returncode == 2, output(proc)
@@ -199,6 +209,7 @@ def test_strict_stops_on_an_internal_error(tmp_path, verl_trees):
     assert "strict=true" in proc.stderr and "RuntimeError: boom rule exploded" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_broken_plugin_fails_open(tmp_path, verl_trees):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[no_such_plugin_module]", *GOOD)
     assert proc.returncode == 0 and marker is not None, output(proc)
@@ -210,6 +221,7 @@ def test_a_broken_plugin_fails_open(tmp_path, verl_trees):
 UNSET = "${oc.env:VERL_LINT_TEST_UNSET_VAR}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value, runs", [("'false'", True), ("no", True), ("0", True), ("false", True), ("'yes'", False)])
 def test_strict_given_as_a_string(tmp_path, verl_trees, value, runs):
     # `strict='false'` reaches the callback as the string 'false' (Hydra's grammar: `false` is a
@@ -233,6 +245,7 @@ def test_strict_given_as_a_string(tmp_path, verl_trees, value, runs):
         ("strict=maybe", 'strict="maybe": must be true or false'),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_setting_is_one_warning_and_the_job_runs(tmp_path, verl_trees, setting, says):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.{setting}", *GOOD)
     out = output(proc)
@@ -243,6 +256,7 @@ def test_a_bad_setting_is_one_warning_and_the_job_runs(tmp_path, verl_trees, set
     assert "Traceback" not in out and "Error in call to target" not in out
 
 
+@pytest.mark.slow
 def test_a_bad_fail_on_does_not_block_on_findings(tmp_path, verl_trees):
     # The intended threshold is unknown: the findings are logged and the job runs.
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=nevr", *BAD)
@@ -251,6 +265,7 @@ def test_a_bad_fail_on_does_not_block_on_findings(tmp_path, verl_trees):
     assert 'did you mean "never"?' in out and "VL301 [error]" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", ["fail_on=errors", "select=[VL30l]"])
 def test_a_bad_setting_with_strict_stops_the_job_in_one_line(tmp_path, verl_trees, setting):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.{setting}", f"{CB}.strict=true", *GOOD)
@@ -261,6 +276,7 @@ def test_a_bad_setting_with_strict_stops_the_job_in_one_line(tmp_path, verl_tree
     assert lines[0].startswith("verl-lint: bad setting ") and lines[0].endswith("Stopping the job (strict=true)"), lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("override", [f"+foo={UNSET}", f"trainer.project_name={UNSET}"])
 def test_an_unresolvable_override_leaves_the_other_rules_running(tmp_path, verl_trees, override):
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, override, *BAD)
@@ -270,6 +286,7 @@ def test_an_unresolvable_override_leaves_the_other_rules_running(tmp_path, verl_
     assert "internal error" not in out and "skipped" not in out
 
 
+@pytest.mark.slow
 def test_an_unresolvable_value_is_unknown_only_to_the_rules_that_read_it(tmp_path, verl_trees):
     # VL301 needs train_batch_size, now unknown: silent. VL304 reads the mini-batch: still stops the job.
     bad = [f"data.train_batch_size={UNSET}", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6"]
@@ -280,6 +297,7 @@ def test_an_unresolvable_value_is_unknown_only_to_the_rules_that_read_it(tmp_pat
     assert "internal error" not in out
 
 
+@pytest.mark.slow
 def test_hydra_swallows_exceptions_from_callbacks(tmp_path, verl_trees):
     """Why the callback aborts with SystemExit: Hydra 1.3 turns a callback's Exception into a warning."""
     assert hydra.__version__.startswith("1.3"), hydra.__version__
@@ -440,6 +458,7 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
         assert o.word.text == line
 
 
+@pytest.mark.slow
 def test_keys_nobody_reads_are_checked_only_when_selected(tmp_path, verl_trees):
     """VL230/VL231 read an index of the whole verl tree (~35 ms at job start), VL108/VL110 verl's
     config classes: opt-in here."""
@@ -451,6 +470,7 @@ def test_keys_nobody_reads_are_checked_only_when_selected(tmp_path, verl_trees):
     assert "VL230 [warning]" in proc.stderr and "no_such_knob" in proc.stderr
 
 
+@pytest.mark.slow
 def test_config_class_rules_are_checked_only_when_selected(tmp_path, verl_trees):
     knob = "+actor_rollout_ref.actor.no_such_knob=1"
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, knob)

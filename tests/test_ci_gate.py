@@ -42,6 +42,7 @@ def test_scan_honours_gitignore_and_shebangs(tree_dir):
     assert [p.name for p in files] == ["noext"]
 
 
+@pytest.mark.slow
 def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "sarif", str(tree_dir))
     assert r.returncode == 1
@@ -77,12 +78,14 @@ def test_sarif_fingerprints_survive_line_moves(tmp_path, verl_trees):
     assert len(set(twice)) == 2 and twice[0] == before
 
 
+@pytest.mark.slow
 def test_github_annotations(tree_dir, verl_trees):
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "github", str(tree_dir))
     [line] = [l for l in r.stdout.splitlines() if l.startswith("::")]
     assert line.startswith("::error file=") and ",line=3,col=5,endLine=3,endColumn=21,title=VL101 unknown-config-key::" in line
 
 
+@pytest.mark.slow
 def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
     out = tmp_path / "report.json"
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "json", "--output", str(out), str(tree_dir))
@@ -90,6 +93,7 @@ def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
     assert "Found 1 finding (1 error, 0 warnings) in 1 of 2 scripts linted, 1 launch" in r.stdout
 
 
+@pytest.mark.slow
 def test_suppressions(lint):
     inline = "ARGS=(\n  trainer.nnodez=1  # verl-lint: disable=VL101\n)\npython3 -m verl.trainer.main_ppo \"${ARGS[@]}\"\n"
     assert [d.code for d in lint(inline).diagnostics] == []
@@ -108,6 +112,7 @@ def test_per_file_ignores(tree_dir, verl_trees):
     assert all(not r.diagnostics for r in reports)
 
 
+@pytest.mark.slow
 def test_baseline_survives_edits_above_and_reports_new(tree_dir, verl_trees, tmp_path):
     root = str(verl_trees[NEWEST].root)
     baseline = tmp_path / "baseline.json"
@@ -121,6 +126,7 @@ def test_baseline_survives_edits_above_and_reports_new(tree_dir, verl_trees, tmp
     assert r.returncode == 1 and "max_prompt_lengthh" in r.stdout and "nnodez" not in r.stdout
 
 
+@pytest.mark.slow
 def test_serial_and_parallel_are_byte_identical(tmp_path, verl_trees):
     for i in range(30):
         (tmp_path / f"s{i:02d}.sh").write_text(f"python3 -m verl.trainer.main_ppo trainer.nnodes={i % 4} data.train_batch_size={100 + i} trainer.nnodez=1\n")
@@ -131,6 +137,7 @@ def test_serial_and_parallel_are_byte_identical(tmp_path, verl_trees):
     assert serial == parallel and json.loads(serial)
 
 
+@pytest.mark.slow
 def test_junit_report(tree_dir, verl_trees):
     import xml.etree.ElementTree as ET
 

@@ -29,6 +29,7 @@ def tree(verl_trees):
     return str(verl_trees[NEWEST].root)
 
 
+@pytest.mark.slow
 def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("#!/bin/bash\nTP=2\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    actor_rollout_ref.rollout.tensor_parallel_size=$TP\n")
@@ -39,6 +40,7 @@ def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
     assert "^^^^" in r.stdout and "Found 1 finding (1 error, 0 warnings) in 1 of 1 script linted, 1 launch" in r.stdout
 
 
+@pytest.mark.slow
 def test_json_contract(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("python3 -m verl.trainer.main_ppo +trainer.nnodes=2\n")
@@ -50,6 +52,7 @@ def test_json_contract(tmp_path, tree):
     assert (item["code"], item["line"], item["column"], item["end_column"], item["key"]) == ("VL103", 1, 34, 51, "trainer.nnodes")
 
 
+@pytest.mark.slow
 def test_command_after_double_dash(tree):
     r = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodez=1")
     assert r.returncode == 1
@@ -60,6 +63,7 @@ def test_command_after_double_dash(tree):
     assert clean.returncode == 0, clean.stdout
 
 
+@pytest.mark.slow
 def test_bad_input_exit_2_and_others_still_linted(tmp_path, tree):
     good = tmp_path / "a.sh"
     good.write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
@@ -78,6 +82,7 @@ def test_bad_input_exit_2_and_others_still_linted(tmp_path, tree):
     assert "Traceback" not in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_no_execution_of_command_substitution(tmp_path, tree):
     marker = tmp_path / "SOMEFILE"
     s = tmp_path / "run.sh"
@@ -87,6 +92,7 @@ def test_no_execution_of_command_substitution(tmp_path, tree):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_rules_listing_and_doc():
     r = cli("rules", "--format", "json")
     rules = json.loads(r.stdout)
@@ -95,6 +101,7 @@ def test_rules_listing_and_doc():
     assert d.returncode == 0 and "## Why is this bad?" in d.stdout and "Bad example" in d.stdout
 
 
+@pytest.mark.slow
 def test_select_ignore_fail_on(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2\n")
@@ -104,6 +111,7 @@ def test_select_ignore_fail_on(tmp_path, tree):
     assert cli("check", "--verl-root", tree, "--select", "VL9", str(s)).returncode == 2  # unknown code: usage error
 
 
+@pytest.mark.slow
 def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
     ok = tmp_path / "ok.sh"
     ok.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
@@ -113,6 +121,7 @@ def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
     assert "No findings in 1 script linted, 1 launch; 1 could not be read" in r.stdout
 
 
+@pytest.mark.slow
 def test_carets_follow_display_width_of_wide_characters_and_tabs(tmp_path, tree):
     s = tmp_path / "cjk.sh"
     s.write_text('#!/bin/bash\npython3 -m verl.trainer.main_ppo\ttrainer.project_name="中文项目" trainer.nnodez=1\n')
@@ -128,6 +137,7 @@ def test_carets_follow_display_width_of_wide_characters_and_tabs(tmp_path, tree)
     assert caret.count("^") == len("trainer.nnodez=1")
 
 
+@pytest.mark.slow
 def test_diff_with_nothing_to_fix_says_so_and_exits_0(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
@@ -136,6 +146,7 @@ def test_diff_with_nothing_to_fix_says_so_and_exits_0(tmp_path, tree):
     assert "No fixes available" in r.stderr
 
 
+@pytest.mark.slow
 def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
     (tmp_path / "sub").mkdir()
     s = tmp_path / "sub" / "run.sh"
@@ -149,6 +160,7 @@ def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
     assert r.stdout.splitlines()[:2] == [f"--- {s}", f"+++ {s}"]
 
 
+@pytest.mark.slow
 def test_baseline_says_how_many_findings_it_hides(tmp_path, tree):
     s = tmp_path / "run.sh"
     s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1\n")

@@ -1,4 +1,5 @@
-"""Composition through the spine equals plain `hydra.compose` on real verl releases."""
+"""Composition on real verl releases beyond equality with plain `hydra.compose` (that is
+tests/test_equivalence.py): located errors, package searchpaths, plain values, provenance."""
 
 from __future__ import annotations
 
@@ -10,44 +11,15 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import RELEASES
+from conftest import NEWEST, across_releases
 from test_shell import local_imports
 from verl_lint.launch.recognise import launches
 from verl_lint.launch.locate import locate_app
 from verl_lint.shell import evaluate
 
-R = "actor_rollout_ref.rollout"
-A = "actor_rollout_ref.actor"
-LAUNCHES = [
-    [],
-    ["data.train_batch_size=512", f"{R}.n=8"],
-    [f"+{R}.engine_kwargs.vllm.enable_expert_parallel=True"],
-    [f"++{R}.engine_kwargs.vllm.max_num_seqs=64", f"++{A}.ppo_mini_batch_size=32"],
-    ["~trainer.val_before_train"],
-    ["critic=megatron_critic"],
-    ["actor@actor_rollout_ref.actor=megatron_actor"],
-    ["trainer.logger=[console,wandb]"],
-    ["'trainer.logger=[\"console\",\"wandb\"]'"],
-    ["trainer.project_name='my project'"],
-    ['trainer.experiment_name="a,b"'],
-    [f"{A}.optim.lr=1e-6", f"{A}.optim.weight_decay=0.01"],
-    ["algorithm.adv_estimator=grpo", f"{A}.use_kl_loss=True", f"{A}.kl_loss_coef=0.001"],
-    [f"{R}.tensor_model_parallel_size=4", f"{R}.gpu_memory_utilization=0.5", f"{R}.name=vllm"],
-    ["data.max_prompt_length=$((1024*2))", "data.max_response_length=$((1024 * 8))"],
-    ["trainer.total_epochs=1", "trainer.total_epochs=2"],
-    [f"+{R}.enable_sleep_mode=False"],
-    [f"{R}.val_kwargs.temperature=0.6", f"{R}.val_kwargs.do_sample=True"],
-    ["trainer.default_local_dir=/ckpt/run-1", "trainer.resume_mode=disable"],
-    ["+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_USE_V1=1"],
-    ["data.train_files=[/a.parquet,/b.parquet]"],
-    ["trainer.nnodes=2", "trainer.n_gpus_per_node=8", "+trainer.new_key={a:1,b:[1,2]}"],
-    ["model_engine=torchtitan"],
-    [f"~{R}.val_kwargs", f"++{R}.val_kwargs={{n:1}}"],
-]
 
-
-def _compose_both(verl_trees, composer, tmp_path, version, overrides, name=None):
-    script = "python3 -m verl.trainer.main_ppo " + (f"--config-name {name} " if name else "") + " ".join(overrides) + "\n"
+def _compose_both(verl_trees, composer, tmp_path, version, overrides):
+    script = "python3 -m verl.trainer.main_ppo " + " ".join(overrides) + "\n"
     p = tmp_path / "s.sh"
     p.write_text(script)
     [la] = launches(evaluate(str(p), script).commands, str(p))
@@ -62,27 +34,6 @@ def _compose_both(verl_trees, composer, tmp_path, version, overrides, name=None)
     return comp, expected
 
 
-@pytest.mark.parametrize("version", RELEASES)
-@pytest.mark.parametrize("overrides", LAUNCHES, ids=[" ".join(o)[:60] or "defaults" for o in LAUNCHES])
-def test_fast_composition_equals_hydra(verl_trees, composer, tmp_path, version, overrides):
-    comp, expected = _compose_both(verl_trees, composer, tmp_path, version, overrides)
-    if isinstance(expected, Exception):
-        assert comp.diagnostics, f"Hydra failed ({expected}) but verl-lint composed"
-        return
-    assert not comp.diagnostics, [d.message for d in comp.diagnostics]
-    assert OmegaConf.to_yaml(comp.config) == OmegaConf.to_yaml(expected)  # order and values
-    assert OmegaConf.is_struct(comp.config) == OmegaConf.is_struct(expected)
-
-
-@pytest.mark.parametrize("version", RELEASES)
-def test_megatron_config_name(verl_trees, composer, tmp_path, version):
-    comp, expected = _compose_both(
-        verl_trees, composer, tmp_path, version, ["actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"], "ppo_megatron_trainer"
-    )
-    assert OmegaConf.to_container(comp.config) == OmegaConf.to_container(expected)
-    assert comp.config.actor_rollout_ref.actor.strategy == "megatron"
-
-
 def test_errors_are_located_and_do_not_stop_the_rest(verl_trees, composer, tmp_path):
     comp, expected = _compose_both(
         verl_trees, composer, tmp_path, "0.9.1", ["trainer.nnodes=3", "trainer.nnodez=2", "+trainer.nnodes=4", "trainer.n_gpus_per_node=4"]
@@ -92,6 +43,7 @@ def test_errors_are_located_and_do_not_stop_the_rest(verl_trees, composer, tmp_p
     assert comp.config.trainer.nnodes == 3 and comp.config.trainer.n_gpus_per_node == 4
 
 
+@pytest.mark.slow
 def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_trees, composer, tmp_path):
     import sys
 
@@ -107,7 +59,8 @@ def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_tre
     assert "verl" not in sys.modules
 
 
-@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.slow
+@pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0's configs have fewer plain keys than the test's floor of 500 (issue #19)"))
 @pytest.mark.parametrize("name", ["ppo_trainer", "ppo_megatron_trainer"])
 def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, version, name):
     """Rules read plain values straight from the nodes (context._plain_value); on every key of
@@ -141,7 +94,8 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
     assert fast > 500 and slow > 100  # both paths are exercised
 
 
-@pytest.mark.parametrize("version", RELEASES)
+@pytest.mark.slow
+@pytest.mark.parametrize("version", across_releases())
 def test_provenance_tells_script_user_file_and_verl_default_apart(verl_trees, composer, tmp_path, version):
     """A value is the user's choice when the script or the user's own config file sets it (or it
     interpolates one that is); everything else is verl's shipped default."""
@@ -196,7 +150,7 @@ from verl_lint.launch.recognise import launches
 from verl_lint.shell import evaluate
 before = "hydra" in sys.modules
 [launch] = launches(evaluate({str(script)!r}, open({str(script)!r}).read()).commands, {str(script)!r})
-app = locate_app(launch, tree_at({str(verl_trees[RELEASES[0]].root)!r}, "checkout"))
+app = locate_app(launch, tree_at({str(verl_trees[NEWEST].root)!r}, "checkout"))
 comp = Composer(cache=False).compose(app, launch.overrides, launch.entry_span)
 print(before, "hydra" in sys.modules, comp.config.trainer.nnodes)
 """

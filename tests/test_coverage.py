@@ -102,6 +102,7 @@ def _project(tmp_path, script_text: str, where: str = "examples/a"):
     return script
 
 
+@pytest.mark.slow
 def test_config_paths_from_the_working_directory(tmp_path, verl_trees, composer):
     """`$(pwd)` / `$PWD` rest on where the script is run from: the repository root first, the
     script's own directory last; the findings say which was assumed. `$(dirname "$0")` forms
@@ -128,6 +129,7 @@ python3 -m verl.trainer.main_ppo --config-path="$(pwd)/config" --config-name=my 
 """
 
 
+@pytest.mark.slow
 def test_a_vendored_repository_is_run_from_its_own_root(tmp_path, verl_trees, composer):
     """A project with verl inside it (`project/verl/examples/a/run.sh`, config under
     `project/verl/examples/a/config`): `$(pwd)` is `project/verl`, the first directory from the
@@ -144,6 +146,7 @@ def test_a_vendored_repository_is_run_from_its_own_root(tmp_path, verl_trees, co
     assert "assuming" not in report.diagnostics[1].message
 
 
+@pytest.mark.slow
 def test_a_config_dir_found_nowhere_is_not_an_error_that_rests_on_a_guess(tmp_path, verl_trees):
     """No directory the script may run from has the config: VL007 naming them, not VL106. With
     --cwd (or the `cwd` setting, relative to the settings file) the same launch is a real VL106."""
@@ -212,6 +215,7 @@ def test_missing_module_or_config_dir_is_a_located_finding(lint):
     assert "Primary config directory not found" in found["VL106"].message and found["VL106"].key == "--config-path"
 
 
+@pytest.mark.slow
 def test_summary_accounts_for_unanalysed_launches_and_can_fail_on_them(tmp_path, verl_trees):
     from test_cli import cli
 

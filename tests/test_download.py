@@ -112,6 +112,7 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("tmp") or p.name.endswith(".tmp"))
 
 
+@pytest.mark.slow
 def test_release_from_the_index_runs_nothing_from_the_current_directory(index, verl_wheel, verl_trees, tmp_path):
     """`check --verl 0.9.1` run from inside a hostile repository whose `pip/__main__.py` would run
     under `python -m pip`: the release is downloaded without it, checked and unpacked; the
@@ -137,6 +138,7 @@ def test_release_from_the_index_runs_nothing_from_the_current_directory(index, v
     assert len(index.requests) == 2
 
 
+@pytest.mark.slow
 def test_two_first_runs_at_once_both_succeed_with_one_release(index, verl_wheel, tmp_path):
     """Two processes download the same release into an empty cache at the same time (the index
     holds both downloads until both are in flight): both lint, one intact release remains."""

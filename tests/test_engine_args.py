@@ -35,17 +35,6 @@ WHEELS = [
 ]
 
 
-@pytest.fixture(scope="session")
-def wheel():
-    def get(dist: str, version: str) -> Path:
-        try:
-            return fetch_wheel(dist, version)
-        except RuntimeError as ex:  # pragma: no cover - no registry
-            pytest.skip(str(ex))
-
-    return get
-
-
 # ------------------------------------------------------- schemas from wheels ----
 
 
@@ -349,6 +338,7 @@ def test_dapo_expert_parallel_091(lint):
     assert "`actor_rollout_ref.rollout.expert_parallel_size=8`" in d.help
 
 
+@pytest.mark.slow
 def test_dapo_expert_parallel_071(lint):
     [d] = _only(lint(_dapo(2, 4), "0.7.1"))
     assert d.code == "VL704"
@@ -407,20 +397,16 @@ def test_unknown_false_flag_says_it_does_nothing(lint):
     assert d.code == "VL701" and "does nothing" in d.message
 
 
-def test_sglang_tp_size_read_from_each_release(lint, composer, tmp_path):
+def test_sglang_tp_size_read_from_each_release(lint, verl_trees, composer, tmp_path):
     script = "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=sglang actor_rollout_ref.rollout.tensor_model_parallel_size=2 actor_rollout_ref.rollout.data_parallel_size=2 actor_rollout_ref.rollout.expert_parallel_size=4 +actor_rollout_ref.rollout.engine_kwargs.sglang.tp_size=4\n"
     # 0.9.1 and 0.7.1 pass tp_size = TP * DP = 4: the same value, quiet
     assert _only(lint(script, "0.9.1")) == []
     assert _only(lint(script, "0.7.1")) == []
     # 0.7.0 passed tp_size = TP = 2: a mismatch
-    from verl_lint.launch.locate import release_tree
     from verl_lint.pipeline import Options
     from verl_lint.runner import lint_file
 
-    try:
-        tree = release_tree("0.7.0")
-    except Exception as ex:  # pragma: no cover - no registry
-        pytest.skip(str(ex))
+    tree = verl_trees["0.7.0"]
     path = tmp_path / "sg.sh"
     path.write_text(script)
     [d] = _only(lint_file(path, Options(verl_tree=tree), composer))
@@ -445,6 +431,7 @@ def test_popped_kwargs_are_honoured(lint):
     assert _only(lint(sg, "0.9.1")) == []
 
 
+@pytest.mark.slow
 def test_no_engine_package_is_imported(tmp_path):
     """The static path never imports vllm, sglang, verl or torch."""
     script = tmp_path / "run.sh"

@@ -104,6 +104,7 @@ def test_xformers_by_release(lint, vllm, code):
     assert "XFORMERS" not in d.help.split("use")[-1] or "delete" in d.help  # never suggests XFORMERS as a backend
 
 
+@pytest.mark.slow
 def test_gspo_npu_script_is_flagged_at_the_export_with_the_replacement(lint):
     gspo = textwrap.dedent(
         """\
@@ -287,6 +288,7 @@ def test_ray_address_from_the_environment_still_attaches(lint):
     assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == ["NCCL_IB_HCA"]
 
 
+@pytest.mark.slow
 def test_runtime_env_set_in_the_config_yaml_reaches_the_workers(lint, tmp_path):
     conf = tmp_path / "conf"
     conf.mkdir()

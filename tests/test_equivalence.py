@@ -12,25 +12,35 @@ the words the shell hands to Hydra:
   error is on the override Hydra's error is about (verl-lint reports every failing
   override, Hydra stops at the first).
 
-Each launch is its own test case against verl 0.9.1 and 0.7.1 (keys drawn from 0.9.1, so
-against 0.7.1 many launches fail: that exercises the error paths). A stratified sample
+Each launch is its own test case against verl 0.9.1, 0.7.1 and 0.5.0 (keys drawn from 0.9.1,
+so against the older releases many launches fail: that exercises the error paths). A stratified sample
 keeps the run short (plain Hydra costs ~0.2 s per launch); `VERL_LINT_EQUIV_SAMPLE=all`
 (or a number) runs more. The words verl-lint's shell produces are also checked against
 what real bash produces for the same scripts.
+
+Hand-written launches (Hydra's override grammar, composition rules and the shell forms scripts
+use) are compared the same way against every release: this is the one Hydra-equivalence suite.
+The whole suite is the `slow` tier (plain Hydra alone costs ~0.2 s per launch).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import random
+import shlex
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from hydra import initialize_config_dir
 
-from conftest import NEWEST, OLDER
+from conftest import NEWEST, OLDER, OLDEST, across_releases
+from verl_lint.launch.locate import locate_app
+from verl_lint.launch.recognise import launches
+from verl_lint.shell import evaluate
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 if str(BENCH) not in sys.path:
@@ -49,7 +59,7 @@ def _load_bench_run():
 bench = _load_bench_run()
 
 SEED = 0
-DEFAULT_SAMPLE = {NEWEST: 32, OLDER: 14}
+DEFAULT_SAMPLE = {NEWEST: 32, OLDER: 14, OLDEST: 14}
 
 
 def _sample_size(version: str) -> int | None:
@@ -98,30 +108,29 @@ def _stratified(specs, n: int | None, seed: int, errors_first: bool = True) -> l
 
 @pytest.fixture(scope="module")
 def cases(corpus, verl_trees):
-    """{version: [bench.Item]} for the sampled launches, through the real front end."""
+    """cases(version) -> [bench.Item] for the sampled launches, through the real front end
+    (once per version, when a test first needs it)."""
     out_dir, specs, _ = corpus
-    result = {}
-    for version in (NEWEST, OLDER):
-        # 0.9.1: every planted error; 0.7.1 (older keys: errors come anyway): an unbiased sample
-        picked = _stratified(specs, _sample_size(version), SEED + (version == OLDER), errors_first=version == NEWEST)
+
+    @functools.cache
+    def of(version: str) -> list:
+        # 0.9.1: every planted error; older releases (older keys: errors come anyway): an unbiased sample
+        picked = _stratified(specs, _sample_size(version), SEED + (version != NEWEST), errors_first=version == NEWEST)
         scripts = sorted({i for i, _ in picked})
         items, problems, _ = bench.front_end(out_dir, [specs[i] for i in scripts], verl_trees[version])
         assert not problems, problems
         by_script: dict[str, list] = {}
         for it in items:
             by_script.setdefault(it.script, []).append(it)
-        result[version] = [by_script[specs[i].path][j] for i, j in picked]
-    return result
+        return [by_script[specs[i].path][j] for i, j in picked]
+
+    return of
 
 
-@pytest.mark.parametrize(
-    "version,slot",
-    [(NEWEST, k) for k in range(_slots(NEWEST))] + [(OLDER, k) for k in range(_slots(OLDER))],
-)
+@pytest.mark.slow  # generating the corpus and composing it twice takes minutes
+@pytest.mark.parametrize("version,slot", [(v, k) for v in (NEWEST, OLDER, OLDEST) for k in range(_slots(v))])
 def test_launch_composes_like_hydra(version, slot, cases, composer):
-    from hydra import initialize_config_dir
-
-    items = cases[version]
+    items = cases(version)
     if slot >= len(items):
         pytest.skip("the corpus has fewer launches than slots")
     it = items[slot]
@@ -144,6 +153,7 @@ def test_launch_composes_like_hydra(version, slot, cases, composer):
             assert plain.error_word == expected.word, f"{where}: Hydra's first error {plain.message!r} is not the planted {expected}"
 
 
+@pytest.mark.slow
 def test_corpus_size_and_mix(corpus):
     _, specs, _ = corpus
     launches = [la for s in specs for la in s.launches]
@@ -160,6 +170,7 @@ def test_corpus_size_and_mix(corpus):
     assert any(argv[0] == "ray" for _, argv in texts)
 
 
+@pytest.mark.slow
 def test_corpus_is_deterministic(corpus, tmp_path):
     out_dir, specs, keys = corpus
     again = make_corpus.generate(tmp_path / "again", out_dir, seed=SEED, keys=keys)
@@ -170,6 +181,7 @@ def test_corpus_is_deterministic(corpus, tmp_path):
     assert [la.argv for s in other for la in s.launches] != [la.argv for s in specs[:10] for la in s.launches][:12]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_manifest_words_are_what_bash_produces(corpus):
     """The manifest (and so the words verl-lint's shell must produce) matches real bash.
@@ -182,17 +194,24 @@ def test_manifest_words_are_what_bash_produces(corpus):
     assert make_corpus.check_bash(out_dir, sample) == []
 
 
-# Hand-written edge cases (Hydra's override grammar and composition rules), each through the
-# shell front end as a one-launch script, against verl 0.9.1.
-EDGE_CASES = [
+# Hand-written launches, each a one-launch script composed against every release in RELEASES:
+# Hydra's override grammar and composition rules, given as the words Hydra gets (quoted into the
+# script, and checked to come out of the shell unchanged) ...
+R = "actor_rollout_ref.rollout"
+A = "actor_rollout_ref.actor"
+WORDS = [
+    [],
     ["model_engine=megatron"],
+    ["actor@actor_rollout_ref.actor=megatron_actor"],
     ["actor@actor_rollout_ref.actor=megatron_actor", "ref@actor_rollout_ref.ref=megatron_ref", "trainer.nnodes=2"],
     ["+trainer.brand_new=1", "+new_top.a.b=[1,2]", "++trainer.nnodes=2", "++trainer.brand_new=3"],
     ["+trainer.nnodes=2"],
     ["~trainer.nnodes", "~trainer.n_gpus_per_node=8"],
     ["~trainer.nnodes=7"],
     ["~trainer.does_not_exist"],
+    ["~trainer.val_before_train"],
     ["trainer.nonexistent=1"],
+    ["trainer.logger=[console,wandb]"],
     ["trainer.logger=[console,wandb]", 'trainer.logger=["console","wandb"]'],
     ["data=does_not_exist"],
     ["data={a:1}"],
@@ -210,7 +229,9 @@ EDGE_CASES = [
     ["data@data=legacy_data", "data.train_batch_size=8"],
     ["~reward@reward"],
     ["trainer.nnodes=2", "trainer.nnodes=4", "+trainer.nnodes=5"],
+    ["trainer.total_epochs=1", "trainer.total_epochs=2"],
     ["trainer={nnodes:3}"],
+    ["model_engine=torchtitan"],
     ["model_engine=megatron", "model_engine=dp"],
     ["model_engine=dp,megatron", "trainer.nnodez=1"],
     ["trainer.nnodez=3", "trainer.nnodes=1,2"],
@@ -223,28 +244,45 @@ EDGE_CASES = [
     ["hydra.foo=1", "trainer.nonexistent=2"],
     ["trainer.nonexistent=2", "hydra.foo=1"],
     ["trainer.nnodez=3", "hydra.job.chdir=maybe"],
+    ["data.train_batch_size=512", f"{R}.n=8"],
+    [f"+{R}.engine_kwargs.vllm.enable_expert_parallel=True"],
+    [f"++{R}.engine_kwargs.vllm.max_num_seqs=64", f"++{A}.ppo_mini_batch_size=32"],
+    [f"{A}.optim.lr=1e-6", f"{A}.optim.weight_decay=0.01"],
+    ["algorithm.adv_estimator=grpo", f"{A}.use_kl_loss=True", f"{A}.kl_loss_coef=0.001"],
+    [f"{R}.tensor_model_parallel_size=4", f"{R}.gpu_memory_utilization=0.5", f"{R}.name=vllm"],
+    [f"+{R}.enable_sleep_mode=False"],
+    [f"{R}.val_kwargs.temperature=0.6", f"{R}.val_kwargs.do_sample=True"],
+    ["trainer.default_local_dir=/ckpt/run-1", "trainer.resume_mode=disable"],
+    ["+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_USE_V1=1"],
+    ["data.train_files=[/a.parquet,/b.parquet]"],
+    ["trainer.nnodes=2", "trainer.n_gpus_per_node=8", "+trainer.new_key={a:1,b:[1,2]}"],
+    [f"~{R}.val_kwargs", f"++{R}.val_kwargs={{n:1}}"],
 ]
+# ... and the shell forms scripts use, given as script text (the shell decides the words).
+SHELL = [
+    "'trainer.logger=[\"console\",\"wandb\"]'",
+    "trainer.project_name='my project'",
+    'trainer.experiment_name="a,b"',
+    "data.max_prompt_length=$((1024*2)) data.max_response_length=$((1024 * 8))",
+    "--config-name ppo_megatron_trainer actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
+]
+HAND_WRITTEN = [(shlex.join(w), w) for w in WORDS] + [(text, None) for text in SHELL]
 
 
-@pytest.mark.parametrize("words", EDGE_CASES, ids=[" ".join(w)[:70] for w in EDGE_CASES])
-def test_edge_case_composes_like_hydra(words, verl_trees, composer, tmp_path):
-    import shlex
-
-    from hydra import initialize_config_dir
-
-    from verl_lint.launch.recognise import launches
-    from verl_lint.launch.locate import locate_app
-    from verl_lint.shell import evaluate
-
-    text = "python3 -m verl.trainer.main_ppo " + " ".join(shlex.quote(w) for w in words) + "\n"
-    p = tmp_path / "edge.sh"
-    p.write_text(text)
-    [la] = launches(evaluate(str(p), text).commands, str(p))
-    assert [w.text for w in la.overrides] == words
-    app = locate_app(la, verl_trees[NEWEST])
+@pytest.mark.slow  # two compositions per launch: ~1 s each, 61 launches per release
+@pytest.mark.parametrize("version", across_releases())
+@pytest.mark.parametrize("text,words", HAND_WRITTEN, ids=[t[:70] or "defaults" for t, _ in HAND_WRITTEN])
+def test_hand_written_launch_composes_like_hydra(text, words, version, verl_trees, composer, tmp_path):
+    script = f"python3 -m verl.trainer.main_ppo {text}\n"
+    p = tmp_path / "s.sh"
+    p.write_text(script)
+    [la] = launches(evaluate(str(p), script).commands, str(p))
+    if words is not None:
+        assert [w.text for w in la.overrides] == words
+    app = locate_app(la, verl_trees[version])
     fast = bench.lint_outcome(composer.compose(app, la.overrides, la.entry_span), la)
     with initialize_config_dir(config_dir=str(app.config_dirs[-1]), version_base=None, job_name="main_ppo"):
-        plain = bench.hydra_outcome(app.config_name, words)
+        plain = bench.hydra_outcome(app.config_name, [w.text for w in la.overrides])
     why = bench.compare(plain, fast)
     if why:
-        pytest.fail(why)
+        pytest.fail(f"verl {version}: {why}\n  words: {[w.text for w in la.overrides]}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import EXAMPLES, NEWEST
 from verl_lint.pipeline import Options
 from verl_lint.runner import collect, lint_paths
@@ -22,6 +24,7 @@ def findings(verl_trees) -> dict[str, list[list]]:
     return out
 
 
+@pytest.mark.slow
 def test_examples_match_expectations(verl_trees):
     expected = json.loads((EXAMPLES / "expected.json").read_text())
     got = findings(verl_trees)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 
 from conftest import NEWEST, OLDER
 from test_cli import cli
@@ -23,6 +24,7 @@ def roots(verl_trees):
     return str(verl_trees[OLDER].root), str(verl_trees[NEWEST].root)
 
 
+@pytest.mark.slow
 def test_safe_fixes_in_arrays_variables_and_inline(tmp_path, verl_trees):
     old, new = roots(verl_trees)
     s = tmp_path / "run.sh"
@@ -47,6 +49,7 @@ def test_safe_fixes_in_arrays_variables_and_inline(tmp_path, verl_trees):
     assert final.returncode == 0, final.stdout
 
 
+@pytest.mark.slow
 def test_upgrade_preview_reports_only_changes(tmp_path, verl_trees):
     s = tmp_path / "run.sh"
     s.write_text(OLD_STYLE + "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.mode=sync\n")
@@ -63,6 +66,7 @@ def test_upgrade_preview_reports_only_changes(tmp_path, verl_trees):
     assert "VL101" not in check.stdout and "VL407" not in check.stdout, check.stdout + fixed.stderr
 
 
+@pytest.mark.slow
 def test_fix_skips_a_file_changed_since_read(tmp_path, verl_trees):
     from verl_lint.config.compose import Composer
     from verl_lint.report.fix import apply_fixes
@@ -78,6 +82,7 @@ def test_fix_skips_a_file_changed_since_read(tmp_path, verl_trees):
     assert s.read_text().endswith("# edited meanwhile\n")
 
 
+@pytest.mark.slow
 def test_a_value_repeated_word_for_word_is_redundant_even_when_only_known_at_run_time(lint):
     """`k=$(pwd)/x/$RUN` twice in one command: the same words give the same value, so nothing is
     lost (info, removable); a different tail is a real override (warning)."""

@@ -131,6 +131,7 @@ def write_pins(tmp_path: Path, pin: str, verl_root: str) -> Path:
     return p
 
 
+@pytest.mark.slow
 def test_end_to_end_lints_the_pin_not_the_work_tree(tmp_path, clone, verl_trees):
     repo, pin = clone
     pins = write_pins(tmp_path, pin, str(verl_trees[NEWEST].root))

@@ -55,6 +55,7 @@ def hostile_tree(tmp_path: Path) -> Path:
     return tree
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "github"])
 def test_control_characters_from_scanned_files_are_escaped(tmp_path, fmt):
     tree = hostile_tree(tmp_path)
@@ -72,6 +73,7 @@ def test_control_characters_from_scanned_files_are_escaped(tmp_path, fmt):
         assert "[\x1b[1;31merror\x1b[0m]" in out  # the own colours still work
 
 
+@pytest.mark.slow
 def test_carets_stay_under_escaped_text(tmp_path):
     tree = hostile_tree(tmp_path)
     cmd = [sys.executable, "-m", "verl_lint.cli", "check", ".", "--verl", NEWEST]

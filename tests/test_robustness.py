@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import fuzz  # noqa: E402
 
 
+@pytest.mark.slow
 def test_nothing_in_a_script_is_executed(tmp_path, verl_trees):
     marker = tmp_path / "MARKER"
     outside = tmp_path.parent / f"{tmp_path.name}-outside.sh"
@@ -89,6 +90,7 @@ AUDIT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_audit_hook_sees_no_process_and_no_foreign_import(verl_trees, tmp_path):
     script = tmp_path / "audit.py"
     script.write_text(AUDIT)
@@ -169,6 +171,7 @@ def _run_in_hostile_tree(tmp_path: Path, argv: list[str], shadow_stdlib: bool, c
     return r, audit, executed
 
 
+@pytest.mark.slow
 def test_hostile_tree_with_the_working_directory_on_sys_path(tmp_path, verl_trees):
     """`python -c` keeps the working directory first on sys.path: Hydra's plugin scan and its
     pkg:// / structured:// sources would import from the tree. Nothing of it may run."""
@@ -193,6 +196,7 @@ def test_hostile_tree_with_python_m_and_a_release_download(tmp_path):
     assert "Traceback" not in r.stderr and "VL007" in r.stdout, r.stdout + r.stderr
 
 
+@pytest.mark.slow
 def test_bad_inputs_each_get_one_line(tmp_path, verl_trees):
     root = str(verl_trees[NEWEST].root)
     (tmp_path / "empty").mkdir()
@@ -254,6 +258,7 @@ def fuzz_env(verl_trees):
     return Options(verl_tree=verl_trees[NEWEST]), Composer(cache=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_fuzz_generated_scripts(fuzz_env, tmp_path_factory, seed):

@@ -229,6 +229,7 @@ def test_live_rollout_config_forms(verl_trees):
     assert rollout_settings(missing) == {}
 
 
+@pytest.mark.slow
 def test_live_check_with_real_torch(clean_env, verl_trees):
     torch = pytest.importorskip("torch")
     report = inspect_runtime(verl_tree=verl_trees["0.9.1"])
@@ -243,6 +244,7 @@ def test_live_check_with_real_torch(clean_env, verl_trees):
     assert check_allocator(verl_tree=verl_trees["0.9.1"]) == []
 
 
+@pytest.mark.slow
 def test_nothing_heavy_is_imported(tmp_path, verl_trees):
     """Lint path, live check and doctor import none of torch, torch_npu, vllm, sglang, verl."""
     script = tmp_path / "run.sh"

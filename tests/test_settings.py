@@ -44,6 +44,7 @@ def check(tmp_path: Path, settings: str, *flags: str) -> subprocess.CompletedPro
         ("verl-version = 0.9", "verl-version = 0.9: must be a non-empty string (quote it)"),  # 0.10 would read as 0.1
     ],
 )
+@pytest.mark.slow
 def test_a_bad_setting_is_one_line_and_exit_2(tmp_path, setting, says):
     proc = check(tmp_path, setting)
     assert proc.returncode == 2, proc.stdout + proc.stderr
@@ -64,6 +65,7 @@ def test_a_bad_flag_code_names_the_flag(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_every_setting_of_the_readme_is_accepted_and_applied(tmp_path):
     (tmp_path / "legacy").mkdir()
     (tmp_path / "legacy" / "old.sh").write_text(BAD_SIZES)

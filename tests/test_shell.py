@@ -264,6 +264,7 @@ def test_tilde_expansion_matches_bash():
             assert w.text == want, (want, w)
 
 
+@pytest.mark.slow
 def test_tilde_in_an_assignment_is_not_a_hydra_parse_error(lint):
     """`FILES=~/data/x` reaches Hydra as `/home/<user>/data/x`; `data.path=~/x` as an argument
     reaches it with the `~` (data.path is no shell name), which Hydra cannot parse."""

@@ -16,7 +16,7 @@ import pytest
 from test_shell import local_imports
 from verl_lint.registry import REGISTRY, main_ppo
 from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
-from verl_lint.launch.locate import release_tree, tree_at
+from verl_lint.launch.locate import tree_at
 from verl_lint.pipeline import Options
 from verl_lint.runner import lint_file
 
@@ -26,8 +26,8 @@ OLD = "0.2.0.post2"  # the last release before verl checked mini vs train batch 
 
 
 @pytest.fixture(scope="module")
-def trees():
-    return {v: release_tree(v) for v in (OLD, "0.4.1", "0.7.1", "0.9.1")}
+def trees(verl_trees):
+    return {v: verl_trees[v] for v in (OLD, "0.4.1", "0.7.1", "0.9.1")}
 
 
 @pytest.fixture
@@ -50,6 +50,7 @@ def only(found, code: str) -> list[str]:
     return [m for c, m in found if c == code]
 
 
+@pytest.mark.slow
 def test_vl302_only_where_the_tree_checks_it(findings):
     script = main_ppo("data.train_batch_size=16", f"{A}.ppo_mini_batch_size=256")
     assert only(findings(script, "0.9.1"), "VL302")  # ActorConfig.validate raises
@@ -58,6 +59,7 @@ def test_vl302_only_where_the_tree_checks_it(findings):
     assert only(findings(script, OLD), "VL302") == []
 
 
+@pytest.mark.slow
 def test_vl304_follows_the_worker_main_ppo_runs(findings):
     twelve = (f"{A}.ppo_mini_batch_size=12", "data.train_batch_size=96")  # 12 × n=1 over 8 GPUs
     # 0.9.1's engine worker asserts mini_batch_size % dp == 0.
@@ -79,6 +81,7 @@ def test_vl304_follows_the_worker_main_ppo_runs(findings):
 MEGATRON_BUDGET = (f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "data.max_prompt_length=4096", "data.max_response_length=32768")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version,head", [("0.9.1", "model_engine=megatron"), ("0.7.1", "--config-name=ppo_megatron_trainer")])
 def test_vl305_megatron_budget_counts_context_parallel(findings, version, head):
     def script(cp: int) -> str:
@@ -102,6 +105,7 @@ def test_oc_env_reads_the_script_env_not_the_default(findings):
     assert only(findings(main_ppo(ENGINE_FROM_ENV, env={**EXPANDABLE, "ENGINE": "sglang"}), "0.9.1"), "VL607") == []
 
 
+@pytest.mark.slow
 def test_oc_env_ignores_the_linters_own_environment(verl_trees, tmp_path):
     """Through the CLI, with ENGINE set in verl-lint's own process: the script's value counts."""
     script = tmp_path / "run.sh"
@@ -167,6 +171,7 @@ def test_vl304_megatron_dp_counts_tp_pp_cp(findings):
     assert only(findings(script("--config-name=ppo_megatron_trainer", 1), "0.7.1"), "VL304") == []
 
 
+@pytest.mark.slow
 def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
     """A release whose shipped actor config has a mini batch above its default train batch (1024):
     with the script choosing neither, it is verl's problem, reported once per run as info."""

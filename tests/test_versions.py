@@ -13,6 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from packaging.specifiers import SpecifierSet
 
 from verl_lint.engines import versions as V
@@ -98,6 +99,7 @@ def test_judge_all_some_none_and_unknown_releases():
 # ------------------------------------------------------------- end to end ----
 
 
+@pytest.mark.slow
 def test_a_range_the_project_declares_decides_the_severity(lint, tmp_path):
     """verl 0.7.1's wheel declares vllm>=0.8.5,<=0.12.0; the project's own requirements.txt next
     to the script narrows it (the TinyZero / Logic-RL layout: a vendored verl, pins at the root)."""
@@ -116,6 +118,7 @@ def test_a_range_the_project_declares_decides_the_severity(lint, tmp_path):
     assert xf() == []
 
 
+@pytest.mark.slow
 def test_no_evidence_is_silent_with_one_note_per_run_and_the_flag_enables(tmp_path):
     for name in ("a.sh", "b.sh"):
         (tmp_path / name).write_text(XF.replace("VLLM_ATTENTION_BACKEND=XFORMERS", "VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1"))
@@ -127,6 +130,7 @@ def test_no_evidence_is_silent_with_one_note_per_run_and_the_flag_enables(tmp_pa
     assert "vllm-ascend 0.13.0 (--vllm-ascend)" in got[0]["message"]
 
 
+@pytest.mark.slow
 def test_the_setting_the_flag_and_its_alias(tmp_path):
     (tmp_path / "run.sh").write_text(XF)
     (tmp_path / "pyproject.toml").write_text('[tool.verl-lint]\nvllm = "0.12.0"\n')
@@ -144,6 +148,7 @@ def test_the_setting_the_flag_and_its_alias(tmp_path):
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_verl_default_engine_kwarg_is_one_info_per_run(tmp_path):
     """verl 0.5.0's shipped rollout.yaml sets engine_kwargs.vllm.disable_mm_preprocessor_cache,
     which vLLM 0.34.0 no longer has: verl's problem, reported once as info, never on the script."""

@@ -109,6 +109,7 @@ def test_ignore_files_are_read_as_git_reads_them(repo):
     assert got == {s.removeprefix("sub/") for s in git_scripts(repo, "sub/*.sh")}, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index_version", ["2", "3", "4"])
 def test_tracked_files_are_never_ignored(repo, index_version):
     """`git add -f` tracks a file despite the ignore files; git lists it, read from git's index."""

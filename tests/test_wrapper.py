@@ -52,6 +52,7 @@ def script(tmp_path):
 # ------------------------------------------------------------ exec only when clean ----
 
 
+@pytest.mark.slow
 def test_clean_command_is_execd_with_its_own_exit_code(tmp_path):
     marker = tmp_path / "ran"
     code = f"import os, sys; open({str(marker)!r}, 'w').write(str(os.getpid())); sys.exit(7)"
@@ -68,6 +69,7 @@ def test_clean_command_is_execd_with_its_own_exit_code(tmp_path):
     assert marker.read_text() == str(proc.pid)
 
 
+@pytest.mark.slow
 def test_bad_script_args_are_linted_as_its_dollar_at_and_not_run(tmp_path, script):
     marker = tmp_path / "ran"
     proc = wrap(tmp_path, "--verl", NEWEST, "--", "bash", "train.sh", *BAD, env={"MARKER": str(marker)})
@@ -77,6 +79,7 @@ def test_bad_script_args_are_linted_as_its_dollar_at_and_not_run(tmp_path, scrip
     assert "verl-lint: not running: bash train.sh" in proc.stderr
 
 
+@pytest.mark.slow
 def test_clean_script_runs_with_its_args(tmp_path, script):
     marker = tmp_path / "ran"
     proc = wrap(tmp_path, "--verl", NEWEST, "--", "bash", "train.sh", *GOOD, env={"MARKER": str(marker)})
@@ -84,6 +87,7 @@ def test_clean_script_runs_with_its_args(tmp_path, script):
     assert marker.read_text().strip() == "ran with: " + " ".join(GOOD)
 
 
+@pytest.mark.slow
 def test_findings_on_arguments_point_into_the_command_line(tmp_path):
     proc = wrap(tmp_path, "--verl", NEWEST, "--dry-run", "--", "bash", "-c", 'python3 -m verl.trainer.main_ppo "$@"', "x", *BAD)
     assert proc.returncode == 1, proc.stderr
@@ -94,6 +98,7 @@ def test_findings_on_arguments_point_into_the_command_line(tmp_path):
     assert "would not run" in proc.stderr
 
 
+@pytest.mark.slow
 def test_dry_run_runs_nothing(tmp_path, script):
     marker = tmp_path / "ran"
     proc = wrap(tmp_path, "--verl", NEWEST, "--dry-run", "--", "bash", "train.sh", *GOOD, env={"MARKER": str(marker)})
@@ -109,6 +114,7 @@ def test_fail_on_never_runs_despite_findings(tmp_path, script):
     assert marker.exists() and "VL301" in proc.stderr
 
 
+@pytest.mark.slow
 def test_hydra_app_file_runs_only_when_clean(tmp_path, verl_trees):
     """The test Hydra app, located statically from --config-dir/--config-name, composed, linted, run."""
     tree = verl_trees[NEWEST]
@@ -127,6 +133,7 @@ def test_hydra_app_file_runs_only_when_clean(tmp_path, verl_trees):
     assert "TASK RAN" in proc.stdout
 
 
+@pytest.mark.slow
 def test_usage_and_missing_command(tmp_path):
     assert wrap(tmp_path).returncode == 2
     proc = wrap(tmp_path, "--", "no-such-command-verl-lint")
@@ -135,6 +142,7 @@ def test_usage_and_missing_command(tmp_path):
     assert proc.returncode == 2 and "unknown rule code" in proc.stderr
 
 
+@pytest.mark.slow
 def test_missing_script_is_an_input_error(tmp_path):
     proc = wrap(tmp_path, "--", "bash", "nope.sh")
     assert proc.returncode == 2 and "nope.sh: error: cannot read: No such file or directory" in proc.stderr
@@ -194,6 +202,7 @@ def test_executable_script_path(tmp_path, script):
     assert script_call([str(shim), "-m", "verl.trainer.main_ppo"]) is None
 
 
+@pytest.mark.slow
 def test_executable_script_runs_and_is_linted(tmp_path, script):
     script.chmod(0o755)
     marker = tmp_path / "ran"
@@ -223,6 +232,7 @@ def bounded_wrap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_analysis_over_the_time_limit_runs_the_command_unless_strict(tmp_path):
     (tmp_path / "train.sh").write_text(RAN)
     proc = bounded_wrap(tmp_path, "--verl", NEWEST, "--timeout", "1e-6", "--", "bash", "train.sh")
@@ -238,6 +248,7 @@ def test_analysis_over_the_time_limit_runs_the_command_unless_strict(tmp_path):
     assert proc.returncode == 0 and proc.stdout == "ran\n" and "1 launch" in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_linter_failure_on_a_real_script_runs_the_command_unless_strict(tmp_path):
     """Expansions nested 3000 deep exhaust the analyser's recursion: a linter failure, not the script's."""
     (tmp_path / "deep.sh").write_text('X="' + "${A:-" * 3000 + "a" + "}" * 3000 + '"\necho ran\n')
@@ -249,6 +260,7 @@ def test_linter_failure_on_a_real_script_runs_the_command_unless_strict(tmp_path
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.endswith("; not running the command (--strict)\n")
 
 
+@pytest.mark.slow
 def test_script_is_read_within_the_size_limit(tmp_path):
     (tmp_path / "big.sh").write_text("# padding\n" * 200 + "echo ran\n")  # 2 KiB
     proc = bounded_wrap(tmp_path, "--max-file-size", "0.001", "--", "bash", "big.sh")
@@ -259,6 +271,7 @@ def test_script_is_read_within_the_size_limit(tmp_path):
     assert proc.returncode == 0 and proc.stdout == "ran\n", proc.stderr
 
 
+@pytest.mark.slow
 def test_fifo_and_device_scripts_are_never_opened(tmp_path):
     """`bash fifo` would block the read forever, `bash /dev/zero` would never end: input errors."""
     os.mkfifo(tmp_path / "fifo.sh")

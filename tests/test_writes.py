@@ -33,6 +33,7 @@ def one_error_line(r, *needles: str) -> None:
     assert line.startswith("verl-lint: error: ") and all(n in line for n in needles), line
 
 
+@pytest.mark.slow
 def test_output_writes_into_the_existing_file_through_a_symlink(tmp_path, root):
     s = tmp_path / "bad.sh"
     s.write_text(BAD)
@@ -57,6 +58,7 @@ def test_output_writes_into_the_existing_file_through_a_symlink(tmp_path, root):
     assert sorted(p.name for p in shared.iterdir()) == ["report.json"]  # no temp file left
 
 
+@pytest.mark.slow
 def test_output_to_a_directory_or_a_missing_directory_is_one_line(tmp_path, root):
     s = tmp_path / "bad.sh"
     s.write_text(BAD)
@@ -73,6 +75,7 @@ def test_output_to_a_directory_or_a_missing_directory_is_one_line(tmp_path, root
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_fifo_and_devices_are_refused_never_replaced(tmp_path, root):
     s = tmp_path / "bad.sh"
     s.write_text(BAD)
@@ -116,6 +119,7 @@ def test_fifo_and_devices_are_refused_never_replaced(tmp_path, root):
         ("{not json", "not JSON"),
     ],
 )
+@pytest.mark.slow
 def test_baseline_of_the_wrong_shape_is_one_line(tmp_path, root, content, problem):
     s = tmp_path / "bad.sh"
     s.write_text(BAD)
@@ -145,6 +149,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_fix_refuses_a_file_changed_between_analysis_and_write(tmp_path, root):
     edited, other = tmp_path / "edited.sh", tmp_path / "other.sh"
     edited.write_text(OLD_STYLE)
