@@ -92,7 +92,7 @@ def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="on verl 0.5.0 a clean job loads verl_lint.engines.args and difflib (issue #19)"))
+@pytest.mark.parametrize("version", across_releases(fails_on_oldest="on verl 0.5.0 a clean job loads the engine modules and difflib (issue #19)"))
 def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version):
     proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *GOOD)
     out = output(proc)
