@@ -275,7 +275,7 @@ def test_quiet_prints_findings_only_and_verbose_says_what_was_used(project, tree
     v = verl_lint("check", "--verl-root", tree, "-v", cwd=project)
     assert v.stdout == verl_lint("check", "--verl-root", tree, cwd=project).stdout
     assert "settings for 1 file: defaults (no settings file found)" in v.stderr
-    assert f"verl: verl 0.9.1 from --verl-root ({tree})" in v.stderr and "engines: " in v.stderr
+    assert f"verl: verl 0.9.1 from --verl-root ({os.path.realpath(tree)})" in v.stderr and "engines: " in v.stderr
     assert re.search(r"verl-lint: +\d+\.\d{3} s  run\.sh\n", v.stderr), v.stderr
 
 
