@@ -1,5 +1,5 @@
 """The rule protocol: the registry of every rule (its code, name, severity, where it applies,
-documentation and examples), and running rules over a launch's `Context`.
+documentation and examples). `rules.pack.check` runs them over a launch's `Context`.
 
 A rule is a code (`VL` + 3 digits; the hundreds are the family), a kebab-case name,
 a default severity, where it applies (the evidence in verl's source it mirrors, checked in the
@@ -37,7 +37,7 @@ class Rule:
     name: str
     severity: Severity
     doc: str
-    check: Callable[["Context"], Iterable[Diagnostic]] | None  # None: emitted by the pipeline itself
+    check: Callable[["Context"], Iterable[Diagnostic]] | None  # None: reported by a front end (`finding`)
     verl: str = ""  # a packaging specifier of the verl releases it applies to ('' for all)
     # Example scripts: bad ones must produce this rule, good ones nothing. An example may be
     # a (script, verl specifier) pair when it only holds for some releases.

@@ -25,11 +25,11 @@ from pathlib import Path
 from packaging.version import Version
 
 from ..knowledge import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord, TableError, load_table
-from ..registry import REGISTRY, ROLLOUT_NAME, Rule, main_ppo, parse_version
+from ..registry import REGISTRY, ROLLOUT_NAME, declare, main_ppo, parse_version
 from ..config.context import Context
 from ..config.reader import app_sources, reader_index
 from ..config.source import source_text
-from ..model import Diagnostic, Fix, Severity
+from ..model import Diagnostic, Fix
 
 
 # ------------------------------------------------------------- evidence ----
@@ -303,8 +303,7 @@ def removed_module_diag(module: str, tree, span) -> Diagnostic | None:
         else:
             ok = release_in(rec.fallback, parse_version(tree.version))
         if ok:
-            r = REGISTRY.get(rec.code)
-            return Diagnostic(r.code, r.name, r.severity, rec.message.format(key=module, version=rec.removed), span, rec.help, module)
+            return REGISTRY.get(rec.code).finding(rec.message.format(key=module, version=rec.removed), span, rec.help, module)
     return None
 
 
@@ -318,7 +317,7 @@ def _register() -> None:
             else:
                 check, apps = (None if rec.module else _removed(rec)), ()
             # "": gated on evidence inside the check (`applies`), not on the version
-            REGISTRY.register(Rule(rec.code, rec.name, Severity.parse(rec.severity), _doc(rec), check, "", _examples(rec, True), _examples(rec, False), apps))
+            declare(rec.code, rec.name, rec.severity, _doc(rec), check, bad=_examples(rec, True), good=_examples(rec, False), apps=apps)
 
 
 _register()
