@@ -415,6 +415,19 @@ def test_live_findings_are_merged_and_filtered(composed, monkeypatch):
     assert cb.skipped == ["live allocator check"]
 
 
+def test_a_lint_core_that_cannot_load_fails_open_or_stops_when_strict(composed, monkeypatch):
+    """The lint core is imported when the job starts; a broken installation is one warning and
+    the job runs, or (strict) exit 2 — never an exception left to Hydra."""
+    monkeypatch.setitem(sys.modules, "verl_lint.live", None)  # `import` now raises ImportError
+    cfg = composed(*BAD)
+    cb = VerlLintCallback()
+    cb.on_job_start(cfg, task_function=None)
+    assert cb.skipped == ["lint core"] and cb.diagnostics == []
+    with pytest.raises(SystemExit) as ex:
+        VerlLintCallback(strict=True).on_job_start(cfg, task_function=None)
+    assert ex.value.code == 2
+
+
 def cbmod_span():
     from verl_lint.model import Span
 

@@ -138,15 +138,18 @@ class VerlLintCallback(Callback):
         # Each stage fails open on its own: a broken plugin, rule or live check is one warning
         # line and the other stages still run (and may still stop a bad job).
         for name in self.plugins:  # first: a plugin may register rules that select/ignore name
-            self._guard(f"plugin {name}", _import, name)
+            self._guard(f"plugin {name}", importlib.import_module, name)
         for problem, instead in self.problems + (self._guard("select/ignore", self._code_problems) or []):
             self._bad_setting(problem, instead)
-        from . import live  # the lint core (rules, Hydra config reading) loads only when a job starts
-
-        found = self._guard("config rules", live.lint_config, config, None, os.environ, select=self.select, ignore=self.ignore,
-                            task_file=task_file, on_error=self._rule_error)
-        running = self._guard("live allocator check", live.live_findings, config, task_file, os.environ)
-        diags = live.merge(found or [], running or [], self.select, self.ignore)
+        # The lint core (rules, Hydra config reading) loads only when a job starts; a broken
+        # installation is one more stage that fails open.
+        live = self._guard("lint core", importlib.import_module, "verl_lint.live")
+        diags = []
+        if live is not None:
+            found = self._guard("config rules", live.lint_config, config, None, os.environ, select=self.select, ignore=self.ignore,
+                                task_file=task_file, on_error=self._rule_error)
+            running = self._guard("live allocator check", live.live_findings, config, task_file, os.environ)
+            diags = live.merge(found or [], running or [], self.select, self.ignore)
         if self.report_path:
             self._guard(f"report {self.report_path}", self._write_report, diags)
         self.elapsed = time.perf_counter() - start
@@ -220,11 +223,6 @@ class VerlLintCallback(Callback):
             sys.stderr.flush()
             raise SystemExit(EXIT_INTERNAL) from ex
         log.warning("verl-lint: internal error in %s: %s; skipped it, the job continues (strict=true would stop it)", what, name)
-
-
-def _import(name: str) -> None:
-
-    importlib.import_module(name)
 
 
 
