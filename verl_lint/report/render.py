@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import os
 import re
@@ -44,7 +43,8 @@ def _frame(text: str | None, d, color: bool) -> list[str]:
     caret = " " * left + "^" * max(1, width(shown(raw[: end - 1])) - left)
     if color:
         caret = _COLORS[d.severity] + caret + _RESET
-    label = str(argument(d.span) if argument(d.span) is not None else d.span.line)
+    n = argument(d.span)
+    label = str(d.span.line if n is None else n)
     pad = " " * len(label)
     return [f" {pad} |", f" {label} | {src}", f" {pad} | {caret}"]
 
@@ -131,6 +131,8 @@ def _docs_base() -> str | None:
     """Where this verl-lint's rule pages (docs/rules/) are, from how it was installed (PEP 610
     direct_url.json): a checkout on disk, or the commit of a git repository on a forge that serves
     files (GitHub, GitLab). None when not known: no made-up address."""
+    import importlib.metadata  # ~25 ms: only JSON and SARIF reports name the pages, not every run
+
     # The installed distribution's record (a stray `*.egg-info` of a source tree has none).
     raws = (d.read_text("direct_url.json") for d in importlib.metadata.distributions(name="verl-lint"))
     try:
