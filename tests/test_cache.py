@@ -256,7 +256,7 @@ def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl
     """The per-file time limit firing while a base composes is VL005 for that run, and nothing
     is stored: the next run (same process, then a new one on the same cache) composes it."""
     from verl_lint.config.compose import _hydra
-    from verl_lint.pipeline import Options
+    from verl_lint.model import Options
     from verl_lint.runner import lint_file
 
     tree = verl_trees["0.9.1"]

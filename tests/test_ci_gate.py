@@ -12,7 +12,7 @@ import pytest
 from conftest import NEWEST
 from test_cli import cli
 from verl_lint import __version__
-from verl_lint.pipeline import Options
+from verl_lint.model import Options
 from verl_lint.report.render import render_json
 from verl_lint.runner import collect, lint_paths
 from verl_lint.settings import Settings

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, NEWEST
-from verl_lint.pipeline import Options
+from verl_lint.model import Options
 from verl_lint.runner import collect, lint_paths
 from verl_lint.settings import Settings
 

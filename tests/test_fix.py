@@ -70,7 +70,7 @@ def test_upgrade_preview_reports_only_changes(tmp_path, verl_trees):
 def test_fix_skips_a_file_changed_since_read(tmp_path, verl_trees):
     from verl_lint.config.compose import Composer
     from verl_lint.report.fix import apply_fixes
-    from verl_lint.pipeline import Options
+    from verl_lint.model import Options
     from verl_lint.runner import lint_file
 
     s = tmp_path / "run.sh"

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import EXAMPLES, NEWEST
 from verl_lint.config.compose import Composer
-from verl_lint.pipeline import Options
+from verl_lint.model import Options
 from verl_lint.report.render import render_text
 from verl_lint.runner import lint_file
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from conftest import EXAMPLES, NEWEST
 from test_cli import cli
 from verl_lint.config.compose import Composer
-from verl_lint.pipeline import Options
+from verl_lint.model import Options
 from verl_lint.runner import lint_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))

@@ -17,7 +17,7 @@ from test_shell import local_imports
 from verl_lint.registry import REGISTRY, main_ppo
 from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
 from verl_lint.launch.locate import tree_at
-from verl_lint.pipeline import Options
+from verl_lint.model import Options
 from verl_lint.runner import lint_file
 
 A = "actor_rollout_ref.actor"

@@ -18,7 +18,7 @@ from conftest import NEWEST, OLDER, across_releases, codes
 from verl_lint.knowledge import Fact, load_table
 from verl_lint.registry import parse_version
 from verl_lint.launch.locate import tree_at
-from verl_lint.pipeline import Options
+from verl_lint.model import Options
 from verl_lint.rules import tables
 from verl_lint.runner import lint_file
 

@@ -11,6 +11,9 @@ The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, el
                 cheap to rebuild.
 * `tables/`   — the parsed knowledge tables (YAML parsing is most of the rule pack's load
                 time), and `specifiers/`, which rules apply to a verl version; cheap to rebuild.
+* `reader/`   — reader indexes of verl trees (config/reader.py); cheap to rebuild.
+* `results/`  — each linted file's findings, with the files they were computed from
+                (results.py), and `fixes/`, how many fixes each would take; cheap to rebuild.
 * `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels), and
   `wheels/`   — engine wheels the tests and scripts read. Costly to rebuild (downloads), so
                 `clean` keeps them unless `--all` is given.
@@ -125,6 +128,14 @@ def unusable(ex: Exception) -> None:
 _CODE: str | None = None
 
 
+def code_roots() -> tuple[Path, ...]:
+    """verl-lint's package directory and its knowledge tables' (a top-level package, so
+    find_spec runs nothing)."""
+    spec = importlib.util.find_spec("verl_lint_knowledge")
+    tables = [Path(d) for d in (spec.submodule_search_locations or [])] if spec else []
+    return (Path(__file__).resolve().parent, *tables)
+
+
 def code_digest() -> str:
     """A digest of verl-lint's own code and knowledge tables, computed once per process.
 
@@ -134,11 +145,8 @@ def code_digest() -> str:
     budget is 50 ms), and installers and editors always change a file's mtime or size."""
     global _CODE
     if _CODE is None:
-        # The knowledge tables' package (top-level, so find_spec runs nothing): its directory.
-        spec = importlib.util.find_spec("verl_lint_knowledge")
-        tables = [Path(d) for d in (spec.submodule_search_locations or [])] if spec else []
         h = hashlib.sha256()
-        for root in (Path(__file__).resolve().parent, *tables):
+        for root in code_roots():
             stack = [root] if root.is_dir() else []
             while stack:
                 with os.scandir(stack.pop()) as it:
@@ -191,7 +199,7 @@ def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[t
 
 # -------------------------------------------------------------- clean ----
 
-DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader")  # cheap to rebuild: removed by `clean`
+DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader", "results", "fixes")  # cheap to rebuild: removed by `clean`
 # Files verl-lint writes in its folders: hash-named pickles, wheels, and their temp files
 # (compiled on first use by `re`: `clean` is rare, start-up is not).
 # (temp files: `.NAME.<hex>.tmp` from files.replacing, `NAME.<random>.tmp` from older releases)
@@ -317,4 +325,4 @@ def run(args) -> int:
     return 2
 
 
-__all__ = ["cache_dir", "code_digest", "entry", "store", "memo", "make_dir", "new_entry", "is_marked", "clean", "usage", "add_arguments", "run"]
+__all__ = ["cache_dir", "code_digest", "code_roots", "entry", "store", "memo", "make_dir", "new_entry", "is_marked", "clean", "usage", "add_arguments", "run"]

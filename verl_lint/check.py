@@ -3,6 +3,7 @@ the report and the exit code. `run` builds its options here too."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from argparse import Namespace
@@ -12,13 +13,13 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from . import __version__
-from .config.compose import Composer
+from .cache import memo
 from .engines.versions import version_problem
 from .environment import installed_versions
 from .files import WriteError, write_atomic
 from .launch.locate import LocateError, VerlTree, find_checkout, installed_tree, release_tree, tree_at, verl_tree_for
 from .model import Diagnostic, Severity
-from .pipeline import FileReport, InputError, Options, stats
+from .model import FileReport, InputError, Options, stats
 from .report.fix import apply_fixes
 from .report.render import RENDERERS, accounting, render_statistics
 from .report.suppress import filter_baseline, write_baseline
@@ -207,6 +208,8 @@ def lint(args: Namespace, command_argv: list[str] | None, inputs: Plan, tree: Ve
     if timings:
         for path, seconds in sorted(timings.items(), key=lambda x: -x[1]):
             print(f"verl-lint: {seconds:7.3f} s  {safe(path)}", file=sys.stderr)
+    if args.verbose and use_cache:
+        print(f"verl-lint: {sum(r.cached for r in linted)} of {plural(len(linted), 'file')} read back from the result cache", file=sys.stderr)
     return reports
 
 
@@ -239,7 +242,7 @@ def _lint_stdin(args: Namespace, settings: Settings, options: Options, use_cache
         text = data.decode("utf-8")
     except UnicodeDecodeError as ex:
         return FileReport(name, errors=[InputError(name, f"stdin is not UTF-8 (byte {data[ex.start]:#04x} at offset {ex.start})")])
-    return lint_script(name, text, options, Composer(cache=use_cache), settings.per_file_ignores)
+    return lint_script(name, text, options, None, settings.per_file_ignores, use_cache=use_cache)
 
 
 # ------------------------------------------------------------ the commands ----
@@ -343,13 +346,25 @@ def _fixable_summary(reports: list[FileReport], args: Namespace) -> str:
     n_safe = n_all = 0
     for r in reports:
         if _fixable_file(r, args) and any(d.fix for d in r.diagnostics):
-            n_safe += apply_fixes(r.path, r.text, r.diagnostics, unsafe=False, write=False).applied
-            n_all += apply_fixes(r.path, r.text, r.diagnostics, unsafe=True, write=False).applied
+            safe_, all_ = _fix_counts(r)
+            n_safe, n_all = n_safe + safe_, n_all + all_
     if not n_all:
         return ""
     if not n_safe:
         return f"{n_all} fixable with --fix --unsafe-fixes\n"
     return f"{n_safe} fixable with --fix" + (f" ({n_all - n_safe} more with --unsafe-fixes)" if n_all > n_safe else "") + "\n"
+
+
+def _fix_counts(r: FileReport) -> tuple[int, int]:
+    """How many fixes --fix and --fix --unsafe-fixes would apply to `r` (each checked by parsing
+    the result), kept on disk by the text and fixes, so a warm run does not parse again."""
+    fixes = [(d.fix, d.span.path) for d in r.diagnostics if d.fix]
+    ident = hashlib.sha256(repr((r.path, r.text, fixes)).encode("utf-8", "surrogateescape")).hexdigest()
+
+    def count() -> tuple[int, int]:
+        return tuple(apply_fixes(r.path, r.text, r.diagnostics, unsafe=u, write=False).applied for u in (False, True))
+
+    return memo("fixes", ident, count, tuple)
 
 
 def emit(reports: list[FileReport], args: Namespace, fail_on: dict[str, str], unfixed: int = 0, hidden: int = 0, diffs: int = 0) -> int:

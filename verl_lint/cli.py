@@ -11,8 +11,8 @@ import sys
 import textwrap
 
 from . import __version__, cache, doctor
-from .knowledge import MissingTable
 from .launch.locate import LocateError, release_tree
+from .registry import MissingTable
 from .settings import ENGINE_FLAGS, FAIL_ON, registered_rules
 from .terminal import usage_error
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -173,3 +174,50 @@ def _fsync_dir(directory: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+# ------------------------------------------------------------ what a file is ----
+
+_SHEBANG = re.compile(rb"^#!.*\b(ba|z|k)?sh\b")
+_KINDS = {stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device", stat.S_IFDIR: "directory"}
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket, device or directory where a file to read was expected."""
+
+
+def file_kind(mode: int) -> str | None:
+    """"FIFO", "socket", ... for what is not a regular file; None for a regular file."""
+    return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "special file")
+
+
+def open_regular(path: Path):
+    """Open a regular file for reading (binary). Anything else is refused before it is opened:
+    opening a FIFO blocks until a writer comes, and opening a device can act on it."""
+    kind = file_kind(os.stat(path).st_mode)
+    if kind:
+        raise NotRegularFile(f"not a regular file ({kind})")
+    # O_NONBLOCK: if it became a FIFO after the stat, open returns instead of waiting.
+    f = os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)), "rb")
+    kind = file_kind(os.fstat(f.fileno()).st_mode)
+    if kind:
+        f.close()
+        raise NotRegularFile(f"not a regular file ({kind})")
+    return f
+
+
+def is_shell_script(path: Path) -> bool:
+    """By extension, else (no extension) by an sh-family shebang."""
+    if path.suffix in (".sh", ".bash"):
+        return True
+    return not path.suffix and has_sh_shebang(path)
+
+
+def has_sh_shebang(path: Path) -> bool:
+    """Does the file start with `#!/bin/bash` or another sh-family shebang? Never opens what is
+    not a regular file."""
+    try:
+        with open_regular(path) as f:
+            return bool(_SHEBANG.match(f.readline(200)))
+    except OSError:
+        return False

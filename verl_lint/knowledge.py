@@ -33,15 +33,12 @@ import yaml
 from packaging.version import Version
 
 from .cache import memo
+from .registry import MissingTable
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 _STR = "tag:yaml.org,2002:str"
 HEADER = "verified_through"  # the top-level field of a hand-written table
 PRODUCTS = ("verl", "vllm", "vllm_ascend", "sglang", "torch", "torch_npu")  # what a table is verified against
-
-
-class MissingTable(RuntimeError):
-    """A knowledge table verl-lint ships is not installed: a broken installation."""
 
 
 class TableError(MissingTable):

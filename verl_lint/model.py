@@ -1,4 +1,5 @@
-"""The values that flow through the pipeline: spans, words, launches, diagnostics.
+"""The values that flow through the pipeline: spans, words, launches, diagnostics, and a run's
+options and per-file reports.
 
 Real (not postponed) annotations here: defining these classes, at every Hydra job start with
 the callback, then skips compiling a string per field.
@@ -7,7 +8,13 @@ the callback, then skips compiling a string per field.
 import shlex
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from .terminal import safe
+
+if TYPE_CHECKING:
+    from .launch.locate import VerlTree
 
 
 class Severity(IntEnum):
@@ -205,3 +212,73 @@ class Diagnostic:
             if self.fix is None
             else {"title": self.fix.title, "safe": self.fix.safe, "kind": self.fix.kind, "new": self.fix.new},
         }
+
+
+# ------------------------------------------------------------ a run's inputs and results ----
+
+
+@dataclass
+class Options:
+    """How files are linted: from flags and settings (check.build_options)."""
+
+
+    verl_tree: "VerlTree | None" = None  # from --verl-root / --verl
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    severity: dict[str, Severity] = field(default_factory=dict)  # per-rule overrides
+    # Versions that win over the installed ones (--vllm ...): key as in environment.TRACKED.
+    versions: dict[str, str] = field(default_factory=dict)
+    version_origin: dict[str, str] = field(default_factory=dict)  # key -> "--vllm" / "[tool.verl-lint] vllm"
+    allowed_roots: tuple[Path, ...] = ()  # `source` may read files under these
+    debug: bool = False
+    max_bytes: int = 4 * 2**20  # larger files get a VL004 finding instead of an analysis
+    timeout: float = 20.0  # seconds per file before a VL005 finding (0: no limit)
+    cwd: str | None = None  # where the scripts are run from (--cwd); None: assumed per script
+
+
+@dataclass
+class InputError:
+    """Bad input: reported as one line and exit code 2; the other files still run."""
+
+    path: str
+    message: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:  # printed to a terminal: the path and message may come from a hostile tree
+        loc = f"{self.path}:{self.line}:{self.col}" if self.line else self.path
+        return safe(f"{loc}: error: {self.message}")
+
+
+@dataclass
+class FileReport:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    launches: int = 0
+    text: str | None = None  # kept for the code frames of the text renderer
+    verl: set[str] = field(default_factory=set)  # the verl releases its launches were linted against
+    cached: bool = False  # read back from the result cache (results.py)
+
+
+
+
+def stats(reports: "list[FileReport]") -> dict:
+    """Counts for the summary, the exit code and the JSON/SARIF run properties."""
+    n = {s: 0 for s in Severity}
+    for r in reports:
+        for d in r.diagnostics:
+            n[d.severity] += 1
+    return {
+        "findings": sum(n.values()),
+        "errors": n[Severity.ERROR],
+        "warnings": n[Severity.WARNING],
+        "infos": n[Severity.INFO],
+        "files_with_findings": sum(1 for r in reports if r.diagnostics),
+        "files": len(reports),
+        "files_unreadable": sum(1 for r in reports if r.errors and r.text is None),  # not linted at all
+        "launches": sum(r.launches for r in reports),
+        # Accounted for, not analysed: launches (VL007, with the reason) and whole files (VL004/VL005).
+        "unanalysed": sum(1 for r in reports for d in r.diagnostics if d.code == "VL007"),
+        "files_unanalysed": sum(1 for r in reports if any(d.code in ("VL004", "VL005") for d in r.diagnostics)),
+    }

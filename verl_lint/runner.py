@@ -18,16 +18,17 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from .config.compose import Composer
-from .pipeline import FileReport, InputError, NotRegularFile, Options, file_kind, has_sh_shebang, is_shell_script
-from .pipeline import lint_text, open_regular
-from .model import COMMAND_LINE, Diagnostic, Span, command_text
+from .files import NotRegularFile, file_kind, has_sh_shebang, is_shell_script, open_regular
+from . import results
+from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Span, command_text
 from .registry import Rule
 from .rules.script import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .settings import Settings
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
+
+    from .config.compose import Composer
 
 # A pool only pays off past its start-up cost (~0.3 s per worker importing hydra).
 POOL_MIN_FILES = 24
@@ -341,33 +342,58 @@ def _time_limit(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
-_WORKER: tuple[Options, Composer] | None = None
+_WORKER: tuple[Options, bool] | None = None
+_COMPOSERS: dict[bool, Composer] = {}
 
 
 def _init_worker(options: Options, use_cache: bool) -> None:
     global _WORKER
-    _WORKER = (options, Composer(cache=use_cache))
+    _WORKER = (options, use_cache)
 
 
-def lint_file(path: Path, options: Options, composer: Composer, per_file_ignores=None) -> FileReport:
-    """Lint one script file: read it within the limits, then the pipeline; never raises on bad input."""
+def process_composer(use_cache: bool) -> Composer:
+    """This process's Composer, made on the first file the result cache does not have: a warm
+    run never imports Hydra."""
+    if use_cache not in _COMPOSERS:
+        from .config.compose import Composer  # Hydra and OmegaConf (~0.2 s) only when something is composed
+
+        _COMPOSERS[use_cache] = Composer(cache=use_cache)
+    return _COMPOSERS[use_cache]
+
+
+def lint_file(
+    path: Path, options: Options, composer: Composer | None = None, per_file_ignores=None, use_cache: bool = False, only_cached: bool = False
+) -> FileReport | None:
+    """Lint one script file: read it within the limits, then the pipeline; never raises on bad input.
+    `composer`: None for this process's (made when needed); `use_cache`: the on-disk caches (results,
+    composed bases) are read and written; `only_cached`: None unless the result cache has it."""
     text, err, notes = read_script(path, options.max_bytes)
-    if err is not None:
-        return FileReport(str(path), errors=[err])
-    if text is None:
-        return FileReport(str(path), diagnostics=notes)
-    return lint_script(str(path), text, options, composer, per_file_ignores, notes)
+    if err is not None or text is None:
+        return None if only_cached else FileReport(str(path), diagnostics=notes, errors=[err] if err else [])
+    return lint_script(str(path), text, options, composer, per_file_ignores, notes, use_cache, only_cached)
 
 
 def lint_script(
-    name: str, text: str, options: Options, composer: Composer, per_file_ignores=None, notes: list[Diagnostic] | None = None
-) -> FileReport:
+    name: str,
+    text: str,
+    options: Options,
+    composer: Composer | None = None,
+    per_file_ignores=None,
+    notes: list[Diagnostic] | None = None,
+    use_cache: bool = False,
+    only_cached: bool = False,
+) -> FileReport | None:
     """Lint a script's text (a file's, or stdin's under a name) within the time limit; never raises on bad input."""
     extra = _per_file_ignores(Path(name), per_file_ignores)
     opts = replace(options, ignore=options.ignore + extra) if extra else options
+    entry = results.Entry(name, text, opts) if use_cache else None
+    report = entry.load() if entry else None
+    if report is None and only_cached:
+        return None
     try:
-        with _time_limit(options.timeout):
-            report = lint_text(name, text, opts, composer)
+        if report is None:
+            with _time_limit(options.timeout):
+                report = results.computed(entry, lambda: _pipeline().lint_text(name, text, opts, composer or process_composer(use_cache)))
     except _Timeout:
         msg = f"analysis took longer than {options.timeout:g} s; not analysed (raise the limit with --timeout)"
         return FileReport(name, diagnostics=[_limit_diag(name, ANALYSIS_TIMEOUT, msg)], text=text)
@@ -377,14 +403,21 @@ def lint_script(
         if options.debug:
             raise
         return FileReport(name, errors=[InputError(name, f"internal error: {type(ex).__name__}: {ex} (rerun with --debug)")])
+    report.text = text
     report.diagnostics = (notes or []) + report.diagnostics
     return report
 
 
+def _pipeline():
+    from . import pipeline  # the parser, composer and rule pack: only when a file is not in the result cache
+
+    return pipeline
+
+
 def _pool_task(args) -> FileReport:
     path, per_file_ignores = args
-    options, composer = _WORKER
-    return lint_file(path, options, composer, per_file_ignores)
+    options, use_cache = _WORKER
+    return lint_file(path, options, None, per_file_ignores, use_cache)
 
 
 def _per_file_ignores(path: Path, table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -409,19 +442,22 @@ def lint_paths(
     recording each file's seconds in it (`check -v`)."""
     reports: list[FileReport] = []
     if command_argv:
-        composer = Composer(cache=use_cache)
-        reports.append(lint_text(COMMAND_LINE, command_text(command_argv), options, composer))
+        reports.append(_pipeline().lint_text(COMMAND_LINE, command_text(command_argv), options, process_composer(use_cache)))
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    if len(files) >= POOL_MIN_FILES and jobs > 1 and timings is None:
+    # What the result cache has is read here; only the rest goes to the pool.
+    cached = {f: lint_file(f, options, None, per_file_ignores, True, only_cached=True) for f in files} if use_cache and timings is None else {}
+    todo = [f for f in files if cached.get(f) is None]
+    done: dict[Path, FileReport] = {}
+    if len(todo) >= POOL_MIN_FILES and jobs > 1 and timings is None:
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool:
-            reports.extend(pool.map(_pool_task, [(f, per_file_ignores) for f in files], chunksize=4))
+            done.update(zip(todo, pool.map(_pool_task, [(f, per_file_ignores) for f in todo], chunksize=4)))
     else:
-        composer = Composer(cache=use_cache)
-        for f in files:
+        for f in todo:
             start = time.perf_counter()
-            reports.append(lint_file(f, options, composer, per_file_ignores))
+            done[f] = lint_file(f, options, None, per_file_ignores, use_cache)
             if timings is not None:
                 timings[str(f)] = time.perf_counter() - start
+    reports.extend(cached.get(f) or done[f] for f in files)
     _once_per_run(reports)
     return reports
 

@@ -226,17 +226,12 @@ def _has_table(data: dict) -> bool:
     return isinstance(tool, dict) and "verl-lint" in tool
 
 
-def find_settings_file(start: Path) -> Path | None:
-    """The closest `verl-lint.toml`, or pyproject.toml with a `[tool.verl-lint]` table, from
-    `start` (a file or directory) up; ValueError (one line) on a pyproject that cannot be read."""
-    # realpath and isfile never raise: a symlink loop or an unreadable directory given as a
-    # path is reported by the file collection, not here.
-    start = Path(os.path.realpath(start))
-    for d in [start if os.path.isdir(start) else start.parent, *start.parents]:
-        if os.path.isfile(d / SETTINGS_FILE):
-            return d / SETTINGS_FILE
-        if os.path.isfile(d / "pyproject.toml") and _has_table(_read_toml(d / "pyproject.toml")):
-            return d / "pyproject.toml"
+def settings_file_in(d: Path) -> Path | None:
+    """`d`'s own `verl-lint.toml`, or its pyproject.toml when that has a `[tool.verl-lint]` table."""
+    if os.path.isfile(d / SETTINGS_FILE):
+        return d / SETTINGS_FILE
+    if os.path.isfile(d / "pyproject.toml") and _has_table(_read_toml(d / "pyproject.toml")):
+        return d / "pyproject.toml"
     return None
 
 
@@ -252,10 +247,14 @@ class SettingsFinder:
     def _file_for(self, path: Path) -> Path | None:
         if self.config is not None:
             return self.config
-        d = Path(os.path.realpath(path))
-        d = d if os.path.isdir(d) else d.parent
+        d = Path(os.path.realpath(path))  # never raises: a symlink loop is reported by the file collection
+        return self._closest(d if os.path.isdir(d) else d.parent)
+
+    def _closest(self, d: Path) -> Path | None:
+        """The closest `verl-lint.toml`, or pyproject.toml with a `[tool.verl-lint]` table, from `d`
+        up (each directory looked at once); ValueError (one line) on a pyproject that cannot be read."""
         if d not in self._file_of:
-            self._file_of[d] = find_settings_file(d)
+            self._file_of[d] = settings_file_in(d) or (None if d.parent == d else self._closest(d.parent))
         return self._file_of[d]
 
     def for_path(self, path: Path) -> Settings:

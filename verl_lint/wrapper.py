@@ -31,7 +31,9 @@ from .check import UsageError, load, options_for
 from .config.compose import Composer
 from .files import WriteError, write_atomic
 from .model import COMMAND_LINE, Severity, Span, Word, command_text
-from .pipeline import FileReport, InputError, is_shell_script, lint_text
+from .files import is_shell_script
+from .model import FileReport, InputError
+from .pipeline import lint_text
 from .report.render import RENDERERS
 from .runner import _per_file_ignores, _time_limit, _Timeout, read_script
 from .settings import SettingsFinder

@@ -35,6 +35,7 @@ import ast
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -281,13 +282,40 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
         # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
         roots = _roots(root, extra)
         own = len(roots) == len(_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
-        stamp = (wheel_record(root) if own else None) or _digest(root, _files(roots))
+        stamp = tree_stamp(root) if own else _digest(root, _files(roots))
         ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
         hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: build(root, extra), ReaderIndex)
     return hit
 
 
 _LOADED: dict[tuple[Path, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
+
+
+def tree_stamp(tree_root: Path) -> str:
+    """What changes when the tree's code or configs do: an installed (or unpacked) wheel's RECORD
+    (installers replace files, they never edit them in place), else the path, size and mtime of
+    every `.py`/`.yaml` file under its verl/ and recipe/ (tests and docs left out)."""
+    root = Path(tree_root).resolve()
+    return wheel_record(root) or _digest(root, _files(_roots(root, ())))
+
+
+def stamp_covers(tree_root: Path) -> Callable[[str], bool]:
+    """Whether an absolute path (a file, or a directory whose listing matters) is part of what
+    tree_stamp covers, so a change to it changes the stamp."""
+    root = Path(tree_root).resolve()
+    tops = [str(t) + os.sep for t in _roots(root, ())]
+    wheel = wheel_record(root) is not None
+
+    def covers(path: str) -> bool:
+        top = next((t for t in tops if path.startswith(t) or path + os.sep == t), None)
+        if top is None:
+            return False
+        if wheel or os.path.isdir(path):  # a directory's .py/.yaml names are in the stamp
+            return True
+        parts = Path(path[len(top) :]).parts
+        return path.endswith((".py", ".yaml", ".yml")) and not any(p in _SKIP_DIRS or p.startswith(".") for p in parts[:-1])
+
+    return covers
 
 
 def app_sources(app: HydraApp) -> tuple[Path, ...]:
@@ -314,4 +342,4 @@ def app_sources(app: HydraApp) -> tuple[Path, ...]:
     return (*out, *app.config_dirs)  # (reader_index drops what lies inside verl/ or recipe/)
 
 
-__all__ = ["ReaderIndex", "app_sources", "build", "reader_index"]
+__all__ = ["ReaderIndex", "app_sources", "build", "reader_index", "stamp_covers", "tree_stamp"]

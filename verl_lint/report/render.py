@@ -10,12 +10,11 @@ import urllib.parse
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
 
 from .. import __version__
 from ..registry import REGISTRY
 from ..model import Severity, argument
-from ..pipeline import FileReport, stats
+from ..model import FileReport, stats
 from ..terminal import plural, safe, width
 
 _COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.INFO: "\033[1;36m"}
@@ -269,6 +268,8 @@ def _fingerprint(text: str | None, d, seen: dict[str, int]) -> str:
 
 def render_junit(reports: list[FileReport]) -> str:
     """JUnit XML for CI systems that show test reports: one test case per script, failed by its findings."""
+    from xml.sax.saxutils import escape, quoteattr  # imports urllib.request (~30 ms): only for this format
+
     cases = []
     failures = 0
     for r in reports:

@@ -1,0 +1,184 @@
+"""The per-file result cache: a warm run reads a file's findings back instead of parsing,
+composing and checking it again, and imports none of Hydra, OmegaConf or tree-sitter.
+
+A file's findings are a function of its text and of everything read while linting it. The key
+holds what is known before linting: the text, the name it is reported under, the options, the
+working directory, verl-lint's own code, the Python environment (its `sys.path` directories'
+mtimes change when a package is installed or removed) and the verl tree the script's launches
+resolve to (its stamp: the wheel's RECORD, or each `.py`/`.yaml` file's size and mtime). What
+is found only while linting (a sourced file, the project's own config directory, a
+requirements file naming the vLLM version) is recorded with an audit hook on `open` and on
+directory listings, and an entry is used only while each of those files is unchanged and each
+of those directories lists the same names.
+
+Reads of in-process memos (a base config composed for an earlier file) leave no trace, so an
+entry lists every file read in this process so far, not only its own: more than it needs, never
+less. Python's own installation, the cache and verl-lint's files are left out: the key covers
+them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from . import __version__
+from .cache import cache_dir, code_roots, entry, store
+from .config.reader import stamp_covers, tree_stamp
+from .launch.locate import VerlTree, verl_tree_for
+from .model import FileReport, Options
+
+FOLDER = "results"
+_FORMAT = "1"
+_ABSENT = (-1, -1)  # the stamp of a file that did not exist when it was looked for
+
+_recording = False
+_read: set[str] = set()  # files opened for reading while linting, in this process
+_listed: set[str] = set()  # directories listed while linting
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Records reads; sys.addaudithook cannot be removed, so it stays cheap when not recording."""
+    if not _recording:
+        return
+    if event == "open":
+        path, mode, flags = args
+        reading = ("r" in mode and "+" not in mode) if isinstance(mode, str) else (flags or 0) & os.O_ACCMODE == os.O_RDONLY
+        if reading and isinstance(path, (str, os.PathLike)):
+            _read.add(os.path.abspath(path))
+    elif event in ("os.listdir", "os.scandir"):
+        path = args[0]
+        if path is None or isinstance(path, (str, os.PathLike)):
+            _listed.add(os.path.abspath(path if path is not None else os.curdir))
+
+
+_hooked = False
+
+
+def _environment() -> tuple:
+    """What the findings depend on beyond the file and the options: Python, the installed
+    packages (a directory's mtime changes when an entry is added or removed) and the
+    working directory (relative paths in scripts and options)."""
+    dirs = []
+    script = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] not in ("", "-c") else None
+    # Python puts the main script's directory (or the working directory) on the path: what is
+    # there is the user's files, not installed packages, and changes with every file written.
+    for p in (p for p in sys.path if os.path.abspath(p) not in (script, os.getcwd())):
+        try:
+            dirs.append((p, os.stat(p or os.curdir).st_mtime_ns))
+        except OSError:
+            dirs.append((p, None))
+    return (sys.executable, sys.version, os.getcwd(), tuple(dirs))
+
+
+_ENV: tuple | None = None
+_TREES: dict[tuple, tuple[VerlTree | None, str]] = {}
+
+
+def _tree(where: str, given: VerlTree | None) -> tuple[VerlTree | None, str]:
+    """The verl tree the launches of a script in directory `where` resolve to, and its stamp
+    (once per directory and process)."""
+    k = (where, given)
+    if k not in _TREES:
+        tree = verl_tree_for(Path(where).resolve(), given)
+        _TREES[k] = (tree, tree_stamp(tree.root) if tree else "")
+    return _TREES[k]
+
+
+class Entry:
+    """Where one file's findings are cached, and what they were computed from."""
+
+    def __init__(self, name: str, text: str, options: Options):
+        global _ENV
+        if _ENV is None:
+            _ENV = _environment()
+        where = os.path.dirname(name) if not name.startswith("<") else (options.cwd or os.getcwd())  # as pipeline.lint_text
+        self.tree, stamp = _tree(where, options.verl_tree)
+        text_digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+        ident = repr((_FORMAT, __version__, name, text_digest, repr(options), _ENV, self.tree, stamp))
+        self.path = entry(FOLDER, ident)
+
+    def load(self) -> FileReport | None:
+        """The cached report while everything it was computed from is unchanged, else None."""
+        try:
+            with open(self.path, "rb") as f:
+                files, dirs, report = pickle.load(f)
+        except Exception:  # noqa: BLE001 - a missing or corrupt entry is a miss
+            return None
+        if not isinstance(report, FileReport):
+            return None
+        if any(_stamp(p) != s for p, s in files) or any(_names(d) != n for d, n in dirs):
+            return None
+        report.cached = True
+        return report
+
+    def save(self, report: FileReport) -> None:
+        covered = _covered(self.tree)
+        files = tuple((p, _stamp(p)) for p in sorted(_read) if not covered(p))
+        dirs = tuple((d, _names(d)) for d in sorted(_listed) if not covered(d))
+        text, report.text = report.text, None  # the caller has the text
+        try:
+            store(self.path, pickle.dumps((files, dirs, report), protocol=pickle.HIGHEST_PROTOCOL))
+        finally:
+            report.text = text
+
+
+def computed(entry_: Entry | None, compute: Callable[[], FileReport]) -> FileReport:
+    """`compute()`'s report, stored under `entry_` (when given) with what was read meanwhile."""
+    global _recording, _hooked
+    if entry_ is None:
+        return compute()
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+    _recording = True
+    try:
+        report = compute()
+    finally:
+        _recording = False
+    entry_.save(report)
+    return report
+
+
+def _covered(tree: VerlTree | None) -> Callable[[str], bool]:
+    """What the key covers already, so it is not listed as a dependency: Python's installation,
+    the cache, verl-lint itself, and what the tree's stamp covers."""
+    prefixes = tuple(
+        os.path.join(os.path.abspath(p), "")
+        for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, str(cache_dir().resolve()), *map(str, code_roots())}
+    )
+    in_tree = stamp_covers(tree.root) if tree is not None else (lambda path: False)
+    return lambda path: path.startswith(prefixes) or in_tree(path)
+
+
+_STAMPS: dict[str, tuple[int, int]] = {}
+_NAMES: dict[str, str] = {}
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """(size, mtime_ns) of a file, once per process."""
+    if path not in _STAMPS:
+        try:
+            st = os.stat(path)
+            _STAMPS[path] = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            _STAMPS[path] = _ABSENT
+    return _STAMPS[path]
+
+
+def _names(directory: str) -> str:
+    """A digest of a directory's entry names, once per process."""
+    if directory not in _NAMES:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            names = ["\0absent"]
+        _NAMES[directory] = hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
+    return _NAMES[directory]
+
+
+__all__ = ["Entry", "FOLDER", "computed"]
