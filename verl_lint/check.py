@@ -10,8 +10,6 @@ from argparse import Namespace
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pathspec import GitIgnoreSpec
-
 from . import __version__
 from .cache import memo
 from .engines.versions import version_problem
@@ -176,6 +174,8 @@ def _excluded(path: Path, settings: Settings) -> bool:
         rel = Path(os.path.realpath(path)).relative_to(settings.root.resolve())
     except ValueError:
         return False
+    from pathspec import GitIgnoreSpec  # ~20 ms: only for a file an `exclude` setting may match
+
     return GitIgnoreSpec.from_lines(settings.exclude).match_file(rel.as_posix())
 
 

@@ -20,12 +20,20 @@ EXIT_CLEAN, EXIT_USAGE = 0, 2
 FORMATS = ["text", "json", "sarif", "github", "junit"]
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with `command`, only that subcommand's flags are added (the others are
+    listed by name): building all of them is most of a warm check's own time."""
     p = argparse.ArgumentParser(prog="verl-lint", description="Lint verl launch scripts before the cluster does.")
     p.add_argument("--version", action="version", version=f"verl-lint {__version__}")
     sub = p.add_subparsers(dest="command")
+    for name, (help_, build) in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_)
+        if command in (None, name):
+            build(sp)
+    return p
 
-    c = sub.add_parser("check", help="lint scripts, directories, stdin (-) or a command given after --")
+
+def _build_check(c: argparse.ArgumentParser) -> None:
     c.add_argument(
         "paths", nargs="*",
         help="scripts or directories (recursively: *.sh, *.bash, sh shebangs); `-` reads a script from stdin (default: .)",
@@ -41,7 +49,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--write-baseline", metavar="FILE", help="record the current findings as the baseline and exit 0")
     _fix_flags(c)
 
-    u = sub.add_parser("upgrade", help="show what upgrading verl breaks in these scripts (and fix renames)")
+
+def _build_upgrade(u: argparse.ArgumentParser) -> None:
     u.add_argument("paths", nargs="+", help="scripts or directories")
     u.add_argument("--to", required=True, metavar="VERSION", help="the verl release to upgrade to")
     g = u.add_mutually_exclusive_group()
@@ -55,23 +64,41 @@ def parser() -> argparse.ArgumentParser:
     _report_flags(u)
     _fix_flags(u)
 
-    d = sub.add_parser("doctor", help="report the environment (versions, accelerator, allocator) and live findings")
+
+def _build_doctor(d: argparse.ArgumentParser) -> None:
     doctor.add_arguments(d)
     _cache_dir_flag(d)
-    r = sub.add_parser("run", help="lint a command (or `bash script.sh ...`), then run it only if it passes")
+
+
+def _build_run(r: argparse.ArgumentParser) -> None:
     _common(r)
     _output_flags(r)
     r.add_argument("--dry-run", action="store_true", help="lint and show what would run; run nothing")
     r.add_argument("--strict", action="store_true", help="if verl-lint itself fails, do not run the command (default: run it)")
-    k = sub.add_parser("cache", help="inspect or clean the on-disk cache")
+
+
+def _build_cache(k: argparse.ArgumentParser) -> None:
     cache.add_arguments(k)
     _cache_dir_flag(k)
 
-    r = sub.add_parser("rules", help="list the rules")
+
+def _build_rules(r: argparse.ArgumentParser) -> None:
     r.add_argument("--format", "--output-format", choices=["text", "json"], default="text", help="%(choices)s (default: %(default)s)")
-    d = sub.add_parser("rule", help="show one rule's documentation")
+
+
+def _build_rule(d: argparse.ArgumentParser) -> None:
     d.add_argument("code", help="code (VL201) or name")
-    return p
+
+
+COMMANDS = {
+    "check": ("lint scripts, directories, stdin (-) or a command given after --", _build_check),
+    "upgrade": ("show what upgrading verl breaks in these scripts (and fix renames)", _build_upgrade),
+    "doctor": ("report the environment (versions, accelerator, allocator) and live findings", _build_doctor),
+    "run": ("lint a command (or `bash script.sh ...`), then run it only if it passes", _build_run),
+    "cache": ("inspect or clean the on-disk cache", _build_cache),
+    "rules": ("list the rules", _build_rules),
+    "rule": ("show one rule's documentation", _build_rule),
+}
 
 
 CONFIG_HELP = (
@@ -107,7 +134,7 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
         "--fail-on-unanalysed", action="store_true",
         help="exit 1 when a launch or file could not be analysed (VL007, VL004, VL005), whatever --fail-on says",
     )
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk cache of composed configs")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk caches (each file's findings, composed configs)")
     _cache_dir_flag(p)
     p.add_argument(
         "--color", choices=["auto", "always", "never"], default="auto",
@@ -151,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         i = argv.index("--")
         argv, command_argv = argv[:i], argv[i + 1 :]
-    args = parser().parse_args(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)  # the subcommand, if it comes first
+    args = parser(command if command in COMMANDS else None).parse_args(argv)
     if getattr(args, "cache_dir", None):  # read by cache.cache_dir(), here and in worker processes
         os.environ["VERL_LINT_CACHE_DIR"] = os.path.abspath(args.cache_dir)
     try:
@@ -159,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             return usage_error(problem)
         if args.command in ("check", "upgrade"):
-            from .check import check, upgrade  # heavy (Hydra, OmegaConf, tree-sitter): only linting needs it
+            from .check import check, upgrade  # the linting modules: only linting needs them
 
             return check(args, command_argv) if args.command == "check" else upgrade(args)
         if args.command == "run":

@@ -72,35 +72,38 @@ def _environment() -> tuple:
             dirs.append((p, os.stat(p or os.curdir).st_mtime_ns))
         except OSError:
             dirs.append((p, None))
-    return (sys.executable, sys.version, os.getcwd(), tuple(dirs))
+    return (os.path.realpath(sys.executable), sys.version, os.getcwd(), tuple(dirs))
 
 
 _ENV: tuple | None = None
-_TREES: dict[tuple, tuple[VerlTree | None, str]] = {}
+_CONTEXTS: dict[tuple, tuple] = {}
+_STAMPED: dict[Path, str] = {}  # verl tree root -> its stamp
 
 
-def _tree(where: str, given: VerlTree | None) -> tuple[VerlTree | None, str]:
-    """The verl tree the launches of a script in directory `where` resolve to, and its stamp
-    (once per directory and process)."""
-    k = (where, given)
-    if k not in _TREES:
-        tree = verl_tree_for(Path(where).resolve(), given)
-        _TREES[k] = (tree, tree_stamp(tree.root) if tree else "")
-    return _TREES[k]
+def _context(where: str, options: Options) -> tuple[VerlTree | None, str]:
+    """The verl tree the launches of a script in directory `where` resolve to, and a digest of
+    everything but the script a key holds (once per directory and options in a process)."""
+    global _ENV
+    k = (where, id(options))
+    if k not in _CONTEXTS:
+        if _ENV is None:
+            _ENV = _environment()
+        tree = verl_tree_for(Path(where).resolve(), options.verl_tree)
+        if tree is not None and tree.root not in _STAMPED:
+            _STAMPED[tree.root] = tree_stamp(tree.root)
+        ident = repr((_FORMAT, __version__, repr(options), _ENV, tree, _STAMPED[tree.root] if tree else ""))
+        _CONTEXTS[k] = (tree, hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest(), options)  # options: kept alive for id()
+    return _CONTEXTS[k][:2]
 
 
 class Entry:
     """Where one file's findings are cached, and what they were computed from."""
 
     def __init__(self, name: str, text: str, options: Options):
-        global _ENV
-        if _ENV is None:
-            _ENV = _environment()
         where = os.path.dirname(name) if not name.startswith("<") else (options.cwd or os.getcwd())  # as pipeline.lint_text
-        self.tree, stamp = _tree(where, options.verl_tree)
+        self.tree, context = _context(where, options)
         text_digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
-        ident = repr((_FORMAT, __version__, name, text_digest, repr(options), _ENV, self.tree, stamp))
-        self.path = entry(FOLDER, ident)
+        self.path = entry(FOLDER, f"{context}\0{name}\0{text_digest}")
 
     def load(self) -> FileReport | None:
         """The cached report while everything it was computed from is unchanged, else None."""
@@ -111,7 +114,7 @@ class Entry:
             return None
         if not isinstance(report, FileReport):
             return None
-        if any(_stamp(p) != s for p, s in files) or any(_names(d) != n for d, n in dirs):
+        if not _unchanged(files, dirs):
             return None
         report.cached = True
         return report
@@ -157,6 +160,18 @@ def _covered(tree: VerlTree | None) -> Callable[[str], bool]:
 
 _STAMPS: dict[str, tuple[int, int]] = {}
 _NAMES: dict[str, str] = {}
+
+
+_UNCHANGED: dict[tuple, bool] = {}
+
+
+def _unchanged(files: tuple, dirs: tuple) -> bool:
+    """Every file and directory as recorded (entries written by one process share their lists:
+    each list is checked once)."""
+    k = (files, dirs)
+    if k not in _UNCHANGED:
+        _UNCHANGED[k] = all(_stamp(p) == s for p, s in files) and all(_names(d) == n for d, n in dirs)
+    return _UNCHANGED[k]
 
 
 def _stamp(path: str) -> tuple[int, int]:

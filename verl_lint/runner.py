@@ -12,7 +12,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -211,7 +210,7 @@ class _Ignores:
         self.exclude = self.compile(settings.exclude) if settings.exclude else None
         self.exclude_base = settings.root.resolve()
         self.max_bytes = int(settings.max_file_size * 2**20)
-        self.specs: dict[str, GitIgnoreSpec | None] = {}  # a directory relative to the top ("" for the top) -> its .gitignore
+        self.specs: dict[str, _LazySpec | None] = {}  # a directory relative to the top ("" for the top) -> its .gitignore
         self.root_ignored = False
         self.top = next((p for p in [self.root, *self.root.parents] if os.path.exists(p / ".git")), None) if use_ignore_files else None
         if self.top is None:
@@ -229,7 +228,7 @@ class _Ignores:
                 self.root_ignored = True
             self.specs[_key(here)] = self._spec(self.top / here / ".gitignore")
 
-    def _spec(self, path: Path, follow: bool = False) -> GitIgnoreSpec | None:
+    def _spec(self, path: Path, follow: bool = False) -> _LazySpec | None:
         # Git does not follow a symlinked .gitignore; a FIFO or a huge file is never read.
         try:
             if not follow and stat.S_ISLNK(os.lstat(path).st_mode):
@@ -243,7 +242,7 @@ class _Ignores:
         if max(size, len(data)) > self.max_bytes:
             self.note(f"{path}: skipped: over the {_size(self.max_bytes)} limit")
             return None
-        return self.compile(data.decode("utf-8", "replace").splitlines())
+        return _LazySpec(data.decode("utf-8", "replace").splitlines(), self.compile)
 
     def enter(self, rel: Path) -> None:
         """Read the .gitignore of the directory `rel` (relative to the walk's root)."""
@@ -274,6 +273,19 @@ class _Ignores:
                 hit = spec.check_file("/".join(parts[i:]) + suffix).include
                 result = hit if hit is not None else result
         return bool(result)
+
+
+class _LazySpec:
+    """An ignore file's patterns, compiled on the first path git does not track (compiling a big
+    .gitignore costs more than a warm run's linting, and tracked files never need it)."""
+
+    def __init__(self, lines: list[str], compile_: Callable[[list[str]], GitIgnoreSpec]):
+        self.lines, self.compile, self.spec = lines, compile_, None
+
+    def check_file(self, path: str):
+        if self.spec is None:
+            self.spec = self.compile(self.lines)
+        return self.spec.check_file(path)
 
 
 def _key(rel: Path) -> str:
@@ -449,6 +461,8 @@ def lint_paths(
     todo = [f for f in files if cached.get(f) is None]
     done: dict[Path, FileReport] = {}
     if len(todo) >= POOL_MIN_FILES and jobs > 1 and timings is None:
+        from concurrent.futures import ProcessPoolExecutor  # ~15 ms: only when files are linted in parallel
+
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool:
             done.update(zip(todo, pool.map(_pool_task, [(f, per_file_ignores) for f in todo], chunksize=4)))
     else:

@@ -22,7 +22,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-import yaml
 
 from .. import download
 from ..cache import cache_dir, is_marked, make_dir, new_entry, why_unusable
@@ -457,6 +456,8 @@ def _declared_searchpath(f: Path) -> tuple[str, ...] | None:
         return None
     if "searchpath" not in text:
         return None  # the common case: no need to parse ~1000 lines of YAML
+    import yaml  # ~15 ms: only for a config that names a searchpath, not on a warm run
+
     try:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
