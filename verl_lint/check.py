@@ -81,8 +81,8 @@ def build_options(args: Namespace, settings: Settings, tree: VerlTree | None) ->
         version_origin=origin,
         allowed_roots=roots,
         debug=args.debug,
-        max_bytes=int((args.max_file_size or settings.max_file_size) * 2**20),
-        timeout=args.timeout if args.timeout is not None else settings.timeout,
+        max_bytes=int((getattr(args, "max_file_size", None) or settings.max_file_size) * 2**20),
+        timeout=getattr(args, "timeout", None) if getattr(args, "timeout", None) is not None else settings.timeout,
         cwd=os.path.abspath(cwd) if cwd else None,
     )
 

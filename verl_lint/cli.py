@@ -70,6 +70,15 @@ def _build_doctor(d: argparse.ArgumentParser) -> None:
     _cache_dir_flag(d)
 
 
+def _build_config(c: argparse.ArgumentParser) -> None:
+    c.add_argument("targets", nargs="+", metavar="SCRIPT[:LINE]", help="a script (every launch in it), or the launch on LINE")
+    c.add_argument("--key", metavar="PREFIX", help="only the keys under this dotted prefix (e.g. actor_rollout_ref.rollout)")
+    c.add_argument("--output-format", "--format", dest="format", choices=["text", "json", "yaml"], default="text", help="%(choices)s (default: %(default)s)")
+    c.add_argument("--diff", action="store_true", help="show how the launches of the two targets differ")
+    _common(c)
+    _cache_dir_flag(c)
+
+
 def _build_run(r: argparse.ArgumentParser) -> None:
     _common(r)
     _output_flags(r)
@@ -94,6 +103,7 @@ COMMANDS = {
     "check": ("lint scripts, directories, stdin (-) or a command given after --", _build_check),
     "upgrade": ("show what upgrading verl breaks in these scripts (and fix renames)", _build_upgrade),
     "doctor": ("report the environment (versions, accelerator, allocator) and live findings", _build_doctor),
+    "config": ("print the composed config a launch gets, with where each value comes from", _build_config),
     "run": ("lint a command (or `bash script.sh ...`), then run it only if it passes", _build_run),
     "cache": ("inspect or clean the on-disk cache", _build_cache),
     "rules": ("list the rules", _build_rules),
@@ -194,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
             from .wrapper import run  # heavy, as check above
 
             return run(args, command_argv)
+        if args.command == "config":
+            from .config_view import run as show_config  # composes: the linting modules
+
+            return show_config(args)
         if args.command == "doctor":
             return doctor.run(args)
         if args.command == "cache":

@@ -28,10 +28,7 @@ def lint_text(
 ) -> FileReport:
     """Lint one script's text. `positional`: its arguments ("$@", unknown when None); `cwd`: where it runs."""
     report = FileReport(path, text=text)
-    cwd = cwd or options.cwd
-    script_dir = Path(path).resolve().parent if not path.startswith("<") else Path(cwd or Path.cwd())
-    roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
-    result = shell.evaluate(path, text, roots, positional, cwd)
+    script_dir, result = evaluate(path, text, options, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
     for la in launch_mod.launches(result.commands, path):
         if la.not_analysable:
@@ -66,7 +63,22 @@ def lint_text(
     return report
 
 
+def evaluate(path: str, text: str, options: Options, positional: list[Word] | None = None, cwd: str | None = None):
+    """(the script's directory, what the shell evaluator makes of the script)."""
+    cwd = cwd or options.cwd
+    script_dir = Path(path).resolve().parent if not path.startswith("<") else Path(cwd or Path.cwd())
+    roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
+    return script_dir, shell.evaluate(path, text, roots, positional, cwd)
+
+
 def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> list[Diagnostic] | None:
+    ctx = launch_context(la, options, composer, script_dir, report)
+    return pack.check(ctx, active_rules(options)) if isinstance(ctx, Context) else ctx
+
+
+def launch_context(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> Context | list[Diagnostic] | None:
+    """What the rules read about a launch: its composed config, env and versions; the findings
+    instead when it does not compose (or only prints); None when it is not a Hydra app."""
     tree = verl_tree_for(script_dir, options.verl_tree)
     try:
         app = locate_app(la, tree)
@@ -89,8 +101,7 @@ def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Pa
     versions = {k: parse_version(v) for k, v in {**installed_versions(), **options.versions}.items()}
     versions.update(context_versions(engines))
     versions["verl"] = parse_version(app.verl_version)
-    ctx = Context(la, comp, versions, launch_env(la, comp), engines)
-    return pack.check(ctx, active_rules(options))
+    return Context(la, comp, versions, launch_env(la, comp), engines)
 
 
 def active_rules(options: Options) -> list[Rule]:

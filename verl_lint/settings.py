@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cache import memo
 from .engines.versions import version_problem
 from .model import Severity
 from .registry import REGISTRY, Registry
@@ -86,11 +87,17 @@ def code_problem(code: str) -> str | None:
     """None if `code` names rules (a code, a code prefix or a rule name), else what is wrong.
 
     The one check of rule codes, for flags, settings and the Hydra callback's parameters."""
-    rules = registered_rules()
-    if code and any(r.code.startswith(code) or r.name == code for r in rules):
+    rules = rule_names()
+    if code and any(c.startswith(code) or name == code for c, name in rules.items()):
         return None
-    known = [r.code for r in rules] + [r.name for r in rules]
+    known = [*rules, *rules.values()]
     return f"unknown rule code or name {show(code)}{did_you_mean(code, known)} (see `verl-lint rules`)"
+
+
+def rule_names() -> dict[str, str]:
+    """{code: name} of every rule, kept on disk: checking a `select` setting on a warm run does
+    not load the rule pack."""
+    return memo("tables", "rule names", lambda: {r.code: r.name for r in registered_rules()}, dict)
 
 
 def registered_rules() -> Registry:
@@ -163,14 +170,15 @@ def _per_file_ignores(value: Any) -> dict[str, tuple[str, ...]]:
 def _severity(value: Any) -> dict[str, Severity]:
     out = {}
     for code, sev in _table(value, 'rule code = "error" | "warning" | "info"').items():
-        rule = registered_rules().get(code)  # one rule, by code or name: not a prefix
+        names = rule_names()
+        rule = code if code in names else next((c for c, name in names.items() if name == code), None)  # one rule: not a prefix
         if rule is None:
             prefix = f"{show(code)} is a prefix: name one rule (a code such as \"VL301\" or a rule name)"
             raise _Bad(code_problem(code) or prefix)
         problem = choice_problem(sev, SEVERITIES)
         if problem:
             raise _Bad(f"the severity of {code} {problem}")
-        out[rule.code] = Severity.parse(sev)  # findings carry the code
+        out[rule] = Severity.parse(sev)  # findings carry the code
     return out
 
 

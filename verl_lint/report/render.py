@@ -12,9 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from .. import __version__
-from ..registry import REGISTRY
 from ..model import Severity, argument
 from ..model import FileReport, stats
+from ..settings import registered_rules
 from ..terminal import plural, safe, width
 
 _COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.INFO: "\033[1;36m"}
@@ -192,7 +192,8 @@ def render_sarif(reports: list[FileReport]) -> str:
     results with related locations and fingerprints that survive line moves."""
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
     codes = sorted({d.code for r in reports for d in r.diagnostics})
-    rules = [r for r in (REGISTRY.get(c) for c in codes) if r is not None]
+    registry = registered_rules()  # findings read back from the result cache ran no rule in this process
+    rules = [r for r in (registry.get(c) for c in codes) if r is not None]
     index = {r.code: i for i, r in enumerate(rules)}
     results = []
     for r in reports:

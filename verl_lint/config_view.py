@@ -1,0 +1,181 @@
+"""`verl-lint config SCRIPT[:LINE]`: the composed config a launch gets, the same one the rules
+see, with where each value comes from: the script (its line), the user's own config files,
+verl's shipped defaults, or a value only known at run time (`$VAR`). Like Hydra's `--cfg job`,
+without importing torch or Ray. `--diff A B` shows how two launches differ.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from .check import UsageError, load, options_for
+from .config.context import Context
+from .model import FileReport
+from .launch.recognise import launches
+from .pipeline import evaluate, launch_context
+from .runner import process_composer, read_script
+from .settings import SettingsFinder
+from .terminal import safe, usage_error
+
+
+class View:
+    """One launch's composed config: value and origin of each leaf key."""
+
+    def __init__(self, where: str, entry: str, verl: str | None, config_name: str | None, values: dict[str, tuple[object, str, int | None]]):
+        self.where, self.entry, self.verl, self.config_name = where, entry, verl, config_name
+        self.values = values  # dotted key -> (value, origin, script line or None)
+
+    def as_dict(self, prefix: str) -> dict:
+        return {
+            "launch": self.where,
+            "entry": self.entry,
+            "verl": self.verl,
+            "config_name": self.config_name,
+            "values": {k: {"value": v, "origin": o, "line": n} for k, (v, o, n) in self.values.items() if _under(k, prefix)},
+        }
+
+
+def _under(key: str, prefix: str) -> bool:
+    return not prefix or key == prefix or key.startswith(prefix.rstrip(".") + ".")
+
+
+def _leaves(node, prefix: str = ""):
+    """(dotted key, value) of every leaf of a plain container; empty dicts and lists are leaves."""
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from _leaves(v, f"{prefix}.{k}" if prefix else str(k))
+    else:
+        yield prefix, node
+
+
+def _origin(ctx: Context, key: str) -> tuple[str, int | None]:
+    kind = ctx.provenance(key)
+    setter = ctx.comp.last_setter(key)
+    if setter is not None and kind in ("script", "unknown"):
+        return (kind if kind == "script" else f"unknown: {setter.value_unknown.reason}"), setter.word.span.line
+    return kind, None
+
+
+def view_of(ctx: Context, path: str) -> View:
+    cfg = OmegaConf.to_container(ctx.cfg, resolve=False)
+    values = {}
+    for key, value in _leaves(cfg):
+        origin, line = _origin(ctx, key)
+        values[key] = (value, origin, line)
+    la = ctx.launch
+    return View(f"{path}:{la.entry_span.line}", la.module or la.file or "", ctx.app.verl_version, ctx.app.config_name, values)
+
+
+def views(path: str, options, line: int | None) -> tuple[list[View], list[str]]:
+    """The views of the launches in a script (the one at `line`), and why others have none."""
+    text, err, _notes = read_script(Path(path), options.max_bytes)
+    if err is not None or text is None:
+        raise UsageError(f"{path}: {err.message if err else 'not analysed (too large)'}")
+    script_dir, result = evaluate(path, text, options)
+    out, skipped = [], []
+    found = [la for la in launches(result.commands, path) if line is None or la.span.line <= line <= la.span.end_line]
+    if line is not None and not found:
+        raise UsageError(f"{path}:{line}: no launch of a verl entry point on that line")
+    report = FileReport(path, text=text)
+    for la in found:
+        where = f"{path}:{la.entry_span.line}"
+        if la.not_analysable:
+            skipped.append(f"{where}: not analysable: {la.not_analysable}")
+            continue
+        try:
+            ctx = launch_context(la, options, process_composer(True), script_dir, report)
+        except Exception as ex:  # noqa: BLE001 - LocateError, NotAnalysable...: said per launch
+            skipped.append(f"{where}: {ex}")
+            continue
+        if ctx is None:
+            continue  # not a Hydra app
+        if not isinstance(ctx, Context):
+            skipped += [f"{where}: does not compose: {d.message}" for d in ctx] or [f"{where}: only prints its config"]
+            continue
+        out.append(view_of(ctx, path))
+    return out, skipped
+
+
+def _show(value) -> str:
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def _where(value: tuple) -> str:
+    _, origin, line = value
+    return origin if line is None else f"{origin}, line {line}"
+
+
+def render_text(vs: list[View], prefix: str) -> str:
+    lines = []
+    for v in vs:
+        lines.append(f"# {v.where}  {v.entry}  (verl {v.verl or 'unknown'}, config {v.config_name or 'default'})")
+        rows = [(k, _show(val[0]), _where(val)) for k, val in v.values.items() if _under(k, prefix)]
+        width = min(max((len(k) + len(val) + 2 for k, val, _ in rows), default=0), 72)  # origins line up, unless a value is long
+        lines += [safe(f"{k}: {val}".ljust(width) + f"  # {o}") for k, val, o in rows]
+    return "\n".join(lines) + "\n"
+
+
+def render_diff(a: View, b: View, prefix: str) -> str:
+    lines = [f"--- {a.where}", f"+++ {b.where}"]
+    for key in sorted(set(a.values) | set(b.values)):
+        if not _under(key, prefix):
+            continue
+        va, vb = a.values.get(key), b.values.get(key)
+        if va is not None and vb is not None and va[0] == vb[0]:
+            continue
+        for sign, v in (("-", va), ("+", vb)):
+            if v is not None:
+                lines.append(safe(f"{sign}{key}: {_show(v[0])}  # {_where(v)}"))
+    return "\n".join(lines) + "\n"
+
+
+def _target(arg: str) -> tuple[str, int | None]:
+    """SCRIPT[:LINE]."""
+    path, _, line = arg.rpartition(":")
+    if path and line.isdigit() and not Path(arg).exists():
+        return path, int(line)
+    return arg, None
+
+
+def run(args: Namespace) -> int:
+    finder = SettingsFinder(args.config)
+    targets = [_target(t) for t in args.targets]
+    if args.diff and len(targets) != 2:
+        return usage_error("--diff compares two launches: give SCRIPT[:LINE] twice")
+    try:
+        shown: list[View] = []
+        for path, line in targets:
+            if not Path(path).is_file():
+                raise UsageError(f"{path}: no such file")
+            options = options_for(args, load(finder, Path(path)))
+            vs, skipped = views(path, options, line)
+            for s in skipped:
+                print(f"verl-lint: {safe(s)}", file=sys.stderr)
+            if args.diff and len(vs) != 1:
+                lines = ", ".join(v.where for v in vs) or "none composes"
+                raise UsageError(f"{path}: --diff needs one launch: give SCRIPT:LINE ({lines})")
+            shown += vs
+    except UsageError as ex:
+        return usage_error(str(ex))
+    if not shown:
+        return usage_error("no launch composed (see above)")
+    prefix = args.key or ""
+    if args.diff:
+        sys.stdout.write(render_diff(shown[0], shown[1], prefix))
+    elif args.format == "json":
+        sys.stdout.write(json.dumps([v.as_dict(prefix) for v in shown], indent=2) + "\n")
+    elif args.format == "yaml":
+        import yaml  # only for this format
+
+        sys.stdout.write(yaml.safe_dump([v.as_dict(prefix) for v in shown], sort_keys=False, allow_unicode=True))
+    else:
+        sys.stdout.write(render_text(shown, prefix))
+    return 0
+
+
+__all__ = ["View", "run", "views"]
