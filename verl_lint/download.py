@@ -153,4 +153,22 @@ def wheel(dist: str, version: str, into: Path) -> Path:
         raise DownloadError(f"cannot download {url} ({getattr(ex, 'strerror', None) or ex})") from None
 
 
-__all__ = ["DownloadError", "INDEX_ENV", "DEFAULT_INDEX", "exact_version", "index_url", "wheel"]
+def releases(dist: str) -> list[Version]:
+    """The final releases of `dist` that have a wheel on the index, oldest first."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename  # as in _pick
+
+    _page, files = _files(dist)
+    out: set[Version] = set()
+    for f in files:
+        name = f.get("filename")
+        if isinstance(name, str) and name.endswith(".whl"):
+            try:
+                v = parse_wheel_filename(name)[1]
+            except (InvalidWheelFilename, InvalidVersion):
+                continue
+            if not (v.is_prerelease or v.is_devrelease):
+                out.add(v)
+    return sorted(out)
+
+
+__all__ = ["DownloadError", "INDEX_ENV", "DEFAULT_INDEX", "exact_version", "index_url", "releases", "wheel"]

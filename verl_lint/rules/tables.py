@@ -19,6 +19,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -91,6 +92,19 @@ def _tree_fact(f: Fact, root: Path, extra: tuple[Path, ...] = ()) -> bool:
     text = source_text(root / (module.replace(".", "/") + ".py")) or ""
     m = re.search(rf"^class {re.escape(cls)}\b[^\n]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)*)", text, re.M)
     return bool(m and re.search(rf"^[ \t]+{re.escape(name)}[ \t]*:", m.group(1), re.M))
+
+
+def facts_hold(rec: RuleRecord, root: Path, has_key: Callable[[str], bool], name: str = "") -> bool | None:
+    """Whether all of `rec`'s `requires:` facts hold in the tree at `root`, with `has_key`
+    answering the config facts (a release's default config) and `name` the last name of the key
+    for `{name}`; None when the record has no facts (scripts/refresh_knowledge.py)."""
+
+    def one(f: Fact) -> bool:
+        if f.kind in ("any", "all"):
+            return (any if f.kind == "any" else all)(one(g) for g in f.arg)
+        return has_key(f.subject) if f.kind == "config_key" else holds(f, root, None, name)
+
+    return all(one(f) for f in rec.requires) if rec.requires else None
 
 
 def release_in(spec: str, version: Version | None) -> bool:
