@@ -13,6 +13,8 @@ its `__post_init__` makes on a field unconditionally:
 
 A check nested under another condition is left out (the linter would have to know the
 condition), except `if self.x is not None:` / `if self.x:` guarding the same field.
+
+It also keeps the fields `__post_init__` warns about as deprecated (`deprecations.in_post_init`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
+
+from .deprecations import Deprecation, in_post_init
 
 
 class Choice(NamedTuple):
@@ -41,6 +45,7 @@ class ConfigClass(NamedTuple):
     choices: dict  # name -> Choice
     # A dataclass whose every base class was read: its fields are all the keys it accepts.
     closed: bool = False
+    deprecated: dict[str, Deprecation] = {}  # field name -> what verl warns when it is set
 
 
 # Bases that add no fields (the standard library's abstract classes).
@@ -102,6 +107,7 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
     seen.add(name)
     fields: dict = {}
     choices: dict = {}
+    deprecated: dict = {}
     closed = raw["dataclass"]
     for base in raw["bases"]:  # base classes first: a subclass's own fields and checks win
         if base in _FIELDLESS:
@@ -111,9 +117,11 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
         if b is not None:
             fields.update(b.fields)
             choices.update(b.choices)
+            deprecated.update(b.deprecated)
     fields.update(raw["fields"])
     choices.update(raw["choices"])
-    return ConfigClass(name, raw["where"], fields, choices, closed)
+    deprecated.update(raw["deprecated"])
+    return ConfigClass(name, raw["where"], fields, choices, closed, deprecated)
 
 
 @lru_cache(maxsize=32)
@@ -143,6 +151,7 @@ def _classes(root: str, directory: str) -> dict:
 def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
     fields = {}
     choices = {}
+    deprecated: dict[str, Deprecation] = {}
     for stmt in node.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             fields[stmt.target.id] = ast.unparse(stmt.annotation)
@@ -150,9 +159,10 @@ def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
             local = {**constants, **_literal_assignments(stmt.body)}
             for field_name, choice in _choice_checks(stmt.body, local, rel):
                 choices.setdefault(field_name, choice)
+            deprecated = in_post_init(stmt.body, rel)
     bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "?" for b in node.bases]
     is_dataclass = any(_name_of(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in node.decorator_list)
-    return {"bases": bases, "fields": fields, "choices": choices, "where": f"{rel}:{node.lineno}", "dataclass": is_dataclass}
+    return {"bases": bases, "fields": fields, "choices": choices, "deprecated": deprecated, "where": f"{rel}:{node.lineno}", "dataclass": is_dataclass}
 
 
 def _name_of(node: ast.expr) -> str | None:

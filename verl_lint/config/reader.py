@@ -25,6 +25,9 @@ from a config object and unpacked into a call (`f(**cfg.engine_kwargs)`), iterat
 also across lines), and class fields typed as a free-form dict (`lora: dict[str, Any]`). Those
 expressions are found by regex and parsed alone with `ast`.
 
+It also keeps the keys the code warns about as deprecated when the root config sets them
+(`deprecations.in_code`): only files whose text says "deprecat" are parsed with `ast` for that.
+
 Files read: `verl/` and `recipe/` under the tree root (tests and docs skipped), plus any extra
 package directories or files the caller names (an entry point that lives outside the tree).
 """
@@ -40,8 +43,9 @@ from pathlib import Path
 
 from ..cache import memo
 from ..launch.locate import HydraApp, wheel_record
+from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-2"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-3"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
@@ -69,6 +73,7 @@ class ReaderIndex:
     # Names mentioned by code other than the config declarations (`*/config/*.py`, where every
     # key is a dataclass field): a key whose name is only declared there is read by nothing.
     used: frozenset[str] = frozenset()
+    deprecated: tuple[Deprecation, ...] = ()  # keys from the root the code warns about as deprecated
 
     def reads(self, name: str) -> bool:
         """`name` is mentioned, or built by an f-string from names that are (`ppo_micro_batch_size`
@@ -254,6 +259,7 @@ def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     patterns: set[str] = set()
     whole: set[str] = set()
     used: set[str] = set()
+    deprecated: list[Deprecation] = []
     files = _files(_roots(tree_root, extra))
     for f in files:
         try:
@@ -262,9 +268,20 @@ def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
             continue
         if f.suffix == ".py":
             _python_reads(text, names, patterns, whole, None if f.parent.name == "config" else used)
+            if "deprecat" in text.lower():
+                deprecated += _deprecations(text, f, tree_root)
         else:
             _yaml_reads(text, names)
-    return ReaderIndex(frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
+    found = (frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
+    return ReaderIndex(*found, tuple(deprecated))
+
+
+def _deprecations(text: str, f: Path, tree_root: Path) -> list[Deprecation]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    return in_code(tree, os.path.relpath(f, tree_root))
 
 
 def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
