@@ -33,7 +33,7 @@ class Deprecation(NamedTuple):
     new: str  # the field verl copies the value into (`self.new = self.old`), "" when none
     guard: str  # "not-none" (`is not None` / `.get(k) is not None`) or "truthy" (`if self.old:`)
     message: str  # the warning's literal text, placeholders shown as {...}
-    where: str  # "verl/workers/config/optimizer.py:60": the warning call
+    where: str  # "verl/workers/config/optimizer.py:59": the `if` that warns (it names the key)
 
 
 def message_text(node: ast.expr) -> str | None:
@@ -49,15 +49,15 @@ def message_text(node: ast.expr) -> str | None:
     return None
 
 
-def _warning(body: list[ast.stmt]) -> tuple[str, int] | None:
-    """(text, line) of the first deprecation warning among `body`'s top-level statements."""
+def _warning(body: list[ast.stmt]) -> str | None:
+    """The text of the first deprecation warning among `body`'s top-level statements."""
     for stmt in body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and stmt.value.args:
             f = stmt.value.func
             name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             text = message_text(stmt.value.args[0]) if name in _WARN_CALLS else None
             if text and "deprecat" in text.lower():
-                return " ".join(text.split()), stmt.lineno
+                return " ".join(text.split())
     return None
 
 
@@ -96,7 +96,7 @@ def in_post_init(body: list[ast.stmt], rel: str) -> dict[str, Deprecation]:
         field = _attr_of(g[0], "self") if g else None
         warned = _warning(stmt.body) if field else None
         if g and field and warned:
-            out.setdefault(field, Deprecation(field, _copied_to(stmt.body, field), g[1], warned[0], f"{rel}:{warned[1]}"))
+            out.setdefault(field, Deprecation(field, _copied_to(stmt.body, field), g[1], warned, f"{rel}:{stmt.lineno}"))
     return out
 
 
@@ -135,5 +135,5 @@ def in_code(tree: ast.AST, rel: str) -> list[Deprecation]:
         path = _config_path(g[0]) if g else None
         warned = _warning(node.body) if path else None
         if g and path and warned:
-            out.append(Deprecation(path, "", g[1], warned[0], f"{rel}:{warned[1]}"))
+            out.append(Deprecation(path, "", g[1], warned, f"{rel}:{node.lineno}"))
     return out

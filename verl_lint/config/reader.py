@@ -45,7 +45,7 @@ from ..cache import memo
 from ..launch.locate import HydraApp, wheel_record
 from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-3"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-4"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
