@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from .deprecations import Deprecation, in_post_init
+from .deprecations import Deprecation, config_path, in_post_init, statements
 
 
 class Choice(NamedTuple):
@@ -195,32 +195,45 @@ def _self_field(node: ast.expr) -> str | None:
     return None
 
 
-def _choice_checks(body: list, names: dict, rel: str, guarded: str | None = None):
-    """(field, Choice) for each unconditional choice check among `body`'s statements."""
+def code_choices(tree: ast.Module, rel: str) -> list[tuple[str, Choice]]:
+    """(key, Choice) for the choice checks a module's functions make unconditionally (at the top
+    of their body) on a key of the root config: `assert config.a.b in [...]`."""
+    constants = _literal_assignments(tree.body)
+    out = []
+    for fn in statements(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local = {**constants, **_literal_assignments(fn.body)}
+            out += _choice_checks(fn.body, local, rel, config_path)
+    return out
+
+
+def _choice_checks(body: list, names: dict, rel: str, subject=_self_field, guarded: str | None = None):
+    """(field, Choice) for each unconditional choice check among `body`'s statements on what
+    `subject` names (`self.F` -> F by default)."""
     for stmt in body:
         if isinstance(stmt, ast.Assert):
-            hit = _membership(stmt.test, names, negated=False)
+            hit = _membership(stmt.test, names, False, subject)
             if hit and (guarded is None or hit[0] == guarded):
                 yield hit[0], Choice(hit[1], "AssertionError", f"{rel}:{stmt.lineno}", guarded is not None)
         elif isinstance(stmt, ast.If):
-            hit = _membership(stmt.test, names, negated=True)
+            hit = _membership(stmt.test, names, True, subject)
             raises = _raised(stmt.body)
             if hit and raises and not stmt.orelse and (guarded is None or hit[0] == guarded):
                 yield hit[0], Choice(hit[1], raises, f"{rel}:{stmt.lineno}", guarded is not None)
             elif guarded is None and not stmt.orelse:
-                field = _guard_field(stmt.test)
+                field = _guard_field(stmt.test, subject)
                 if field:  # `if self.x is not None:` / `if self.x:` around checks of the same field
-                    yield from _choice_checks(stmt.body, names, rel, field)
+                    yield from _choice_checks(stmt.body, names, rel, subject, field)
 
 
-def _membership(test: ast.expr, names: dict, negated: bool) -> tuple[str, tuple] | None:
+def _membership(test: ast.expr, names: dict, negated: bool, subject) -> tuple[str, tuple] | None:
     """`self.F in LIST` (or `not in` when `negated`): (F, the literal values)."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1):
         return None
     op = test.ops[0]
     if not isinstance(op, ast.NotIn if negated else ast.In):
         return None
-    field = _self_field(test.left)
+    field = subject(test.left)
     values = _literals(test.comparators[0], names)
     return (field, values) if field and values else None
 
@@ -235,9 +248,9 @@ def _raised(body: list) -> str | None:
     return None
 
 
-def _guard_field(test: ast.expr) -> str | None:
+def _guard_field(test: ast.expr, subject) -> str | None:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
         c = test.comparators[0]
         if isinstance(c, ast.Constant) and c.value is None:
-            return _self_field(test.left)
-    return _self_field(test)
+            return subject(test.left)
+    return subject(test)

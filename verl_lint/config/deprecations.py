@@ -100,7 +100,7 @@ def in_post_init(body: list[ast.stmt], rel: str) -> dict[str, Deprecation]:
     return out
 
 
-def _config_path(node: ast.expr) -> str | None:
+def config_path(node: ast.expr) -> str | None:
     """`data.val_batch_size` for `config.data.val_batch_size`, `config.data.get("val_batch_size"[, d])`,
     `self.config.data...`: a key reached from the root config object (`config` / `self.config`)."""
     parts: list[str] = []
@@ -125,14 +125,25 @@ def _config_path(node: ast.expr) -> str | None:
     return ".".join(reversed(parts)) if len(parts) >= 2 else None
 
 
-def in_code(tree: ast.AST, rel: str) -> list[Deprecation]:
+def statements(tree: ast.Module):
+    """Every statement of a module, nested ones too, without walking into expressions (ast.walk
+    visits every node: 5x slower on verl's larger files)."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            todo += getattr(node, name, ())
+
+
+def in_code(tree: ast.Module, rel: str) -> list[Deprecation]:
     """The keys a module's code warns about as deprecated when the root config has them set."""
     out = []
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if not isinstance(node, ast.If) or node.orelse:
             continue
         g = _guard(node.test)
-        path = _config_path(g[0]) if g else None
+        path = config_path(g[0]) if g else None
         warned = _warning(node.body) if path else None
         if g and path and warned:
             out.append(Deprecation(path, "", g[1], warned, f"{rel}:{node.lineno}"))
