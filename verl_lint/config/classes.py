@@ -14,7 +14,9 @@ its `__post_init__` makes on a field unconditionally:
 A check nested under another condition is left out (the linter would have to know the
 condition), except `if self.x is not None:` / `if self.x:` guarding the same field.
 
-It also keeps the fields `__post_init__` warns about as deprecated (`deprecations.in_post_init`).
+It also keeps the fields `__post_init__` warns about as deprecated (`deprecations.in_post_init`),
+and reads the same choice checks on root-config keys in verl's functions (`code_choices`, for the
+reader index).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from .deprecations import Deprecation, config_path, in_post_init, statements
 
 
 class Choice(NamedTuple):
-    """A field's allowed values as `__post_init__` checks them."""
+    """A field's (or a key's) allowed values as `__post_init__` (or a function of verl) checks them."""
 
     values: tuple  # the literal values
     raises: str  # "AssertionError" or the exception class raised
