@@ -49,7 +49,7 @@ from ..launch.locate import HydraApp, wheel_record
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-5"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-6"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
