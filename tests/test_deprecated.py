@@ -86,6 +86,21 @@ def test_a_curated_record_of_the_same_override_wins(lint, version):
     assert [d.code for d in report.diagnostics] == ["VL418" if version == NEWEST else "VL206"]
 
 
+def test_a_user_config_file_sets_the_key_and_an_interpolation_reads_it(lint, tmp_path):
+    """A project's own config file (outside the verl tree) is the user's choice too. The ref's key
+    only interpolates the actor's: one finding, for the key the file sets."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "mine.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\n"
+        "defaults:\n  - ppo_megatron_trainer\n  - _self_\n"
+        "actor_rollout_ref:\n  actor:\n    megatron:\n      vanilla_mbridge: True\n"
+        "  ref:\n    megatron:\n      vanilla_mbridge: ${oc.select:actor_rollout_ref.actor.megatron.vanilla_mbridge,False}\n"
+    )
+    script = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path={conf} --config-name=mine actor_rollout_ref.rollout.name=vllm\n"
+    assert [d.key for d in found(lint(script))] == ["actor_rollout_ref.actor.megatron.vanilla_mbridge"]
+
+
 def test_fix_through_the_cli(tmp_path):
     script = tmp_path / "run.sh"
     script.write_text(main_ppo("data.val_batch_size=8", "+actor_rollout_ref.actor.optim.grad_clip=0.5"))

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from omegaconf import DictConfig, OmegaConf
+
 from ..config import classes as config_classes
 from ..config.context import Context
 from ..config.deprecations import Deprecation
@@ -32,6 +34,16 @@ def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str
     for fact in reader_index(Path(root), app_sources(ctx.app)).deprecated:
         if fact.key == key:
             yield fact, ""
+
+
+def _interpolated(ctx: Context, key: str) -> bool:
+    """No override sets `key` and its config node only interpolates another key (a user file's
+    `ref.x: ${oc.select:actor.x,...}`): the key it reads gets the finding."""
+    if ctx.comp.last_setter(key) is not None or ctx.cfg is None:
+        return False
+    parent, _, leaf = key.rpartition(".")
+    node = OmegaConf.select(ctx.cfg, parent) if parent else ctx.cfg
+    return isinstance(node, DictConfig) and leaf in node and OmegaConf.is_interpolation(node, leaf)
 
 
 def _warns(fact: Deprecation, value) -> bool:
@@ -93,6 +105,8 @@ def deprecated_key(ctx: Context):
         return
     chosen = {o.key for o in ctx.comp.overrides if o.ok and o.kind in ("set", "add", "force_add")} | ctx.comp.user_keys
     for key in sorted(chosen):
+        if _interpolated(ctx, key):
+            continue
         for fact, new in _facts(ctx, root, key):
             setter = ctx.comp.last_setter(key)
             unknown = setter is not None and setter.value_unknown is not None
