@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
-from conftest import NEWEST, OLDER, across_releases, codes
+from conftest import NEWEST, OLDER, OLDEST, across_releases, codes
+from verl_lint.config import classes
 from verl_lint.registry import main_ppo
 
 
@@ -22,7 +25,7 @@ def test_allowed_values_come_from_the_tree_of_each_release(lint):
     assert help == "use one of: token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm"
 
 
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="VL108 is silent on verl 0.5.0, whose trainer asserts loss_agg_mode (ray_trainer.py:510; issue #19)"))
+@pytest.mark.parametrize("version", across_releases())
 def test_a_boolean_for_a_choice_and_a_guarded_none(lint, version):
     script = main_ppo("actor_rollout_ref.actor.loss_agg_mode=True", "actor_rollout_ref.actor.optim.warmup_style=null")
     [(line, col, msg, _)] = found(lint(script, version), "VL108")
@@ -54,10 +57,53 @@ def test_added_key_under_a_section_no_code_converts_is_not_judged(lint, version)
     assert found(lint(main_ppo("+actor_rollout_ref.rollout.engine_kwargs.vllm.max_num_seqs=8"), version), "VL110") == []
 
 
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="VL108 is silent on verl 0.5.0, whose trainer asserts loss_agg_mode (ray_trainer.py:510; issue #19)"))
+@pytest.mark.parametrize("version", across_releases())
 def test_a_launch_that_only_prints_its_config_is_judged_on_composition_only(lint, version):
     """`--cfg job` (verl's own scripts/generate_trainer_config.sh does this): Hydra composes the
     config, prints it and exits; no worker builds a config, but a bad key still fails."""
     rejected = "actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.loss_agg_mode=True trainer.nnodez=1"
     assert sorted(codes(lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {rejected}\n", version))) == ["VL101", "VL108"]
     assert codes(lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo --cfg job {rejected}\n", version)) == ["VL101"]
+
+
+def test_a_choice_checked_by_the_trainer_code_is_judged_too(lint):
+    """0.5.0 has no actor dataclass; `RayPPOTrainer._validate_config` asserts the value at the top
+    of its body (ray_trainer.py:510). 0.9.1's dataclass check is the one quoted there."""
+    script = main_ppo("actor_rollout_ref.actor.loss_agg_mode=seq-mean")
+    [(line, col, msg, help)] = found(lint(script, OLDEST), "VL108")
+    assert (line, col) == (2, 34)
+    assert "verl/trainer/ppo/ray_trainer.py:510 raises AssertionError" in msg
+    assert help == "use one of: token-mean, seq-mean-token-sum, seq-mean-token-mean, seq-mean-token-sum-norm"
+    [(_, _, msg, _)] = found(lint(script, NEWEST), "VL108")
+    assert "FSDPActorConfig" in msg and "ray_trainer" not in msg
+    assert found(lint(main_ppo("actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum"), OLDEST), "VL108") == []
+
+
+_CODE = '''
+MODES = ["a", "b"]
+
+def validate(config, self):
+    assert config.algo.mode in MODES
+    if self.config.algo.kind not in ("x", "y"):
+        raise ValueError("bad kind")
+    if config.algo.use_it:
+        assert config.algo.nested in ["n"]
+    assert config.algo.enum in [Estimator.GRPO]
+    assert self.model.config.arch in ["q"]
+    assert config.algo.get("got", "a") in ["a"]
+'''
+
+
+def test_code_choices_only_unconditional_literal_checks_on_root_keys():
+    got = classes.code_choices(ast.parse(_CODE), "m.py")
+    assert [(k, c.values, c.raises, c.where) for k, c in got] == [
+        ("algo.mode", ("a", "b"), "AssertionError", "m.py:5"),
+        ("algo.kind", ("x", "y"), "ValueError", "m.py:6"),
+    ]
+
+
+def test_a_literal_annotation_is_no_check(verl_trees):
+    """OmegaConf cannot build a dataclass with a `Literal` field, so verl instantiates those classes
+    with Hydra, which ignores annotations: `reshard_after_forward: Literal[...]` checks nothing."""
+    cls = classes.find(str(verl_trees[NEWEST].root), "verl.workers.config.TorchtitanEngineConfig")
+    assert cls.fields["reshard_after_forward"].startswith("Literal[") and "reshard_after_forward" not in cls.choices

@@ -13,6 +13,10 @@ its `__post_init__` makes on a field unconditionally:
 
 A check nested under another condition is left out (the linter would have to know the
 condition), except `if self.x is not None:` / `if self.x:` guarding the same field.
+
+It also keeps the fields `__post_init__` warns about as deprecated (`deprecations.in_post_init`),
+and reads the same choice checks on root-config keys in verl's functions (`code_choices`, for the
+reader index).
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from .deprecations import Deprecation, config_path, in_post_init, statements
+
 
 class Choice(NamedTuple):
-    """A field's allowed values as `__post_init__` checks them."""
+    """A field's (or a key's) allowed values as `__post_init__` (or a function of verl) checks them."""
 
     values: tuple  # the literal values
     raises: str  # "AssertionError" or the exception class raised
@@ -41,6 +47,7 @@ class ConfigClass(NamedTuple):
     choices: dict  # name -> Choice
     # A dataclass whose every base class was read: its fields are all the keys it accepts.
     closed: bool = False
+    deprecated: dict[str, Deprecation] = {}  # field name -> what verl warns when it is set
 
 
 # Bases that add no fields (the standard library's abstract classes).
@@ -102,6 +109,7 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
     seen.add(name)
     fields: dict = {}
     choices: dict = {}
+    deprecated: dict = {}
     closed = raw["dataclass"]
     for base in raw["bases"]:  # base classes first: a subclass's own fields and checks win
         if base in _FIELDLESS:
@@ -111,9 +119,11 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
         if b is not None:
             fields.update(b.fields)
             choices.update(b.choices)
+            deprecated.update(b.deprecated)
     fields.update(raw["fields"])
     choices.update(raw["choices"])
-    return ConfigClass(name, raw["where"], fields, choices, closed)
+    deprecated.update(raw["deprecated"])
+    return ConfigClass(name, raw["where"], fields, choices, closed, deprecated)
 
 
 @lru_cache(maxsize=32)
@@ -143,6 +153,7 @@ def _classes(root: str, directory: str) -> dict:
 def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
     fields = {}
     choices = {}
+    deprecated: dict[str, Deprecation] = {}
     for stmt in node.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             fields[stmt.target.id] = ast.unparse(stmt.annotation)
@@ -150,9 +161,10 @@ def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
             local = {**constants, **_literal_assignments(stmt.body)}
             for field_name, choice in _choice_checks(stmt.body, local, rel):
                 choices.setdefault(field_name, choice)
+            deprecated = in_post_init(stmt.body, rel)
     bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "?" for b in node.bases]
     is_dataclass = any(_name_of(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in node.decorator_list)
-    return {"bases": bases, "fields": fields, "choices": choices, "where": f"{rel}:{node.lineno}", "dataclass": is_dataclass}
+    return {"bases": bases, "fields": fields, "choices": choices, "deprecated": deprecated, "where": f"{rel}:{node.lineno}", "dataclass": is_dataclass}
 
 
 def _name_of(node: ast.expr) -> str | None:
@@ -185,32 +197,45 @@ def _self_field(node: ast.expr) -> str | None:
     return None
 
 
-def _choice_checks(body: list, names: dict, rel: str, guarded: str | None = None):
-    """(field, Choice) for each unconditional choice check among `body`'s statements."""
+def code_choices(tree: ast.Module, rel: str) -> list[tuple[str, Choice]]:
+    """(key, Choice) for the choice checks a module's functions make unconditionally (at the top
+    of their body) on a key of the root config: `assert config.a.b in [...]`."""
+    constants = _literal_assignments(tree.body)
+    out = []
+    for fn in statements(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local = {**constants, **_literal_assignments(fn.body)}
+            out += _choice_checks(fn.body, local, rel, config_path)
+    return out
+
+
+def _choice_checks(body: list, names: dict, rel: str, subject=_self_field, guarded: str | None = None):
+    """(field, Choice) for each unconditional choice check among `body`'s statements on what
+    `subject` names (`self.F` -> F by default)."""
     for stmt in body:
         if isinstance(stmt, ast.Assert):
-            hit = _membership(stmt.test, names, negated=False)
+            hit = _membership(stmt.test, names, False, subject)
             if hit and (guarded is None or hit[0] == guarded):
                 yield hit[0], Choice(hit[1], "AssertionError", f"{rel}:{stmt.lineno}", guarded is not None)
         elif isinstance(stmt, ast.If):
-            hit = _membership(stmt.test, names, negated=True)
+            hit = _membership(stmt.test, names, True, subject)
             raises = _raised(stmt.body)
             if hit and raises and not stmt.orelse and (guarded is None or hit[0] == guarded):
                 yield hit[0], Choice(hit[1], raises, f"{rel}:{stmt.lineno}", guarded is not None)
             elif guarded is None and not stmt.orelse:
-                field = _guard_field(stmt.test)
+                field = _guard_field(stmt.test, subject)
                 if field:  # `if self.x is not None:` / `if self.x:` around checks of the same field
-                    yield from _choice_checks(stmt.body, names, rel, field)
+                    yield from _choice_checks(stmt.body, names, rel, subject, field)
 
 
-def _membership(test: ast.expr, names: dict, negated: bool) -> tuple[str, tuple] | None:
+def _membership(test: ast.expr, names: dict, negated: bool, subject) -> tuple[str, tuple] | None:
     """`self.F in LIST` (or `not in` when `negated`): (F, the literal values)."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and len(test.comparators) == 1):
         return None
     op = test.ops[0]
     if not isinstance(op, ast.NotIn if negated else ast.In):
         return None
-    field = _self_field(test.left)
+    field = subject(test.left)
     values = _literals(test.comparators[0], names)
     return (field, values) if field and values else None
 
@@ -225,9 +250,9 @@ def _raised(body: list) -> str | None:
     return None
 
 
-def _guard_field(test: ast.expr) -> str | None:
+def _guard_field(test: ast.expr, subject) -> str | None:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
         c = test.comparators[0]
         if isinstance(c, ast.Constant) and c.value is None:
-            return _self_field(test.left)
-    return _self_field(test)
+            return subject(test.left)
+    return subject(test)

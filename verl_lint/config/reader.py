@@ -25,6 +25,12 @@ from a config object and unpacked into a call (`f(**cfg.engine_kwargs)`), iterat
 also across lines), and class fields typed as a free-form dict (`lora: dict[str, Any]`). Those
 expressions are found by regex and parsed alone with `ast`.
 
+It also keeps two facts about keys of the root config that `verl/`'s code states (not a recipe's
+or a project's, which run only for their own launches), read with `ast` from the few files whose
+text hints at them: the keys it warns about as deprecated (`deprecations.in_code`), and the
+choice checks its functions make unconditionally (`classes.code_choices`:
+`assert config.actor_rollout_ref.actor.loss_agg_mode in [...]`).
+
 Files read: `verl/` and `recipe/` under the tree root (tests and docs skipped), plus any extra
 package directories or files the caller names (an entry point that lives outside the tree).
 """
@@ -41,8 +47,10 @@ from pathlib import Path
 
 from ..cache import memo
 from ..launch.locate import HydraApp, wheel_record
+from .classes import Choice, code_choices
+from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-2"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-6"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
@@ -51,6 +59,10 @@ _FOR_IN = re.compile(r"for [^\n]*? in ")  # (patterns start with a literal: a le
 _STARSTAR = re.compile(r"\*\*")
 _FSTRING = re.compile(r"[fF](\"|')([^\"'\n]*\{[^\"'\n]*)\1")
 _TO_CONTAINER = re.compile(r"to_container\(")
+# Which files to parse with ast for facts about keys (a few dozen of verl's ~900): a warning
+# whose first string says "deprecat", or a choice check on a config key; the ast decides.
+_DEPRECATION_HINT = re.compile(r"(?:warn|warning|print)\(\s*[fF]?[\"'][^\"'\n]*[Dd]eprecat")
+_CHOICE_HINT = re.compile(r"assert [^\n]*?config\.[\w.]+ in |config\.[\w.]+ not in ")
 # A class field typed as a free-form dict (`lora: dict[str, Any] = field(...)`): verl keeps its
 # keys as given and hands them on; nothing checks their names.
 _DICT_FIELD = re.compile(r"\n[ \t]+([A-Za-z_]\w*)[ \t]*:[ \t]*(?:Optional\[)?(?:dict|Dict|DictConfig|Mapping|MutableMapping)\b[^\n]*")
@@ -70,6 +82,8 @@ class ReaderIndex:
     # Names mentioned by code other than the config declarations (`*/config/*.py`, where every
     # key is a dataclass field): a key whose name is only declared there is read by nothing.
     used: frozenset[str] = frozenset()
+    deprecated: tuple[Deprecation, ...] = ()  # keys from the root the code warns about as deprecated
+    choices: tuple[tuple[str, Choice], ...] = ()  # (key from the root, the values the code allows)
 
     def reads(self, name: str) -> bool:
         """`name` is mentioned, or built by an f-string from names that are (`ppo_micro_batch_size`
@@ -255,6 +269,9 @@ def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     patterns: set[str] = set()
     whole: set[str] = set()
     used: set[str] = set()
+    deprecated: list[Deprecation] = []
+    choices: list[tuple[str, Choice]] = []
+    own = tree_root / "verl"
     files = _files(_roots(tree_root, extra))
     for f in files:
         try:
@@ -263,9 +280,21 @@ def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
             continue
         if f.suffix == ".py":
             _python_reads(text, names, patterns, whole, None if f.parent.name == "config" else used)
+            if own in f.parents and (_DEPRECATION_HINT.search(text) or _CHOICE_HINT.search(text)):
+                _key_facts(text, os.path.relpath(f, tree_root), deprecated, choices)
         else:
             _yaml_reads(text, names)
-    return ReaderIndex(frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
+    found = (frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
+    return ReaderIndex(*found, tuple(deprecated), tuple(choices))
+
+
+def _key_facts(text: str, rel: str, deprecated: list[Deprecation], choices: list[tuple[str, Choice]]) -> None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return
+    deprecated += in_code(tree, rel)
+    choices += code_choices(tree, rel)
 
 
 def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:

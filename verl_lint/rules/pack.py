@@ -15,6 +15,7 @@ from . import (  # noqa: F401 - each registers its rules
     allocator,
     allocator_live,
     batch_sizes,
+    deprecated,
     engine_kwargs,
     env,
     hydra_keys,
@@ -49,5 +50,8 @@ def check(ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Excepti
     # "nothing reads this key" (VL230) is the weaker form of "the class built from this node has
     # no such field" (VL110, an error): one finding per override.
     rejected = {d.span for d in found if d.code == "VL110"}
-    found = [d for d in found if not (d.code == "VL230" and d.span in rejected)]
+    # A deprecated key derived from the code (VL232) is said better by a curated record of the same
+    # override (VL2xx ineffective, VL4xx renamed: they know what each release's workers do with it).
+    curated = {d.span for d in found if d.code in tables.CODES}
+    found = [d for d in found if not (d.code == "VL230" and d.span in rejected) and not (d.code == "VL232" and d.span in curated)]
     return [d for d in ctx.comp.diagnostics if not (d.code in ("VL101", "VL105") and d.span in explained)] + found

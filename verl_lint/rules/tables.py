@@ -321,9 +321,13 @@ def removed_module_diag(module: str, tree, span) -> Diagnostic | None:
     return None
 
 
+CODES: set[str] = set()  # the codes of the table records
+
+
 def _register() -> None:
     for name in ("ineffective_keys.yaml", "removed_keys.yaml"):
         for rec in load_table(name):
+            CODES.add(rec.code)
             if REGISTRY.get(rec.code) is not None:
                 raise TableError(f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule {REGISTRY.get(rec.code).name}")
             if isinstance(rec, IneffectiveRecord):

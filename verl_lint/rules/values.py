@@ -1,13 +1,18 @@
 """1xx (values): values that compose fine but that verl rejects once a worker builds its config.
 
 Both rules read the tree being linted: verl's config dataclasses (`config_classes`), their
-fields and the choice checks of their `__post_init__`, and the code that converts them.
+fields and the choice checks of their `__post_init__`, and the code that converts them; VL108
+also the choice checks verl's functions make on a key of the root config (the reader index).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..config import classes as config_classes
+from ..config.classes import Choice
 from ..config.context import Context
+from ..config.reader import app_sources, reader_index
 from ..registry import main_ppo, rule
 
 R = "actor_rollout_ref.rollout"
@@ -39,6 +44,10 @@ def value_not_accepted(ctx: Context):
     `verl.workers.config.FSDPActorConfig`), reads that class in the verl tree being linted
     (and its base classes) and collects the checks its `__post_init__` makes on a field's
     value unconditionally: `assert self.F in [...]` and `if self.F not in [...]: raise ...`.
+    The same checks at the top of a function of `verl/` on a key of the root config count
+    too (`assert config.actor_rollout_ref.actor.loss_agg_mode in [...]` in the 0.4-0.5 trainer).
+    A `Literal[...]` annotation is no such check: OmegaConf cannot build a dataclass with one,
+    so those classes go through `hydra.utils.instantiate`, which does not look at annotations.
     A value you set (in the script or your own config file) that is not among the allowed
     values is reported with them, and with the check's location in that tree. The allowed
     values differ between releases (`loss_agg_mode=token-sum` exists from 0.8).
@@ -54,22 +63,19 @@ def value_not_accepted(ctx: Context):
     ## Where in verl
     0.9.1 `verl/workers/config/actor.py:212-220` (`loss_agg_mode`), `verl/workers/config/optimizer.py:118-123`
     (`warmup_style`, `lr_scheduler_type`), `verl/workers/config/engine.py:306` (`strategy`);
-    0.9.1 `verl/utils/config.py:23-65` (`omega_conf_to_dataclass`).
+    0.9.1 `verl/utils/config.py:23-65` (`omega_conf_to_dataclass`); 0.5.0
+    `verl/trainer/ppo/ray_trainer.py:510` (`RayPPOTrainer._validate_config`).
     """
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return
     # Only values the user chose are judged: start from them, not from every node of the config.
     chosen = {o.key for o in ctx.comp.overrides if o.ok and o.kind in ("set", "add", "force_add")} | ctx.comp.user_keys
+    in_code = dict(reader_index(Path(root), app_sources(ctx.app)).choices)
     for key in sorted(chosen):
-        path, _, field = key.rpartition(".")
-        target = ctx.get(f"{path}._target_", None) if path else None
-        if not isinstance(target, str) or not config_classes.built(root, path):
-            continue  # not a dataclass node, or never converted: `__post_init__` does not run
-        cls = config_classes.find(root, target)
-        choice = cls.choices.get(field) if cls is not None else None
+        checker, choice = _check_of(ctx, root, key, in_code)
         if choice is None or not ctx.user_set(key):
-            continue  # no check on this field, or a value unknown before run time
+            continue  # no check on this key, or a value unknown before run time
         value = ctx.get(key, None)
         if isinstance(value, (dict, list)) or (value is None and choice.allows_none) or _accepted(value, choice.values):
             continue
@@ -79,11 +85,21 @@ def value_not_accepted(ctx: Context):
         shown = "null" if value is None else value
         yield ctx.diag(
             "VL108",
-            f"`{key}={shown}` is not accepted by verl's {cls.name}: {choice.where} raises {choice.raises} "
-            f"when the worker builds its config (allowed: {allowed})",
+            f"`{key}={shown}` is not accepted by {checker}: {choice.where} raises {choice.raises} (allowed: {allowed})",
             key=key,
             help=f"use one of: {allowed}",
         )
+
+
+def _check_of(ctx: Context, root: str, key: str, in_code: dict[str, Choice]) -> tuple[str, Choice | None]:
+    """Who checks `key`'s value and how: the dataclass its node is built into, else verl's code."""
+    path, _, field = key.rpartition(".")
+    target = ctx.get(f"{path}._target_", None) if path else None
+    if isinstance(target, str) and config_classes.built(root, path):  # else `__post_init__` never runs
+        cls = config_classes.find(root, target)
+        if cls is not None and field in cls.choices:
+            return f"verl's {cls.name} when the worker builds its config", cls.choices[field]
+    return "verl's check of the config before training", in_code.get(key)
 
 
 @rule(

@@ -1,0 +1,170 @@
+"""VL232: keys verl's own code warns about as deprecated, read from each release's tree."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from conftest import NEWEST, OLDER, OLDEST, across_releases, cached_release
+from verl_lint.config import classes
+from verl_lint.config.deprecations import in_code, in_post_init
+from verl_lint.registry import main_ppo
+
+
+def found(report, code="VL232"):
+    return [d for d in report.diagnostics if d.code == code]
+
+
+def _evidence_line(version: str, where: str) -> str:
+    """The line of the release's source a finding quotes."""
+    file, _, line = where.rpartition(":")
+    return (cached_release(version).root / file).read_text().splitlines()[int(line) - 1]
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_val_batch_size_is_deprecated_in_every_release(lint, version):
+    """A root-config check (`config.data.get("val_batch_size", None) is not None` -> print): the
+    file moved from ray_trainer.py (0.5.0) to utils/config.py (0.7.1, 0.9.1); the finding follows."""
+    [d] = found(lint(main_ppo("trainer.total_epochs=1", "data.val_batch_size=16"), version))
+    assert (d.span.line, d.span.col) == (2, 57)
+    where = d.message.split("(", 1)[1].split(" warns")[0]
+    assert 'config.data.get("val_batch_size", None) is not None' in _evidence_line(version, where)
+    assert where.startswith("verl/trainer/ppo/ray_trainer.py:" if version == OLDEST else "verl/utils/config.py:")
+    assert d.fix is None  # no one-to-one replacement
+    [rel] = d.related
+    assert rel.span.path.endswith(where.split(":")[0]) and rel.span.line == int(where.split(":")[1])
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_not_set_null_or_left_at_the_default_is_silent(lint, version):
+    assert found(lint(main_ppo("data.val_batch_size=null"), version)) == []
+    assert found(lint(main_ppo(), version)) == []
+
+
+@pytest.mark.parametrize("version", [NEWEST, pytest.param(OLDER, marks=pytest.mark.slow)])
+def test_grad_clip_maps_one_to_one_to_clip_grad(lint, version):
+    """`if self.grad_clip is not None: warnings.warn(...); self.clip_grad = self.grad_clip` in
+    OptimizerConfig.__post_init__ (0.6 on): the finding names clip_grad and renames safely."""
+    [d] = found(lint(main_ppo("+actor_rollout_ref.actor.optim.grad_clip=0.5"), version))
+    assert (d.span.line, d.span.col) == (2, 34)
+    assert "verl copies the value into `actor_rollout_ref.actor.optim.clip_grad`" in d.message
+    assert "`grad_clip` is deprecated, use `clip_grad` instead." in d.message
+    # `+` would fail for clip_grad, which the config ships: the whole token is rewritten.
+    assert (d.fix.safe, d.fix.kind, d.fix.new) == (True, "replace-token", "actor_rollout_ref.actor.optim.clip_grad=0.5")
+    assert found(lint(main_ppo("+actor_rollout_ref.actor.optim.grad_clip=null"), version)) == []
+
+
+def test_grad_clip_with_clip_grad_set_too_has_no_fix(lint):
+    [d] = found(lint(main_ppo("+actor_rollout_ref.actor.optim.grad_clip=0.5", "actor_rollout_ref.actor.optim.clip_grad=0.7")))
+    assert "overwriting the `actor_rollout_ref.actor.optim.clip_grad` you set too" in d.message
+    assert d.fix is None and d.help == "keep only `actor_rollout_ref.actor.optim.clip_grad`"
+    assert [r.key for r in d.related][0] == "actor_rollout_ref.actor.optim.clip_grad"
+
+
+def test_a_value_known_only_at_run_time_still_sets_the_key(lint):
+    script = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo data.val_batch_size=$VBS {main_ppo().split('main_ppo ')[1]}"
+    [d] = found(lint(script))
+    assert (d.span.line, d.span.col) == (2, 34)
+
+
+def test_truthy_guard_fires_only_for_a_true_value(lint):
+    """0.9.1 McoreEngineConfig: `if self.vanilla_mbridge: warnings.warn(...)` (no mapping)."""
+    base = "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
+    [d] = found(lint(base + "actor_rollout_ref.actor.megatron.vanilla_mbridge=True\n"))
+    assert (d.span.line, d.span.col) == (2, 105) and "verl/workers/config/engine.py:219" in d.message
+    assert found(lint(base + "actor_rollout_ref.actor.megatron.vanilla_mbridge=False\n")) == []
+
+
+@pytest.mark.parametrize("version", [NEWEST, pytest.param(OLDER, marks=pytest.mark.slow)])
+def test_a_curated_record_of_the_same_override_wins(lint, version):
+    """warmup_style: VL418 (0.9.1) knows every actor maps it; VL206 (0.7.1) knows the legacy actor
+    ignores it. The derived fact would say "maps" in both: the curated record is kept."""
+    report = lint(main_ppo("actor_rollout_ref.actor.optim.warmup_style=cosine"), version)
+    assert [d.code for d in report.diagnostics] == ["VL418" if version == NEWEST else "VL206"]
+
+
+def test_a_user_config_file_sets_the_key_and_an_interpolation_reads_it(lint, tmp_path):
+    """A project's own config file (outside the verl tree) is the user's choice too. The ref's key
+    only interpolates the actor's: one finding, for the key the file sets."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "mine.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\n"
+        "defaults:\n  - ppo_megatron_trainer\n  - _self_\n"
+        "actor_rollout_ref:\n  actor:\n    megatron:\n      vanilla_mbridge: True\n"
+        "  ref:\n    megatron:\n      vanilla_mbridge: ${oc.select:actor_rollout_ref.actor.megatron.vanilla_mbridge,False}\n"
+    )
+    script = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path={conf} --config-name=mine actor_rollout_ref.rollout.name=vllm\n"
+    assert [d.key for d in found(lint(script))] == ["actor_rollout_ref.actor.megatron.vanilla_mbridge"]
+
+
+def test_fix_through_the_cli(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(main_ppo("data.val_batch_size=8", "+actor_rollout_ref.actor.optim.grad_clip=0.5"))
+    tree = str(cached_release(NEWEST).root)
+    r = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", tree, "--fix", str(script)], capture_output=True, text=True)
+    assert "Traceback" not in r.stderr
+    text = script.read_text()
+    assert "actor_rollout_ref.actor.optim.clip_grad=0.5" in text and "grad_clip" not in text
+    assert "data.val_batch_size=8" in text  # no replacement to rename it to: left alone
+    r = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", tree, str(script)], capture_output=True, text=True)
+    assert r.stdout.count("VL232") == 1 and "data.val_batch_size" in r.stdout
+
+
+_SHAPES = '''
+class C:
+    def __post_init__(self):
+        if self.old is not None:
+            warnings.warn("`old` is deprecated, use `new` instead.", DeprecationWarning)
+            self.new = self.old
+        if self.flag:
+            logger.warning(f"`flag={self.flag}` is deprecated")
+        if self.mode != "async":
+            warnings.warn("mode is deprecated")
+        if self.other is None:
+            warnings.warn("using x is deprecated")
+        if self.quiet is not None:
+            warnings.warn("`quiet` is going away")
+        if self.a is not None:
+            helper()
+        else:
+            warnings.warn("`a` is deprecated")
+
+def validate(config, self):
+    if config.data.get("vbs", None) is not None:
+        print("WARNING: vbs is deprecated." + " more")
+    if config.data.get("x", 4) is not None:
+        print("x is deprecated")
+    if self.config.trainer.y:
+        print("y is deprecated")
+    if cfg.data.z is not None:
+        print("z is deprecated")
+    if self.model.config.w is not None:
+        print("w is deprecated")
+'''
+
+
+def test_only_provable_shapes_are_read():
+    tree = ast.parse(_SHAPES)
+    post_init = tree.body[0].body[0]
+    facts = in_post_init(post_init.body, "m.py")
+    assert sorted(facts) == ["flag", "old"]
+    assert (facts["old"].new, facts["old"].guard, facts["old"].where) == ("new", "not-none", "m.py:4")
+    assert (facts["flag"].new, facts["flag"].guard, facts["flag"].message) == ("", "truthy", "`flag={...}` is deprecated")
+    code = in_code(tree, "m.py")
+    assert [(f.key, f.guard, f.message) for f in code] == [
+        ("data.vbs", "not-none", "WARNING: vbs is deprecated. more"),
+        ("trainer.y", "truthy", "y is deprecated"),
+    ]
+
+
+@pytest.mark.parametrize("version", [NEWEST, OLDER])
+def test_inherited_deprecations_reach_the_subclass(version):
+    """grad_clip lives in OptimizerConfig; FSDPOptimizerConfig and McoreOptimizerConfig inherit it."""
+    root = str(cached_release(version).root)
+    for target in ("verl.workers.config.FSDPOptimizerConfig", "verl.workers.config.McoreOptimizerConfig"):
+        fact = classes.find(root, target).deprecated["grad_clip"]
+        assert fact.new == "clip_grad" and "if self.grad_clip is not None:" in _evidence_line(version, fact.where)

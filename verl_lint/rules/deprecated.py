@@ -1,0 +1,137 @@
+"""2xx, derived from code: keys verl still accepts but warns about as deprecated.
+
+The facts come from the tree being linted (`config/deprecations.py`): a config dataclass's
+`__post_init__` that warns when a field is set (and maybe copies it into its replacement), or
+code that warns when the root config has a key. Nothing is curated here; where a curated table
+record (VL2xx ineffective, VL4xx removed/renamed) reports the same override, `pack.check` keeps
+that one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from ..config import classes as config_classes
+from ..config.context import Context
+from ..config.deprecations import Deprecation
+from ..config.reader import app_sources, reader_index
+from ..model import Diagnostic, Fix, Related, Span
+from ..registry import main_ppo, rule
+
+
+def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str]]:
+    """What the tree says about setting `key`: (fact, the key verl copies the value into or "")."""
+    path, _, field = key.rpartition(".")
+    target = ctx.get(f"{path}._target_", None) if path else None
+    if isinstance(target, str) and config_classes.built(root, path):
+        cls = config_classes.find(root, target)
+        fact = cls.deprecated.get(field) if cls is not None else None
+        if fact is not None:
+            yield fact, f"{path}.{fact.new}" if fact.new else ""
+    for fact in reader_index(Path(root), app_sources(ctx.app)).deprecated:
+        if fact.key == key:
+            yield fact, ""
+
+
+def _interpolated(ctx: Context, key: str) -> bool:
+    """No override sets `key` and its config node only interpolates another key (a user file's
+    `ref.x: ${oc.select:actor.x,...}`): the key it reads gets the finding."""
+    if ctx.comp.last_setter(key) is not None or ctx.cfg is None:
+        return False
+    parent, _, leaf = key.rpartition(".")
+    node = OmegaConf.select(ctx.cfg, parent) if parent else ctx.cfg
+    return isinstance(node, DictConfig) and leaf in node and OmegaConf.is_interpolation(node, leaf)
+
+
+def _warns(fact: Deprecation, value) -> bool:
+    """verl's guard is true for this composed value."""
+    return value is not None if fact.guard == "not-none" else bool(value)
+
+
+def _rename(ctx: Context, key: str, new: str) -> Fix | None:
+    """A safe rename of the override that set `key` to `new` when the user did not set `new`. A
+    `+key=v` becomes `new=v` where the config ships `new` (`+new` would fail to add it)."""
+    o = ctx.comp.last_setter(key)
+    if o is None or ctx.comp.last_setter(new) is not None or new in ctx.comp.user_keys:
+        return None
+    if (o.kind == "set" and ctx.has(new)) or o.kind == "force_add" or (o.kind == "add" and not ctx.has(new)):
+        return Fix(f"rename `{key}` to `{new}`", True, "rename-key", o.word.span, old=key, new=new)
+    if o.kind == "add" and o.value_unknown is None:
+        value = o.line.split("=", 1)[1]
+        return Fix(f"replace `{o.line}` with `{new}={value}`", True, "replace-token", o.word.span, new=f"{new}={value}")
+    return None
+
+
+@rule(
+    "VL232",
+    "deprecated-key",
+    "warning",
+    bad=[main_ppo("data.val_batch_size=16"), (main_ppo("+actor_rollout_ref.actor.optim.grad_clip=0.5"), ">=0.6")],
+    good=[main_ppo("data.val_batch_size=null"), (main_ppo("+actor_rollout_ref.actor.optim.grad_clip=null"), ">=0.6")],
+)
+def deprecated_key(ctx: Context):
+    """A key this verl still accepts but warns about as deprecated.
+
+    ## What it does
+    Reads the verl tree being linted for the keys it warns about: a config dataclass whose
+    `__post_init__` says `if self.old is not None: warnings.warn("... deprecated ...")` (often
+    followed by `self.new = self.old`), or code that prints such a warning when the root config
+    has a key (`if config.data.get("val_batch_size", None) is not None: print("... deprecated")`).
+    A key you set that makes that warning fire is reported at the override that set it, with
+    verl's own words and where they are. When verl copies the value into another field one to
+    one, the finding names that key and offers a safe fix that renames the override (not when
+    you set the new key too, or when a `+` would no longer apply). Nothing else is judged: a
+    warning under another condition, or a mapping through a helper, stays silent.
+
+    ## Why is this bad?
+    The run still starts, but the key lives on borrowed time: verl says it will drop it, and
+    some releases already ignore it in some code paths. Where you also set the new key, the
+    deprecated one wins (`self.new = self.old`), which is rarely what the script's reader expects.
+
+    ## Use instead
+    The new key the finding names, or remove the override.
+
+    ## Where in verl
+    Derived from the tree itself: e.g. 0.9.1 `verl/workers/config/optimizer.py:59-61`
+    (`grad_clip` -> `clip_grad`) and `:117-122` (`warmup_style` -> `lr_scheduler_type`),
+    `verl/workers/config/engine.py:219-225` (`vanilla_mbridge`), `verl/utils/config.py:192-197`
+    (`data.val_batch_size`); 0.5.0 `verl/trainer/ppo/ray_trainer.py:543-548`.
+    """
+    root = str(ctx.app.verl.root) if ctx.app.verl else ""
+    if not root:
+        return
+    chosen = {o.key for o in ctx.comp.overrides if o.ok and o.kind in ("set", "add", "force_add")} | ctx.comp.user_keys
+    for key in sorted(chosen):
+        if _interpolated(ctx, key):
+            continue
+        for fact, new in _facts(ctx, root, key):
+            setter = ctx.comp.last_setter(key)
+            unknown = setter is not None and setter.value_unknown is not None
+            if not (unknown and fact.guard == "not-none") and not (ctx.user_set(key) and _warns(fact, ctx.get(key, None))):
+                continue
+            yield _finding(ctx, key, fact, new, root)
+            break  # one finding per key
+
+
+def _finding(ctx: Context, key: str, fact: Deprecation, new: str, root: str) -> Diagnostic:
+    where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
+    file, _, line = fact.where.rpartition(":")
+    maps = f"; verl copies the value into `{new}`" if new else ""
+    both = new and ctx.user_set(new)
+    if both:
+        maps += f", overwriting the `{new}` you set too"
+    d = ctx.diag(
+        "VL232",
+        f"`{key}` is deprecated in {where} ({fact.where} warns: \"{fact.message}\"){maps}",
+        key=key,
+        help=(f"keep only `{new}`" if both else f"write `{new}` instead") if new else "remove the override, or set what verl's warning names instead",
+        related=[new] if both else (),
+    )
+    span = Span(str(Path(root, file)), int(line), 1, int(line), 1)
+    d.related = (*d.related, Related(key, span, "verl's deprecation warning"))
+    if new and not both:
+        d.fix = _rename(ctx, key, new)
+    return d
