@@ -12,7 +12,7 @@ import textwrap
 
 from . import __version__, cache, doctor
 from .launch.locate import LocateError, release_tree
-from .registry import MissingTable
+from .environment import MissingTable
 from .settings import ENGINE_FLAGS, FAIL_ON, registered_rules
 from .terminal import usage_error
 

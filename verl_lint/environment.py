@@ -20,6 +20,10 @@ TRACKED = {
 }
 
 
+class MissingTable(RuntimeError):
+    """A knowledge table verl-lint ships is not installed: a broken installation."""
+
+
 def _normalize(name: str) -> str:
     """A distribution name as installers spell it in metadata directory names (PEP 503, `_`)."""
     return re.sub(r"[-_.]+", "_", name).lower()

@@ -33,7 +33,7 @@ import yaml
 from packaging.version import Version
 
 from .cache import memo
-from .registry import MissingTable
+from .environment import MissingTable
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~10x faster
 _STR = "tag:yaml.org,2002:str"

@@ -29,10 +29,6 @@ if TYPE_CHECKING:  # for annotations only: the context imports the registry
     from .config.context import Context
 
 
-class MissingTable(RuntimeError):
-    """A knowledge table verl-lint ships is not installed: a broken installation."""
-
-
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class Rule:
     """A registered rule: what it checks and where it applies, its documentation and examples."""
