@@ -456,7 +456,7 @@ def _declared_searchpath(f: Path) -> tuple[str, ...] | None:
         return None
     if "searchpath" not in text:
         return None  # the common case: no need to parse ~1000 lines of YAML
-    import yaml  # ~15 ms: only for a config that names a searchpath, not on a warm run
+    import yaml  # optional: only a config that names a searchpath needs it (~15 ms off a warm run)
 
     try:
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
