@@ -206,6 +206,18 @@ def test_self_append_is_not_a_use_before_assignment():
     assert found == [("VL002", 3)]
 
 
+SELF_APPENDS = 'X="$X --a"\nX+=" --b"\nexport P="$P:/x"\nY="${Y} -y"\nf() { Z="$Z z"; }\nf\nfor i in 1 2; do W="$W w$i"; done\nN=$((N + 1))\n'
+
+
+def test_self_appends_in_every_form_are_not_used_before_assignment():
+    """Issue #17: `X="$X --flag"`, `X+=...`, `export P="$P:..."`, in a function or a loop, read
+    X in its own (first) assignment: bash runs them without complaint, and VL002 stays silent."""
+    shown = 'printf "%s|" "$X" "$P" "$Y" "$Z" "$W" "$N"'
+    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", SELF_APPENDS + shown], env={}, capture_output=True, text=True, check=True)
+    assert real.stdout == " --a --b|:/x| -y| z| w1 w2|1|"
+    assert [d.code for d in evaluate("/tmp/x.sh", SELF_APPENDS + "echo $LATE\nLATE=1\n").diagnostics] == ["VL002"]
+
+
 def test_a_command_whose_words_expand_to_nothing():
     """Found by bench/fuzz.py (seed 0, case 6825): an empty array as the whole command."""
     result = evaluate("/tmp/x.sh", 'A=()\n"${A[@]}"\n"${A[@]}" "${A[@]}" > log\n')
