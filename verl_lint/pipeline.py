@@ -20,7 +20,7 @@ from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
 from .rules.hydra_keys import CONFIG_COMPOSITION_ERROR
-from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE
+from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE, never_assigned
 from .rules.tables import removed_module_diag
 from .terminal import safe
 
@@ -80,7 +80,10 @@ def lint_text(
     roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
     result = shell.evaluate(path, text, roots, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
-    for la in launch_mod.launches(result.commands, path):
+    found = launch_mod.launches(result.commands, path)
+    if not result.hidden_assignments:  # else a file or string it does not read may assign them
+        report.diagnostics.extend(never_assigned(found))
+    for la in found:
         if la.not_analysable:
             report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary))
             continue

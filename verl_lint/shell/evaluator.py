@@ -285,6 +285,8 @@ class Evaluator:
         )
         array = any(c.type == "word" and re.fullmatch(r"-[a-zA-Z]*[aA][a-zA-Z]*", self.src.node_text(c)) for c in n.children)
         for c in n.named_children:
+            if c.type not in ("variable_assignment", "variable_name", "word", "comment"):  # `export $(cat .env)`
+                self.result.hidden_assignments.append(self.src.node_span(c))
             if c.type == "variable_assignment":
                 self._assign(c, state, exported=exported)
             elif c.type == "variable_name" and array and self.src.node_text(c) not in state.vars:
@@ -349,6 +351,8 @@ class Evaluator:
         if script is not None:  # `bash -c "..."`, `eval "$CMD"`: its commands are read instead
             cmd.nested = True
             self._nested(*script, state if words[0].text == "eval" else state.copy())
+        elif words and words[0].text == "eval":
+            self.result.hidden_assignments.append(cmd.span)
         self.result.commands.append(cmd)
         self._builtin(cmd, state)
 
@@ -384,13 +388,15 @@ class Evaluator:
         sub._block(sub.src.tree.root_node.children, state)
         self.result.commands.extend(sub.result.commands)
         self.result.diagnostics.extend(sub.result.diagnostics)
+        self.result.hidden_assignments.extend(sub.result.hidden_assignments)
 
     def _builtin(self, cmd: Command, state: State) -> None:
         if not cmd.words or cmd.words[0].text is None:
             return
         name, args = cmd.words[0].text, cmd.words[1:]
         if name in ("source", ".") and args:
-            self._source(args[0], state)
+            if not self._source(args[0], state):
+                self.result.hidden_assignments.append(cmd.span)
         elif name == "cd" and args:
             target = args[0]
             if target.text is None or target.text == "-":
@@ -419,24 +425,27 @@ class Evaluator:
         self._stmt(body, state)
         state.positional = saved
 
-    def _source(self, arg: Word, state: State) -> None:
+    def _source(self, arg: Word, state: State) -> bool:
+        """Evaluate a sourced file in this state; False when it was not read."""
         if arg.text is None or self.depth >= MAX_SOURCE_DEPTH:
-            return
+            return False
         path = next((p for p in map(Path, places(arg, state.cwd, state.cwd_base, state.run_from)) if p.is_file()), None)
         if path is None:
-            return
+            return False
         path = path.resolve()
         if not any(path == r or r in path.parents for r in self.allowed_roots):
-            return  # never read files outside the scanned tree
+            return False  # never read files outside the scanned tree
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
-            return
+            return False
         sub = Evaluator(Source(str(path), text), self.allowed_roots, self.depth + 1)
         sub._block(sub.src.tree.root_node.children, state)
         self.result.commands.extend(sub.result.commands)
         self.result.diagnostics.extend(sub.result.diagnostics)
+        self.result.hidden_assignments.extend(sub.result.hidden_assignments)
         self.result.sourced.append(str(path))
+        return True
 
 
 def evaluate(

@@ -72,6 +72,40 @@ def first_assignments(src: Source) -> dict[str, int]:
     return first
 
 
+# Builtins whose name-shaped arguments they assign (`read -r A B`, `getopts ab OPT`, `printf -v V`).
+_ASSIGNING_BUILTINS = {"read", "getopts", "mapfile", "readarray", "printf", "let"}
+_GUARDING_OPS = {":=", "=", ":-", "-", ":+", "+", ":?", "?"}
+_ARITH_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"}
+
+
+def assigned_names(src: Source) -> set[str]:
+    """Every name the script assigns anywhere, in any way bash has (assignments and
+    declarations, see first_assignments; `for X in`; the builtins that assign their arguments;
+    `(( X = ... ))`, `(( X++ ))`), or shows it expects unset (`${X:-d}`, `${X:+a}`, `${X:?}`,
+    `[ -z "$X" ]`, `[ -v X ]`). Over-reading an argument only silences VL011."""
+    names = set(first_assignments(src))
+    stack = [src.tree.root_node]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type == "command":
+            name = n.child_by_field_name("name")
+            if name is not None and src.node_text(name) in _ASSIGNING_BUILTINS:
+                for a in n.children_by_field_name("argument"):
+                    names.update(re.findall(r"^[A-Za-z_][A-Za-z0-9_]*", src.node_text(a)))
+        elif n.type == "variable_name" and n.parent is not None:
+            after = n.next_sibling
+            before = n.prev_sibling
+            op = {after.type if after is not None else "", before.type if before is not None else ""}
+            if n.parent.type in ("binary_expression", "postfix_expression", "unary_expression") and op & _ARITH_ASSIGN:
+                names.add(src.node_text(n))
+            elif n.parent.type == "expansion" and op & _GUARDING_OPS:
+                names.add(src.node_text(n))
+        elif n.type == "unary_expression" and n.children and src.node_text(n.children[0]) in ("-z", "-n", "-v"):
+            names.update(re.findall(r"^\$?\{?([A-Za-z_][A-Za-z0-9_]*)", src.node_text(n.children[-1]).strip('"')))
+    return names
+
+
 class Expander:
     """Expands the word nodes of one source into fields (lists of segments); reports a variable
     used before the script assigns it into `diagnostics`."""
@@ -80,6 +114,7 @@ class Expander:
         self.src = src
         self.diagnostics = diagnostics
         self.first_assigned = first_assignments(src)
+        self.assigned = assigned_names(src)
         self._reported_unset: set[tuple[str, int]] = set()
 
     # -- words --------------------------------------------------------------
@@ -361,7 +396,11 @@ class Expander:
                     "environment sets it", span, help=f"assign {name} before this line", key=name)
             )
             return Seg(None, span, Unknown(f"${name} is used before it is assigned"))
-        return Seg(None, span, Unknown(f"${name} is not set in the script (comes from the environment)"))
+        return Seg(None, span, self._from_environment(name, span))
+
+    def _from_environment(self, name: str, span: Span) -> Unknown:
+        unassigned = (name, span) if name not in self.assigned else None
+        return Unknown(f"${name} is not set in the script (comes from the environment)", unassigned)
 
     def glue(self, prev: Word, fields: list[list[Seg]], node: ts.Node, state: State, span: Span) -> list[list[Seg]]:
         """Join a word split by the grammar back onto the previous word (`$` + NAME + rest)."""
@@ -375,7 +414,7 @@ class Expander:
                 seg = (
                     Seg(value.text, span, value.unknown)
                     if value is not None
-                    else Seg(None, span, Unknown(f"${m.group(0)} is not set in the script (comes from the environment)"))
+                    else Seg(None, span, self._from_environment(m.group(0), self.src.span(node.start_byte - 1, node.start_byte + m.end())))
                 )
                 if prev.text is not None:
                     head = [Seg(prev.text[:-1] if prev.text.endswith("$") else prev.text, span), seg]

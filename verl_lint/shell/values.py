@@ -74,6 +74,9 @@ class ScriptResult:
     commands: list[Command] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sourced: list[str] = field(default_factory=list)
+    # Where the script may assign variables the evaluator does not see (a `source` of a file it
+    # does not read, `eval` of a string it does not read, `export $(...)`): VL011 stays silent.
+    hidden_assignments: list[Span] = field(default_factory=list)
 
 
 def unknown_word(span: Span, reason: str, from_caller: bool = False) -> Word:
