@@ -15,7 +15,7 @@ from .engines.versions import context_versions, project_root, resolve
 from .environment import installed_versions
 from .launch import recognise as launch_mod
 from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, VerlTree, locate_app, verl_tree_for
-from .model import Diagnostic, EnvVar, Launch, Severity, Word
+from .model import Diagnostic, EnvVar, Launch, Severity, Span, Word
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
@@ -83,6 +83,7 @@ def lint_text(
     found = launch_mod.launches(result.commands, path)
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found))
+    variants: dict[Span, list[tuple[str, list[Diagnostic]]]] = {}  # per command: each variant's findings
     for la in found:
         if la.not_analysable:
             report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary))
@@ -105,15 +106,34 @@ def lint_text(
             continue
         if diags is None:
             continue  # not a Hydra app (a data-prep script, pip, ...)
-        report.launches += 1
+        report.launches += la.variant is None or la.span not in variants
         if la.note:  # a branch the script's own values do not take: say under which condition
             diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
-        report.diagnostics.extend(diags)
+        if la.variant is not None:
+            variants.setdefault(la.span, []).append((la.variant, diags))
+        else:
+            report.diagnostics.extend(diags)
+    for each in variants.values():
+        report.diagnostics.extend(across_variants(each))
     # Suppression comments live in this file; findings in sourced files or on a command line keep theirs.
     own = [d for d in report.diagnostics if d.span.path == path]
     others = [d for d in report.diagnostics if d.span.path != path]
     report.diagnostics = finalize(apply_suppressions(own, text, path) + others, options)
     return report
+
+
+def across_variants(variants: list[tuple[str, list[Diagnostic]]]) -> list[Diagnostic]:
+    """The findings of one launch analysed once per combination of branch values: one that holds
+    in every variant once, as it is; one that holds in some says under which branches."""
+    holds: dict[tuple, tuple[Diagnostic, list[str]]] = {}
+    for label, diags in variants:
+        for d in diags:
+            _, labels = holds.setdefault((d.code, d.span, d.message, d.key), (d, []))
+            labels.append(label)
+    return [
+        d if len(set(labels)) == len(variants) else replace(d, message=f"{d.message} ({' or '.join(dict.fromkeys(labels))})")
+        for d, labels in holds.values()
+    ]
 
 
 def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> list[Diagnostic] | None:

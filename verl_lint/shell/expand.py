@@ -116,6 +116,7 @@ class Expander:
         self.first_assigned = first_assignments(src)
         self.assigned = assigned_names(src)
         self._reported_unset: set[tuple[str, int]] = set()
+        self.reads: set[str] = set()  # the variables expanded since the caller last cleared it
 
     # -- words --------------------------------------------------------------
     def field_words(self, node: ts.Node, state: State) -> list[Word]:
@@ -286,6 +287,7 @@ class Expander:
         if name_node is None or any(c.type == "ERROR" for c in node.children):
             return [[Seg(None, span, Unknown(f"`{shorten(text)}` is not understood statically"))]]
         name = self.src.node_text(name_node)
+        self.reads.add(name)
         if index is None and name.isdigit() and name != "0" and state.positional is None and op in (":-", "-") and operand is not None:
             return self.expand(operand, state, quoted=True)  # `${1:-ppo_trainer}`: analysed with its default
         if name in ("@", "*") or (index is None and name.isdigit()):
@@ -409,6 +411,7 @@ class Expander:
         if self.src.data[node.start_byte - 1 : node.start_byte] == b"$" and first and first[0].text:
             m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", first[0].text)
             if m:
+                self.reads.add(m.group(0))
                 var = state.vars.get(m.group(0))
                 value = var.words[0] if var and var.words and not var.is_array else None
                 seg = (
@@ -483,6 +486,7 @@ class Expander:
         return Unknown(f"`{shorten(self.src.node_text(n))}` in arithmetic is not evaluated")
 
     def _arith_var(self, name: str, node: ts.Node, state: State) -> int | Unknown:
+        self.reads.add(name)
         var = state.vars.get(name)
         if var is None:
             seg = self._unset(name, node, self.src.node_span(node))
