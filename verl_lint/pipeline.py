@@ -84,35 +84,17 @@ def lint_text(
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found))
     variants: dict[Span, list[tuple[str, list[Diagnostic]]]] = {}  # per command: each variant's findings
+    counted: set[Span] = set()  # commands with variants: counted as one launch
     for la in found:
-        if la.not_analysable:
-            report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary))
-            continue
-        try:
-            diags = lint_launch(la, options, composer, script_dir, report)
-        except LocateError as ex:
-            report.errors.append(InputError(path, str(ex), la.entry_span.line, la.entry_span.col))
-            continue
-        except EntryPointNotFound as ex:
-            fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
-            report.diagnostics.append(ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or ""))
-            continue
-        except ConfigNotFound as ex:
-            message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
-            report.diagnostics.append(CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag))
-            continue
-        except NotAnalysable as ex:
-            report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary))
-            continue
-        if diags is None:
-            continue  # not a Hydra app (a data-prep script, pip, ...)
-        report.launches += la.variant is None or la.span not in variants
-        if la.note:  # a branch the script's own values do not take: say under which condition
-            diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
-        if la.variant is not None:
-            variants.setdefault(la.span, []).append((la.variant, diags))
-        else:
+        diags, is_app = launch_findings(la, options, composer, script_dir, report)
+        if is_app and la.span not in counted:
+            report.launches += 1
+            if la.variant is not None:
+                counted.add(la.span)
+        if la.variant is None:
             report.diagnostics.extend(diags)
+        else:
+            variants.setdefault(la.span, []).append((la.variant, diags))
     for each in variants.values():
         report.diagnostics.extend(across_variants(each))
     # Suppression comments live in this file; findings in sourced files or on a command line keep theirs.
@@ -120,6 +102,32 @@ def lint_text(
     others = [d for d in report.diagnostics if d.span.path != path]
     report.diagnostics = finalize(apply_suppressions(own, text, path) + others, options)
     return report
+
+
+def launch_findings(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> tuple[list[Diagnostic], bool]:
+    """The findings of one launch, and whether it is a Hydra app that was analysed."""
+    if la.not_analysable:
+        return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary)], False
+    try:
+        diags = lint_launch(la, options, composer, script_dir, report)
+    except LocateError as ex:
+        error = InputError(la.path, str(ex), la.entry_span.line, la.entry_span.col)
+        if error not in report.errors:  # once, not once per variant
+            report.errors.append(error)
+        return [], False
+    except EntryPointNotFound as ex:
+        fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
+        return [ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or "")], False
+    except ConfigNotFound as ex:
+        message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
+        return [CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag)], False
+    except NotAnalysable as ex:
+        return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary)], False
+    if diags is None:
+        return [], False  # not a Hydra app (a data-prep script, pip, ...)
+    if la.note:  # a branch the script's own values do not take: say under which condition
+        diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
+    return diags, True
 
 
 def across_variants(variants: list[tuple[str, list[Diagnostic]]]) -> list[Diagnostic]:
