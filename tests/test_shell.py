@@ -99,8 +99,8 @@ def test_branches_become_variants_of_the_launch_or_agree(tmp_path):
     text = 'if [ "$X" = 1 ]; then A=1; B=2; else A=3; B=2; fi\npython3 -m m a=$A b=$B\necho $A\n'
     found = launches(evaluate(str(p), text).commands, str(p))
     assert [(words(la), la.variant) for la in found] == [
-        (["a=1", "b=2"], 'when line 1: `[ "$X" = 1 ]`'),
-        (["a=3", "b=2"], 'when line 1: not `[ "$X" = 1 ]`'),
+        (["a=1", "b=2"], ('when line 1: `[ "$X" = 1 ]`',)),
+        (["a=3", "b=2"], ('when line 1: not `[ "$X" = 1 ]`',)),
     ]
     assert found[0].span == found[1].span
 
@@ -114,8 +114,8 @@ def test_variants_of_a_case_an_elif_and_the_cap(tmp_path):
     )
     found = launches(evaluate(str(p), text).commands, str(p))
     assert [(words(la)[0], la.overrides[1].text) for la in found] == [(f"tp={tp}", n) for n in ("n=1", None) for tp in (1, 4, 2)]
-    assert found[0].variant == 'when line 6: `[ "$A" = x ]`; when line 2: `"$SIZE"` matches `small`'
-    assert found[4].variant == 'when line 6: not `[ "$A" = x ]`; when line 3: `"$SIZE"` matches `big|huge`'
+    assert found[0].variant == ('when line 6: `[ "$A" = x ]`', 'when line 2: `"$SIZE"` matches `small`')
+    assert found[4].variant == ('when line 6: not `[ "$A" = x ]`', 'when line 3: `"$SIZE"` matches `big|huge`')
     many = "".join(f'if [ "$M" = {i} ]; then V{i}=a; else V{i}=b; fi\n' for i in range(4))  # 16 combinations
     [la] = launches(evaluate(str(p), many + "python3 -m m " + " ".join(f"v{i}=$V{i}" for i in range(4)) + "\n").commands, str(p))
     assert la.variant is None and la.overrides[0].text is None and "branch" in la.overrides[0].unknown.reason

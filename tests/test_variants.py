@@ -45,3 +45,15 @@ def test_a_variant_that_cannot_be_analysed_says_which(lint):
     [(_, line, col, message)] = [f for f in found(report) if f[0] == "VL007"]
     assert message.endswith(" (when line 2: `[ -f /opt/sim/python.sh ]`)") and (line, col) == (3, 8)
     assert report.launches == 1
+
+
+def test_a_finding_names_only_the_branches_it_depends_on(lint):
+    """Two variables with variants: the VL306 holds for TP=3 whatever the other one is, so its
+    message names the TP branch only."""
+    text = (
+        '#!/bin/bash\nif [ "$GPU" = h100 ]; then export MUJOCO_GL=osmesa; fi\n'
+        'if [ "$MODE" = big ]; then TP=4; else TP=3; fi\n' + LAUNCH
+    )
+    report = lint(text)
+    [message] = [m for c, _, _, m in found(report) if c == "VL306"]
+    assert message.endswith(' (when line 3: not `[ "$MODE" = big ]`)'), message

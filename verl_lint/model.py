@@ -140,7 +140,7 @@ class Launch:
     # Set when the command names an entry point but cannot be read as a launch: why (a VL007).
     not_analysable: str | None = None
     words: list[Word] = field(default_factory=list)  # the whole command, launcher options included
-    variant: str | None = None  # the branch values it was expanded with (one Launch per combination)
+    variant: tuple[str, ...] | None = None  # the branch values it was expanded with (one Launch per combination)
 
 
 @dataclass

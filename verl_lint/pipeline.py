@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -83,7 +84,7 @@ def lint_text(
     found = launch_mod.launches(result.commands, path)
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found))
-    variants: dict[Span, list[tuple[str, list[Diagnostic]]]] = {}  # per command: each variant's findings
+    variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings
     counted: set[Span] = set()  # commands with variants: counted as one launch
     for la in found:
         diags, is_app = launch_findings(la, options, composer, script_dir, report)
@@ -130,18 +131,27 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
     return diags, True
 
 
-def across_variants(variants: list[tuple[str, list[Diagnostic]]]) -> list[Diagnostic]:
-    """The findings of one launch analysed once per combination of branch values: one that holds
-    in every variant once, as it is; one that holds in some says under which branches."""
-    holds: dict[tuple, tuple[Diagnostic, list[str]]] = {}
-    for label, diags in variants:
+def across_variants(variants: list[tuple[tuple[str, ...], list[Diagnostic]]]) -> list[Diagnostic]:
+    """The findings of one launch analysed once per combination of branch values (one label per
+    variable): one that holds in every variant once, as it is; one that holds in some says under
+    which branches, leaving out a variable whose every branch it holds under."""
+    holds: dict[tuple, tuple[Diagnostic, list[tuple[str, ...]]]] = {}
+    for labels, diags in variants:
         for d in diags:
-            _, labels = holds.setdefault((d.code, d.span, d.message, d.key), (d, []))
-            labels.append(label)
-    return [
-        d if len(set(labels)) == len(variants) else replace(d, message=f"{d.message} ({' or '.join(dict.fromkeys(labels))})")
-        for d, labels in holds.values()
-    ]
+            holds.setdefault((d.code, d.span, d.message, d.key), (d, []))[1].append(labels)
+    every = [{labels[i] for labels, _ in variants} for i in range(len(variants[0][0]))]
+    out = []
+    for d, where in holds.values():
+        where = list(dict.fromkeys(where))
+        if len(where) == len(variants):
+            out.append(d)
+            continue
+        seen = [{w[i] for w in where} for i in range(len(every))]
+        product = len(where) == math.prod(map(len, seen))  # then a fully covered variable says nothing
+        keep = [i for i in range(len(every)) if not product or seen[i] != every[i]]
+        when = " or ".join(dict.fromkeys("; ".join(w[i] for i in keep) for w in where))
+        out.append(replace(d, message=f"{d.message} ({when})"))
+    return out
 
 
 def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> list[Diagnostic] | None:

@@ -4,7 +4,8 @@ The evaluator walks the syntax tree in order and tracks variables over the safe
 subset of bash (assignments, export/local/readonly/declare, parameter expansion
 with defaults, `$(( ))` arithmetic, arrays, quoting, functions, `source` of files
 inside the allowed roots). Whatever it cannot know becomes an explicit `Unknown`
-carrying its reason. It never executes anything: command substitutions, `eval`,
+carrying its reason. A variable the branches of an if/case set differently keeps each branch's
+value (`Var.variants`): a command that reads it is expanded once per combination. It never executes anything: command substitutions, `eval`,
 process substitutions and here-docs are only ever read as syntax.
 """
 
@@ -354,7 +355,7 @@ class Evaluator:
             self.result.commands.append(cmd)
         self._builtin(cmd, state)
 
-    def _variants(self, reads: set[str], state: State) -> list[tuple[str, State]]:
+    def _variants(self, reads: set[str], state: State) -> list[tuple[tuple[str, ...], State]]:
         """A copy of `state` per combination of the branch values of the variables read (and of
         those exported), with the branches it holds under; none when there are more than
         MAX_VARIANTS combinations (the variables then stay unknown)."""
@@ -370,7 +371,7 @@ class Evaluator:
                     branch.vars.pop(name, None)
                 else:
                     branch.vars[name] = var
-            out.append(("; ".join(label for label, _ in combo), branch))
+            out.append((tuple(label for label, _ in combo), branch))
         return out
 
     def _expand_command(self, n: ts.Node, state: State) -> tuple[dict[str, EnvVar], list[Word], ts.Node | None]:
