@@ -92,11 +92,33 @@ def test_used_before_assignment_is_a_finding(tmp_path):
     assert la.overrides[0].text is None
 
 
-def test_branches_merge_to_unknown_or_agree(tmp_path):
-    text = 'if [ "$X" = 1 ]; then A=1; B=2; else A=3; B=2; fi\npython3 -m m a=$A b=$B\n'
-    la, _ = one_launch(text, tmp_path)
-    assert la.overrides[0].text is None and "branch" in la.overrides[0].unknown.reason
-    assert la.overrides[1].text == "b=2"
+def test_branches_become_variants_of_the_launch_or_agree(tmp_path):
+    """Issue #17: a value the branches disagree on is a set of values, each under its branch;
+    the launch that reads it is expanded once per value. A value they agree on is known."""
+    p = tmp_path / "s.sh"
+    text = 'if [ "$X" = 1 ]; then A=1; B=2; else A=3; B=2; fi\npython3 -m m a=$A b=$B\necho $A\n'
+    found = launches(evaluate(str(p), text).commands, str(p))
+    assert [(words(la), la.variant) for la in found] == [
+        (["a=1", "b=2"], ('when line 1: `[ "$X" = 1 ]`',)),
+        (["a=3", "b=2"], ('when line 1: not `[ "$X" = 1 ]`',)),
+    ]
+    assert found[0].span == found[1].span
+
+
+def test_variants_of_a_case_an_elif_and_the_cap(tmp_path):
+    p = tmp_path / "s.sh"
+    text = (
+        'case "$SIZE" in\n  small) TP=1;;\n  big|huge) TP=4;;\n  *) TP=2;;\nesac\n'  # `*)`: no fall-through value
+        'if [ "$A" = x ]; then N=1; fi\n'  # no else: N unset there
+        "python3 -m m tp=$TP n=$N\n"
+    )
+    found = launches(evaluate(str(p), text).commands, str(p))
+    assert [(words(la)[0], la.overrides[1].text) for la in found] == [(f"tp={tp}", n) for n in ("n=1", None) for tp in (1, 4, 2)]
+    assert found[0].variant == ('when line 6: `[ "$A" = x ]`', 'when line 2: `"$SIZE"` matches `small`')
+    assert found[4].variant == ('when line 6: not `[ "$A" = x ]`', 'when line 3: `"$SIZE"` matches `big|huge`')
+    many = "".join(f'if [ "$M" = {i} ]; then V{i}=a; else V{i}=b; fi\n' for i in range(4))  # 16 combinations
+    [la] = launches(evaluate(str(p), many + "python3 -m m " + " ".join(f"v{i}=$V{i}" for i in range(4)) + "\n").commands, str(p))
+    assert la.variant is None and la.overrides[0].text is None and "branch" in la.overrides[0].unknown.reason
 
 
 def test_launch_forms(tmp_path):
@@ -173,12 +195,11 @@ def test_broken_continuation_is_a_finding(tmp_path):
 def test_conditions_on_known_values_pick_their_branch(tmp_path):
     text = (
         'backend=megatron\nif [[ $backend == "fsdp" ]]; then C=f; elif [ "$backend" = megatron ]; then C=m; else C=x; fi\n'
-        'if [ -z "$UNSET" ]; then D=1; fi\nif [ -n "$backend" ]; then E=1; else E=2; fi\n'
-        "python3 -m m c=$C d=$D e=$E\n"
+        'if [ -n "$backend" ]; then E=1; else E=2; fi\n'
+        "python3 -m m c=$C e=$E\n"
     )
     la, _ = one_launch(text, tmp_path)
-    assert [w.text for w in la.overrides] == ["c=m", None, "e=1"]
-    assert "branch" in la.overrides[1].unknown.reason
+    assert [w.text for w in la.overrides] == ["c=m", "e=1"]
 
 
 @pytest.mark.parametrize(
@@ -204,6 +225,18 @@ def test_self_append_is_not_a_use_before_assignment():
     text = 'ARGS="$ARGS --foo"\nARGS="$ARGS --bar"\necho $LATE\nLATE=1\n'
     found = [(d.code, d.span.line) for d in evaluate("/tmp/x.sh", text).diagnostics]
     assert found == [("VL002", 3)]
+
+
+SELF_APPENDS = 'X="$X --a"\nX+=" --b"\nexport P="$P:/x"\nY="${Y} -y"\nf() { Z="$Z z"; }\nf\nfor i in 1 2; do W="$W w$i"; done\nN=$((N + 1))\n'
+
+
+def test_self_appends_in_every_form_are_not_used_before_assignment():
+    """Issue #17: `X="$X --flag"`, `X+=...`, `export P="$P:..."`, in a function or a loop, read
+    X in its own (first) assignment: bash runs them without complaint, and VL002 stays silent."""
+    shown = 'printf "%s|" "$X" "$P" "$Y" "$Z" "$W" "$N"'
+    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", SELF_APPENDS + shown], env={}, capture_output=True, text=True, check=True)
+    assert real.stdout == " --a --b|:/x| -y| z| w1 w2|1|"
+    assert [d.code for d in evaluate("/tmp/x.sh", SELF_APPENDS + "echo $LATE\nLATE=1\n").diagnostics] == ["VL002"]
 
 
 def test_a_command_whose_words_expand_to_nothing():

@@ -68,7 +68,8 @@ def view_of(ctx: Context, path: str) -> View:
         origin, line = _origin(ctx, key)
         values[key] = (value, origin, line)
     la = ctx.launch
-    return View(f"{path}:{la.entry_span.line}", la.module or la.file or "", ctx.app.verl_version, ctx.app.config_name, values)
+    where = f"{path}:{la.entry_span.line}" + (f" ({'; '.join(la.variant)})" if la.variant else "")  # one of the branches' values
+    return View(where, la.module or la.file or "", ctx.app.verl_version, ctx.app.config_name, values)
 
 
 def views(path: str, options, line: int | None) -> tuple[list[View], list[str]]:

@@ -73,6 +73,8 @@ class Unknown(NamedTuple):
     """A value the static evaluator cannot know, with the reason why."""
 
     reason: str
+    # `$X` of a variable the script assigns nowhere: (X, where `$X` is written), for VL011.
+    unassigned: tuple[str, Span] | None = None
 
     def __str__(self) -> str:
         return f"<unknown: {self.reason}>"
@@ -144,6 +146,8 @@ class Launch:
     prints_only: str | None = None  # `--cfg job`, `--help`, ...: Hydra composes and prints, the app never runs
     # Set when the command names an entry point but cannot be read as a launch: why (a VL007).
     not_analysable: str | None = None
+    words: list[Word] = field(default_factory=list)  # the whole command, launcher options included
+    variant: tuple[str, ...] | None = None  # the branch values it was expanded with (one Launch per combination)
 
 
 @dataclass

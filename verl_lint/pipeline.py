@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,12 +13,12 @@ from .engines.versions import context_versions, project_root, resolve
 from .environment import installed_versions
 from .launch import recognise as launch_mod
 from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, locate_app, verl_tree_for
-from .model import Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Word
+from .model import Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Span, Word
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
 from .rules.hydra_keys import CONFIG_COMPOSITION_ERROR
-from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE
+from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE, never_assigned
 from .rules.tables import removed_module_diag
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -30,32 +31,23 @@ def lint_text(
     report = FileReport(path, text=text)
     script_dir, result = evaluate(path, text, options, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
-    for la in launch_mod.launches(result.commands, path):
-        if la.not_analysable:
-            report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary))
-            continue
-        try:
-            diags = lint_launch(la, options, composer, script_dir, report)
-        except LocateError as ex:
-            report.errors.append(InputError(path, str(ex), la.entry_span.line, la.entry_span.col))
-            continue
-        except EntryPointNotFound as ex:
-            fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
-            report.diagnostics.append(ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or ""))
-            continue
-        except ConfigNotFound as ex:
-            message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
-            report.diagnostics.append(CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag))
-            continue
-        except NotAnalysable as ex:
-            report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary))
-            continue
-        if diags is None:
-            continue  # not a Hydra app (a data-prep script, pip, ...)
-        report.launches += 1
-        if la.note:  # a branch the script's own values do not take: say under which condition
-            diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
-        report.diagnostics.extend(diags)
+    found = launch_mod.launches(result.commands, path)
+    if not result.hidden_assignments:  # else a file or string it does not read may assign them
+        report.diagnostics.extend(never_assigned(found))
+    variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings
+    counted: set[Span] = set()  # commands with variants: counted as one launch
+    for la in found:
+        diags, is_app = launch_findings(la, options, composer, script_dir, report)
+        if is_app and la.span not in counted:
+            report.launches += 1
+            if la.variant is not None:
+                counted.add(la.span)
+        if la.variant is None:
+            report.diagnostics.extend(diags)
+        else:
+            variants.setdefault(la.span, []).append((la.variant, diags))
+    for each in variants.values():
+        report.diagnostics.extend(across_variants(each))
     # Suppression comments live in this file; findings in sourced files or on a command line keep theirs.
     own = [d for d in report.diagnostics if d.span.path == path]
     others = [d for d in report.diagnostics if d.span.path != path]
@@ -69,6 +61,55 @@ def evaluate(path: str, text: str, options: Options, positional: list[Word] | No
     script_dir = Path(path).resolve().parent if not path.startswith("<") else Path(cwd or Path.cwd())
     roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
     return script_dir, shell.evaluate(path, text, roots, positional, cwd)
+
+
+def launch_findings(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> tuple[list[Diagnostic], bool]:
+    """The findings of one launch, and whether it is a Hydra app that was analysed."""
+    if la.not_analysable:
+        return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary)], False
+    try:
+        diags = lint_launch(la, options, composer, script_dir, report)
+    except LocateError as ex:
+        error = InputError(la.path, str(ex), la.entry_span.line, la.entry_span.col)
+        if error not in report.errors:  # once, not once per variant
+            report.errors.append(error)
+        return [], False
+    except EntryPointNotFound as ex:
+        fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
+        return [ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or "")], False
+    except ConfigNotFound as ex:
+        message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
+        return [CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag)], False
+    except NotAnalysable as ex:
+        return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary)], False
+    if diags is None:
+        return [], False  # not a Hydra app (a data-prep script, pip, ...)
+    if la.note:  # a branch the script's own values do not take: say under which condition
+        diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
+    return diags, True
+
+
+def across_variants(variants: list[tuple[tuple[str, ...], list[Diagnostic]]]) -> list[Diagnostic]:
+    """The findings of one launch analysed once per combination of branch values (one label per
+    variable): one that holds in every variant once, as it is; one that holds in some says under
+    which branches, leaving out a variable whose every branch it holds under."""
+    holds: dict[tuple, tuple[Diagnostic, list[tuple[str, ...]]]] = {}
+    for labels, diags in variants:
+        for d in diags:
+            holds.setdefault((d.code, d.span, d.message, d.key), (d, []))[1].append(labels)
+    every = [{labels[i] for labels, _ in variants} for i in range(len(variants[0][0]))]
+    out = []
+    for d, where in holds.values():
+        where = list(dict.fromkeys(where))
+        if len(where) == len(variants):
+            out.append(d)
+            continue
+        seen = [{w[i] for w in where} for i in range(len(every))]
+        product = len(where) == math.prod(map(len, seen))  # then a fully covered variable says nothing
+        keep = [i for i in range(len(every)) if not product or seen[i] != every[i]]
+        when = " or ".join(dict.fromkeys("; ".join(w[i] for i in keep) for w in where))
+        out.append(replace(d, message=f"{d.message} ({when})"))
+    return out
 
 
 def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> list[Diagnostic] | None:

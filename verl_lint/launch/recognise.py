@@ -63,6 +63,7 @@ def launches(commands: list[Command], path: str) -> list[Launch]:
             continue  # its script string was read: the launches in it are commands of their own
         launch = _recognise(cmd.words, env, cmd, path) or _unreadable(cmd, env, path)
         if launch is not None:
+            launch.words, launch.variant = cmd.words, cmd.variant
             if heads[:3] == ["ray", "job", "submit"]:
                 launch.ray = _job_submit(cmd)
             elif ray_started is not None:

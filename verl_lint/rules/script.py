@@ -1,5 +1,8 @@
 """0xx: findings about the bash script itself (emitted by the shell front end)."""
 
+import re
+
+from ..model import Diagnostic, Launch, Severity, Span
 from ..registry import declare
 
 BASH_PARSE_ERROR = declare(
@@ -151,7 +154,7 @@ LAUNCH_NOT_ANALYSABLE = declare(
     value: `verl-lint check -- python3 -m ... --config-path /abs/dir ...`.
     """,
     bad=[
-        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$CONFIG_DIR\" actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n",
+        "#!/bin/bash\nCONFIG_DIR=$(find_config_dir)\npython3 -m verl.trainer.main_ppo --config-path=\"$CONFIG_DIR\" actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n",
         "#!/bin/bash\nsu trainer -c \"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\"\n",
     ],
     good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
@@ -233,3 +236,65 @@ ENGINE_VERSION_UNKNOWN = declare(
     bad=["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
     good=["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_NZ=0\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
 )
+
+NEVER_ASSIGNED = declare(
+    "VL011",
+    "variable-never-assigned",
+    "warning",
+    """A variable that reaches a launch is assigned nowhere in the script.
+
+    ## What it does
+    Flags `$X` / `${X}` whose value reaches a launch (an argument, an override, the launch's
+    environment, a `--config-path`) when the script never assigns X: no assignment, `export`,
+    `declare`, `local`, `read`, `for X in`, `getopts`, `mapfile`, `printf -v`, `let`, `(( X = ))`,
+    `${X:=...}`. It stays silent when the script `source`s a file verl-lint does not read, runs
+    `eval` on a string it does not read or `export $(...)` (they may set X), when the expansion
+    has a default, alternative or error (`${X:-d}`, `${X:=d}`, `${X:+a}`, `${X:?}`), and for
+    the variables the shell, the OS and the clusters verl runs under set: `HOME`, `PATH`, `USER`,
+    `SLURM_*`, `MASTER_ADDR`, `RANK`, `CUDA_VISIBLE_DEVICES`, ... (`ENVIRONMENT` in
+    `verl_lint/rules/script.py`), and when the script shows it expects X unset somewhere
+    (`${X:+-$X}`, `[ -z "$X" ]`). A name in upper case is by convention an environment variable
+    the user exports (projects document `export BASE_MODEL=...` before `bash train.sh`): it is
+    reported as info; a lower-case name is a shell variable of the script, and one it never
+    assigns is almost always a typo or a leftover (`$pwd` for `$PWD`): a warning.
+
+    ## Why is this bad?
+    The launch gets whatever the caller's environment holds: an empty string when nobody
+    exported it (`trainer.n_gpus_per_node=` is a Hydra error, an empty path a crash after the
+    job started), a stale value from another experiment otherwise. verl-lint cannot check the
+    value either and treats it as unknown.
+
+    ## Use instead
+    Set it in the script, or give it a default: `${NGPUS:-8}` (or `${NGPUS:?set NGPUS}` to stop
+    with a message when it is missing).
+    """,
+    bad=["#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$projct\n"],
+    good=["#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$project\n"],
+)
+
+# Set by the shell, the OS or the job launchers and clusters verl runs under, never by the
+# script: reading them is not a bug. Names, or prefixes ending in `_`.
+ENVIRONMENT = re.compile(
+    r"(HOME|PWD|OLDPWD|USER|LOGNAME|PATH|SHELL|HOSTNAME|HOST|RANDOM|SECONDS|LINENO|BASHPID|PPID|UID|EUID|"
+    r"BASH_\w+|TMPDIR|LANG|TERM|PYTHONPATH|LD_LIBRARY_PATH|CONDA_PREFIX|VIRTUAL_ENV|"
+    r"MASTER_ADDR|MASTER_PORT|RANK|WORLD_SIZE|NODE_RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|"
+    r"CUDA_VISIBLE_DEVICES|ASCEND_RT_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|"
+    r"(SLURM|PBS|LSB|OMPI|PMI|PMIX|SGE|MLP|ARNOLD|KUBERNETES)_\w*)"
+)
+
+
+def never_assigned(launches: list[Launch]) -> list[Diagnostic]:
+    """VL011 at each `$X` the script never assigns whose value reaches one of the launches."""
+    seen: dict[tuple[str, Span], Diagnostic] = {}
+    for la in launches:
+        unknowns = [w.unknown for w in la.words] + [e.unknown for e in la.env.values()]
+        for u in unknowns:
+            if u is None or u.unassigned is None or ENVIRONMENT.fullmatch(u.unassigned[0]) or u.unassigned in seen:
+                continue
+            name, span = u.unassigned
+            seen[u.unassigned] = NEVER_ASSIGNED.finding(
+                f"`${name}` is never assigned in this script; its value comes from the environment at run time", span,
+                help=f"set it in the script or give a default (`${{{name}:-...}}`); verl-lint treats it as unknown", key=name,
+                severity=Severity.INFO if name.isupper() else None,
+            )
+    return list(seen.values())

@@ -52,7 +52,7 @@ def report_unless_default(ctx, code, message, inputs, key, help, severity=None):
     "VL300",
     "size-checks-skipped-for-unknown-values",
     "info",
-    bad=[f"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm data.train_batch_size=$BSZ {A}.ppo_mini_batch_size=128\n"],
+    bad=[f"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm data.train_batch_size=$(cat bsz.txt) {A}.ppo_mini_batch_size=128\n"],
     good=[main_ppo("data.train_batch_size=256", f"{A}.ppo_mini_batch_size=128")],
 )
 def skipped_for_unknown(ctx):

@@ -4,12 +4,15 @@ The evaluator walks the syntax tree in order and tracks variables over the safe
 subset of bash (assignments, export/local/readonly/declare, parameter expansion
 with defaults, `$(( ))` arithmetic, arrays, quoting, functions, `source` of files
 inside the allowed roots). Whatever it cannot know becomes an explicit `Unknown`
-carrying its reason. It never executes anything: command substitutions, `eval`,
+carrying its reason. A variable the branches of an if/case set differently keeps each branch's
+value (`Var.variants`): a command that reads it is expanded once per combination. It never executes anything: command substitutions, `eval`,
 process substitutions and here-docs are only ever read as syntax.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import re
 from pathlib import Path
@@ -25,6 +28,7 @@ from .values import Command, ScriptResult, State, Var, field_word, join_words, s
 
 MAX_SOURCE_DEPTH = 8
 MAX_CALL_DEPTH = 16
+MAX_VARIANTS = 8  # combinations of branch values a command is expanded with; beyond, they stay unknown
 
 # A Hydra override (`a.b=1`, `+a.b=1`, `~a.b`) cannot be a command name: seen as one, the
 # command it belonged to was cut off above it.
@@ -127,7 +131,7 @@ class Evaluator:
         else_clause = next((c for c in n.children if c.type == "else_clause"), None)
         if else_clause is not None:
             else_body = [x for x in else_clause.named_children if x.type != "comment"]
-        outcomes = []
+        outcomes, labels = [], []
         decided = False
         for cond, body, line in arms:
             if decided:
@@ -141,15 +145,21 @@ class Evaluator:
             branch = state.copy()
             self._block(body, branch)
             outcomes.append(branch)
+            labels.append(f"when line {line}: `{self._text(cond)}`")
             decided = verdict is True
         if not decided:
             branch = state.copy()
             if else_body is not None:
                 self._block(else_body, branch)
             outcomes.append(branch)
+            line = self.src.node_span(else_clause if else_clause is not None else n).line
+            labels.append(f"when line {line}: not `{self._text(arms[0][0])}`" if len(arms) == 1 else f"when line {line}: else")
         elif else_body:
             self._untaken(else_body, state, self.src.node_span(else_clause).line)
-        self._merge(state, outcomes, "set in a branch of an if")
+        self._merge(state, outcomes, "set in a branch of an if", labels)
+
+    def _text(self, nodes: list[ts.Node]) -> str:
+        return shorten(" ".join(self.src.node_text(c) for c in nodes), 60)
 
     def _untaken(self, body: list[ts.Node], state: State, line: int) -> None:
         """An arm the script's own values do not take: its launches are still checked (the
@@ -188,15 +198,21 @@ class Evaluator:
         return None
 
     def _case(self, n: ts.Node, state: State) -> None:
-        outcomes = []
+        outcomes, labels = [], []
+        value = self._text([n.child_by_field_name("value") or n])
         for item in n.named_children:
-            if item.type != "case_item":
+            if item.type != "case_item" or not item.named_children:
                 continue
+            patterns = item.children_by_field_name("value")
             s = state.copy()
-            self._block(item.named_children[1:], s)
+            self._block(item.named_children[len(patterns) :], s)
             outcomes.append(s)
-        outcomes.append(state.copy())
-        self._merge(state, outcomes, "set in a branch of a case")
+            pattern = "|".join(self.src.node_text(p) for p in patterns)
+            labels.append(f"when line {self.src.node_span(item).line}: `{value}` matches `{shorten(pattern, 60)}`")
+        if not any(label.endswith("matches `*`") for label in labels):  # else some pattern always matches
+            outcomes.append(state.copy())
+            labels.append(f"when line {self.src.node_span(n).line}: `{value}` matches no pattern of the case")
+        self._merge(state, outcomes, "set in a branch of a case", labels)
 
     def _loop(self, n: ts.Node, state: State) -> None:
         var = n.child_by_field_name("variable")
@@ -212,7 +228,9 @@ class Evaluator:
                 self.expander.expand_all([c], body_state)
         self._merge(state, [body_state, state.copy()], "changes inside a loop")
 
-    def _merge(self, state: State, outcomes: list[State], reason: str) -> None:
+    def _merge(self, state: State, outcomes: list[State], reason: str, labels: list[str] | None = None) -> None:
+        """Variables the outcomes disagree on become unknown; after an if/case (`labels`: each
+        outcome's branch) they keep each branch's value as a variant."""
         names = set()
         for o in outcomes:
             names |= set(o.vars)
@@ -233,6 +251,7 @@ class Evaluator:
                 [unknown_word(span, f"${name} is {reason}")],
                 exported=any(v.exported for v in vals if v is not None),
                 assigned_at=span,
+                variants=_variants(vals, labels) if labels else None,
             )
         for o in outcomes:
             for fname, body in o.functions.items():
@@ -285,6 +304,8 @@ class Evaluator:
         )
         array = any(c.type == "word" and re.fullmatch(r"-[a-zA-Z]*[aA][a-zA-Z]*", self.src.node_text(c)) for c in n.children)
         for c in n.named_children:
+            if c.type not in ("variable_assignment", "variable_name", "word", "comment"):  # `export $(cat .env)`
+                self.result.hidden_assignments.append(self.src.node_span(c))
             if c.type == "variable_assignment":
                 self._assign(c, state, exported=exported)
             elif c.type == "variable_name" and array and self.src.node_text(c) not in state.vars:
@@ -305,6 +326,56 @@ class Evaluator:
 
     # -- commands -----------------------------------------------------------
     def _command(self, n: ts.Node, state: State) -> None:
+        self.expander.reads = set()
+        prefix, words, name_node = self._expand_command(n, state)
+        if name_node is None:
+            # Only assignments: in bash they persist in the shell.
+            for c in n.named_children:
+                if c.type == "variable_assignment":
+                    self._assign(c, state)
+            return
+        if words and words[0].text and _OVERRIDE_LIKE.match(words[0].text):
+            self.result.diagnostics.append(
+                BROKEN_LINE_CONTINUATION.finding(f"`{shorten(words[0].text)}` runs as a command of its own (bash: command not found): the launch "
+                    "above ended early, so this line and the ones continuing it never reach it", words[0].span, help="remove the comment or blank line inside the command, and end every line of it with `\\` "
+                    "(nothing after the backslash, not even a space)", key=words[0].text.split("=", 1)[0].lstrip("+~"))
+            )
+        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note)
+        script = self._script_argument(words) if words else None  # `"${EMPTY[@]}"` names no command
+        if script is not None:  # `bash -c "..."`, `eval "$CMD"`: its commands are read instead
+            cmd.nested = True
+            self._nested(*script, state if words[0].text == "eval" else state.copy())
+        elif words and words[0].text == "eval":
+            self.result.hidden_assignments.append(cmd.span)
+        variants = [] if cmd.nested else self._variants(self.expander.reads, state)
+        for label, branch in variants:  # once per combination of the branch values it reads
+            prefix, words, _ = self._expand_command(n, branch)
+            self.result.commands.append(Command(n, cmd.span, prefix, words, branch, self._note, variant=label))
+        if not variants:
+            self.result.commands.append(cmd)
+        self._builtin(cmd, state)
+
+    def _variants(self, reads: set[str], state: State) -> list[tuple[tuple[str, ...], State]]:
+        """A copy of `state` per combination of the branch values of the variables read (and of
+        those exported), with the branches it holds under; none when there are more than
+        MAX_VARIANTS combinations (the variables then stay unknown)."""
+        names = sorted(x for x, v in state.vars.items() if v.variants and (x in reads or v.exported))
+        choices = [state.vars[x].variants or [] for x in names]
+        if not names or math.prod(map(len, choices)) > MAX_VARIANTS:
+            return []
+        out = []
+        for combo in itertools.product(*choices):
+            branch = state.copy()
+            for name, (_, var) in zip(names, combo):
+                if var is None:
+                    branch.vars.pop(name, None)
+                else:
+                    branch.vars[name] = var
+            out.append((tuple(label for label, _ in combo), branch))
+        return out
+
+    def _expand_command(self, n: ts.Node, state: State) -> tuple[dict[str, EnvVar], list[Word], ts.Node | None]:
+        """The env prefixes, words and name node of a simple command, expanded over `state`."""
         prefix: dict[str, EnvVar] = {}
         words: list[Word] = []
         name_node = None
@@ -332,25 +403,7 @@ class Evaluator:
                     fields = self.expander.glue(prev, fields, c, state, span)
                 words.extend(field_word(f, span) for f in fields)
                 glue_end = c.end_byte
-        if name_node is None:
-            # Only assignments: in bash they persist in the shell.
-            for c in n.named_children:
-                if c.type == "variable_assignment":
-                    self._assign(c, state)
-            return
-        if words and words[0].text and _OVERRIDE_LIKE.match(words[0].text):
-            self.result.diagnostics.append(
-                BROKEN_LINE_CONTINUATION.finding(f"`{shorten(words[0].text)}` runs as a command of its own (bash: command not found): the launch "
-                    "above ended early, so this line and the ones continuing it never reach it", words[0].span, help="remove the comment or blank line inside the command, and end every line of it with `\\` "
-                    "(nothing after the backslash, not even a space)", key=words[0].text.split("=", 1)[0].lstrip("+~"))
-            )
-        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note)
-        script = self._script_argument(words) if words else None  # `"${EMPTY[@]}"` names no command
-        if script is not None:  # `bash -c "..."`, `eval "$CMD"`: its commands are read instead
-            cmd.nested = True
-            self._nested(*script, state if words[0].text == "eval" else state.copy())
-        self.result.commands.append(cmd)
-        self._builtin(cmd, state)
+        return prefix, words, name_node
 
     def _script_argument(self, words: list[Word]) -> tuple[int, int] | None:
         """The byte range of a script given as a string to `eval` or `bash -c` (after any
@@ -384,13 +437,15 @@ class Evaluator:
         sub._block(sub.src.tree.root_node.children, state)
         self.result.commands.extend(sub.result.commands)
         self.result.diagnostics.extend(sub.result.diagnostics)
+        self.result.hidden_assignments.extend(sub.result.hidden_assignments)
 
     def _builtin(self, cmd: Command, state: State) -> None:
         if not cmd.words or cmd.words[0].text is None:
             return
         name, args = cmd.words[0].text, cmd.words[1:]
         if name in ("source", ".") and args:
-            self._source(args[0], state)
+            if not self._source(args[0], state):
+                self.result.hidden_assignments.append(cmd.span)
         elif name == "cd" and args:
             target = args[0]
             if target.text is None or target.text == "-":
@@ -419,24 +474,27 @@ class Evaluator:
         self._stmt(body, state)
         state.positional = saved
 
-    def _source(self, arg: Word, state: State) -> None:
+    def _source(self, arg: Word, state: State) -> bool:
+        """Evaluate a sourced file in this state; False when it was not read."""
         if arg.text is None or self.depth >= MAX_SOURCE_DEPTH:
-            return
+            return False
         path = next((p for p in map(Path, places(arg, state.cwd, state.cwd_base, state.run_from)) if p.is_file()), None)
         if path is None:
-            return
+            return False
         path = path.resolve()
         if not any(path == r or r in path.parents for r in self.allowed_roots):
-            return  # never read files outside the scanned tree
+            return False  # never read files outside the scanned tree
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
-            return
+            return False
         sub = Evaluator(Source(str(path), text), self.allowed_roots, self.depth + 1)
         sub._block(sub.src.tree.root_node.children, state)
         self.result.commands.extend(sub.result.commands)
         self.result.diagnostics.extend(sub.result.diagnostics)
+        self.result.hidden_assignments.extend(sub.result.hidden_assignments)
         self.result.sourced.append(str(path))
+        return True
 
 
 def evaluate(
@@ -452,3 +510,16 @@ def evaluate(
         state = State(positional=positional, cwd=run_from[0], cwd_base=run_from[0], run_from=run_from)
     result, _ = Evaluator(src, [r.resolve() for r in roots]).run(state)
     return result
+
+
+def _variants(vals: list[Var | None], labels: list[str]) -> list[tuple[str, Var | None]]:
+    """Each outcome's value under its branch (nested variants flattened); branches that leave
+    the same value are one variant, their labels joined by "or"."""
+    flat: list[tuple[str, Var | None]] = []
+    for var, label in zip(vals, labels):
+        flat += [(f"{label}, {sub}", v) for sub, v in var.variants] if var is not None and var.variants else [(label, var)]
+    merged: dict[tuple | None, tuple[str, Var | None]] = {}
+    for label, var in flat:
+        key = None if var is None else (var.is_array, tuple(w.text for w in var.words))
+        merged[key] = (f"{merged[key][0]} or {label}", merged[key][1]) if key in merged else (label, var)
+    return list(merged.values())

@@ -72,6 +72,40 @@ def first_assignments(src: Source) -> dict[str, int]:
     return first
 
 
+# Builtins whose name-shaped arguments they assign (`read -r A B`, `getopts ab OPT`, `printf -v V`).
+_ASSIGNING_BUILTINS = {"read", "getopts", "mapfile", "readarray", "printf", "let"}
+_GUARDING_OPS = {":=", "=", ":-", "-", ":+", "+", ":?", "?"}
+_ARITH_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "++", "--"}
+
+
+def assigned_names(src: Source) -> set[str]:
+    """Every name the script assigns anywhere, in any way bash has (assignments and
+    declarations, see first_assignments; `for X in`; the builtins that assign their arguments;
+    `(( X = ... ))`, `(( X++ ))`), or shows it expects unset (`${X:-d}`, `${X:+a}`, `${X:?}`,
+    `[ -z "$X" ]`, `[ -v X ]`). Over-reading an argument only silences VL011."""
+    names = set(first_assignments(src))
+    stack = [src.tree.root_node]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type == "command":
+            name = n.child_by_field_name("name")
+            if name is not None and src.node_text(name) in _ASSIGNING_BUILTINS:
+                for a in n.children_by_field_name("argument"):
+                    names.update(re.findall(r"^[A-Za-z_][A-Za-z0-9_]*", src.node_text(a)))
+        elif n.type == "variable_name" and n.parent is not None:
+            after = n.next_sibling
+            before = n.prev_sibling
+            op = {after.type if after is not None else "", before.type if before is not None else ""}
+            if n.parent.type in ("binary_expression", "postfix_expression", "unary_expression") and op & _ARITH_ASSIGN:
+                names.add(src.node_text(n))
+            elif n.parent.type == "expansion" and op & _GUARDING_OPS:
+                names.add(src.node_text(n))
+        elif n.type == "unary_expression" and n.children and src.node_text(n.children[0]) in ("-z", "-n", "-v"):
+            names.update(re.findall(r"^\$?\{?([A-Za-z_][A-Za-z0-9_]*)", src.node_text(n.children[-1]).strip('"')))
+    return names
+
+
 class Expander:
     """Expands the word nodes of one source into fields (lists of segments); reports a variable
     used before the script assigns it into `diagnostics`."""
@@ -80,7 +114,9 @@ class Expander:
         self.src = src
         self.diagnostics = diagnostics
         self.first_assigned = first_assignments(src)
+        self.assigned = assigned_names(src)
         self._reported_unset: set[tuple[str, int]] = set()
+        self.reads: set[str] = set()  # the variables expanded since the caller last cleared it
 
     # -- words --------------------------------------------------------------
     def field_words(self, node: ts.Node, state: State) -> list[Word]:
@@ -251,6 +287,7 @@ class Expander:
         if name_node is None or any(c.type == "ERROR" for c in node.children):
             return [[Seg(None, span, Unknown(f"`{shorten(text)}` is not understood statically"))]]
         name = self.src.node_text(name_node)
+        self.reads.add(name)
         if index is None and name.isdigit() and name != "0" and state.positional is None and op in (":-", "-") and operand is not None:
             return self.expand(operand, state, quoted=True)  # `${1:-ppo_trainer}`: analysed with its default
         if name in ("@", "*") or (index is None and name.isdigit()):
@@ -361,7 +398,11 @@ class Expander:
                     "environment sets it", span, help=f"assign {name} before this line", key=name)
             )
             return Seg(None, span, Unknown(f"${name} is used before it is assigned"))
-        return Seg(None, span, Unknown(f"${name} is not set in the script (comes from the environment)"))
+        return Seg(None, span, self._from_environment(name, span))
+
+    def _from_environment(self, name: str, span: Span) -> Unknown:
+        unassigned = (name, span) if name not in self.assigned else None
+        return Unknown(f"${name} is not set in the script (comes from the environment)", unassigned)
 
     def glue(self, prev: Word, fields: list[list[Seg]], node: ts.Node, state: State, span: Span) -> list[list[Seg]]:
         """Join a word split by the grammar back onto the previous word (`$` + NAME + rest)."""
@@ -370,12 +411,13 @@ class Expander:
         if self.src.data[node.start_byte - 1 : node.start_byte] == b"$" and first and first[0].text:
             m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", first[0].text)
             if m:
+                self.reads.add(m.group(0))
                 var = state.vars.get(m.group(0))
                 value = var.words[0] if var and var.words and not var.is_array else None
                 seg = (
                     Seg(value.text, span, value.unknown)
                     if value is not None
-                    else Seg(None, span, Unknown(f"${m.group(0)} is not set in the script (comes from the environment)"))
+                    else Seg(None, span, self._from_environment(m.group(0), self.src.span(node.start_byte - 1, node.start_byte + m.end())))
                 )
                 if prev.text is not None:
                     head = [Seg(prev.text[:-1] if prev.text.endswith("$") else prev.text, span), seg]
@@ -444,6 +486,7 @@ class Expander:
         return Unknown(f"`{shorten(self.src.node_text(n))}` in arithmetic is not evaluated")
 
     def _arith_var(self, name: str, node: ts.Node, state: State) -> int | Unknown:
+        self.reads.add(name)
         var = state.vars.get(name)
         if var is None:
             seg = self._unset(name, node, self.src.node_span(node))

@@ -31,6 +31,10 @@ class Var:
     is_array: bool = False
     exported: bool = False
     assigned_at: Span | None = None
+    # Branches of an if/case that left different values: (under which branch, its value; None
+    # when unset there). `words` is then the unknown everything else sees; a command that reads
+    # the variable is expanded once per combination (Evaluator._variants).
+    variants: list[tuple[str, "Var | None"]] | None = None
 
 
 @dataclass
@@ -66,6 +70,7 @@ class Command:
     state: State
     note: str | None = None  # under which condition it runs, when not under the script's own values
     nested: bool = False  # its string argument was read as a script (`bash -c`, `eval`)
+    variant: tuple[str, ...] | None = None  # expanded with these branch values, one per variable ("when line 4: `[ ... ]`")
 
 
 @dataclass
@@ -74,6 +79,9 @@ class ScriptResult:
     commands: list[Command] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sourced: list[str] = field(default_factory=list)
+    # Where the script may assign variables the evaluator does not see (a `source` of a file it
+    # does not read, `eval` of a string it does not read, `export $(...)`): VL011 stays silent.
+    hidden_assignments: list[Span] = field(default_factory=list)
 
 
 def unknown_word(span: Span, reason: str, from_caller: bool = False) -> Word:
