@@ -14,7 +14,7 @@ from . import __version__, cache, doctor
 from .knowledge import MissingTable
 from .launch.locate import LocateError, release_tree
 from .settings import ENGINE_FLAGS, FAIL_ON, registered_rules
-from .terminal import usage_error
+from .terminal import show_progress, usage_error
 
 EXIT_CLEAN, EXIT_USAGE = 0, 2
 FORMATS = ["text", "json", "sarif", "github", "junit"]
@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if getattr(args, "cache_dir", None):  # read by cache.cache_dir(), here and in worker processes
         os.environ["VERL_LINT_CACHE_DIR"] = os.path.abspath(args.cache_dir)
+    show_progress(not getattr(args, "quiet", False))  # downloads, indexing, files done (on stderr)
     try:
         problem = _release_problem(args) if args.command in ("check", "upgrade", "run") else None
         if problem:

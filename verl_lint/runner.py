@@ -25,6 +25,7 @@ from .model import COMMAND_LINE, Diagnostic, Span, command_text
 from .registry import Rule
 from .rules.script import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .settings import Settings
+from .terminal import Progress, show_progress
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -347,6 +348,7 @@ _WORKER: tuple[Options, Composer] | None = None
 def _init_worker(options: Options, use_cache: bool) -> None:
     global _WORKER
     _WORKER = (options, Composer(cache=use_cache))
+    show_progress(False)  # the parent shows files done; workers indexing at once would garble it
 
 
 def lint_file(path: Path, options: Options, composer: Composer, per_file_ignores=None) -> FileReport:
@@ -412,16 +414,21 @@ def lint_paths(
         composer = Composer(cache=use_cache)
         reports.append(lint_text(COMMAND_LINE, command_text(command_argv), options, composer))
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    shown = Progress("linting", len(files), keep=False)  # on a terminal only: no note elsewhere
     if len(files) >= POOL_MIN_FILES and jobs > 1 and timings is None:
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool:
-            reports.extend(pool.map(_pool_task, [(f, per_file_ignores) for f in files], chunksize=4))
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool, shown:
+            for report in pool.map(_pool_task, [(f, per_file_ignores) for f in files], chunksize=4):
+                reports.append(report)
+                shown.update(shown.done + 1)
     else:
         composer = Composer(cache=use_cache)
-        for f in files:
-            start = time.perf_counter()
-            reports.append(lint_file(f, options, composer, per_file_ignores))
-            if timings is not None:
-                timings[str(f)] = time.perf_counter() - start
+        with shown:
+            for f in files:
+                start = time.perf_counter()
+                reports.append(lint_file(f, options, composer, per_file_ignores))
+                shown.update(shown.done + 1)
+                if timings is not None:
+                    timings[str(f)] = time.perf_counter() - start
     _once_per_run(reports)
     return reports
 

@@ -35,11 +35,13 @@ import ast
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache import memo
 from ..launch.locate import HydraApp, wheel_record
+from ..terminal import Progress
 
 _FORMAT = "reader-2"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -248,14 +250,16 @@ def _yaml_reads(text: str, names: set[str]) -> None:
                 names.update(arg.split("."))
 
 
-def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
-    """Read the tree now (no cache)."""
+def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
+    """Read the tree now (no cache), calling `progress(n, total)` as the n-th of its files is read."""
     names: set[str] = set()
     patterns: set[str] = set()
     whole: set[str] = set()
     used: set[str] = set()
     files = _files(_roots(tree_root, extra))
-    for f in files:
+    for done, f in enumerate(files, 1):
+        if progress:
+            progress(done, len(files))
         try:
             text = f.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -283,8 +287,15 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
         own = len(roots) == len(_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
         stamp = (wheel_record(root) if own else None) or _digest(root, _files(roots))
         ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
-        hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: build(root, extra), ReaderIndex)
+        hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: _build_shown(root, extra), ReaderIndex)
     return hit
+
+
+def _build_shown(root: Path, extra: tuple[Path, ...]) -> ReaderIndex:
+    """build(), saying so: a cache miss on a big tree takes a second or more."""
+    what = f"indexing verl tree at {root}"
+    with Progress(what, note=f"{what} (first run for this tree)") as shown:
+        return build(root, extra, shown.update)
 
 
 _LOADED: dict[tuple[Path, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
