@@ -199,9 +199,9 @@ def test_index_failures_are_one_line_and_leave_nothing(index, verl_wheel, tmp_pa
     (tmp_path / "run.sh").write_text(SCRIPT)
     proc = _cli("check", "run.sh", "--verl", version, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
-    started = [f"verl-lint: downloading verl 0.9.1 (0.0 MB) from {index.url.removesuffix('/simple')}/files/{files[0][0]}"]
-    only_tampered = started if files and files[0][2] else []  # the one wheel that is downloaded
-    assert proc.stderr.splitlines() == only_tampered + [f"verl-lint: error: {message}{HINT}"]
+    tampered = files and files[0][2]  # the one wheel that is downloaded (before its hash is checked)
+    started = [f"verl-lint: downloading verl 0.9.1 (0.0 MB) from {index.url.removesuffix('/simple')}/files/{files[0][0]}"] if tampered else []
+    assert proc.stderr.splitlines() == started + [f"verl-lint: error: {message}{HINT}"]
     releases = Path(os.environ["VERL_LINT_CACHE_DIR"]) / "releases"
     assert sorted(p.name for p in releases.iterdir()) == ["CACHEDIR.TAG"]
 

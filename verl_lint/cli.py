@@ -123,7 +123,7 @@ def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-fixes", action="store_true", help="list the fixes: those --fix applied, else those it would apply")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (input and usage errors still exit 2)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print the findings only: no summary, no notes")
+    g.add_argument("-q", "--quiet", action="store_true", help="print the findings only: no summary, no notes, no progress")
     g.add_argument("-v", "--verbose", action="store_true", help="also say which settings files, verl trees and engine versions were used, and time each file (on stderr)")
 
 

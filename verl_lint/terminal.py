@@ -4,6 +4,9 @@ A hostile script (or its file name, or a key or value in it) may carry ESC seque
 recolour, move the cursor, rewrite the title or hide lines, BEL, backspace or carriage return
 that overwrite what was printed, C1 controls (8-bit CSI), or bidi overrides that display
 code in another order than it runs. Every one of them is printed as a visible escape instead.
+
+Also what else goes to the terminal: the colour choice, usage errors, and `Progress`, the one
+progress reporter (downloads, a cold reader index, many files), on stderr.
 """
 
 from __future__ import annotations
