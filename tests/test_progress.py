@@ -14,6 +14,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import EXAMPLES
 from test_download import SCRIPT, _cli, downloading, index, verl_wheel  # noqa: F401 - fixtures used by name
 from verl_lint import download
 from verl_lint.terminal import show_progress
@@ -94,19 +96,21 @@ def test_download_index_and_files_on_a_terminal(index, verl_wheel, tmp_path, kno
 
 def test_notes_when_stderr_is_not_a_terminal(index, verl_wheel, tmp_path):
     """Not a terminal: one note when the download starts (its size from the index page when the
-    server sends no Content-Length) and one when the index is built; no "\\r"; a warm run says
-    nothing; the SARIF report on stdout is untouched."""
+    server sends no Content-Length) and one when the index is built, though two entry points
+    with their own config dirs use it; no "\\r"; a warm run says nothing; the SARIF report on
+    stdout is untouched."""
     index.projects["verl"] = [(WHEEL, verl_wheel, None)]
     index.lengths, index.sizes = False, True
     (tmp_path / "run.sh").write_text(SCRIPT)
-    first = _cli("check", "run.sh", "--verl", "0.9.1", "--format", "sarif", cwd=tmp_path)
+    shutil.copy(EXAMPLES / "good" / "fully_async_qwen2_7b.sh", tmp_path)  # verl/experimental/fully_async_policy/config
+    first = _cli("check", ".", "--verl", "0.9.1", "--format", "sarif", cwd=tmp_path)
     release = (tmp_path / "cache" / "releases" / "verl-0.9.1").resolve()
     assert first.returncode == 1 and json.loads(first.stdout)["runs"][0]["results"]
     assert first.stderr.splitlines() == [
         downloading(index, verl_wheel),
         f"verl-lint: indexing verl tree at {release} (first run for this tree)",
     ]
-    again = _cli("check", "run.sh", "--verl", "0.9.1", "--format", "sarif", cwd=tmp_path)
+    again = _cli("check", ".", "--verl", "0.9.1", "--format", "sarif", cwd=tmp_path)
     assert (again.returncode, again.stdout, again.stderr) == (1, first.stdout, "")
 
 

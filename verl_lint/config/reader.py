@@ -282,9 +282,12 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     extra = tuple(Path(p).resolve() for p in extra)
     hit = _LOADED.get((root, extra))
     if hit is None:
-        # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
         roots = _roots(root, extra)
         own = len(roots) == len(_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
+        if own and extra:  # config dirs inside verl/, read anyway: the tree's own index, not a second build
+            hit = _LOADED[(root, extra)] = reader_index(root)
+            return hit
+        # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
         stamp = (wheel_record(root) if own else None) or _digest(root, _files(roots))
         ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
         hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: _build_shown(root, extra), ReaderIndex)
