@@ -32,11 +32,11 @@ from verl_lint.terminal import show_progress
 WHEEL = "verl-0.9.1-py3-none-any.whl"
 
 
-def on_terminal(*args: str, cwd: Path) -> tuple[int, str, str]:
-    """Run the CLI with stderr on a pseudo-terminal 200 columns wide and stdout on a pipe:
+def on_terminal(*args: str, cwd: Path, columns: int = 200) -> tuple[int, str, str]:
+    """Run the CLI with stderr on a pseudo-terminal `columns` wide and stdout on a pipe:
     (exit code, stdout, what the terminal received; "\\n" kept as is)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     attrs = termios.tcgetattr(slave)
     attrs[1] &= ~termios.OPOST  # no "\n" -> "\r\n": the "\r"s seen are the ones verl-lint wrote
     termios.tcsetattr(slave, termios.TCSANOW, attrs)
@@ -134,6 +134,17 @@ def test_quiet_shows_nothing_on_a_terminal(verl_trees, tmp_path, monkeypatch):
     code, out, err = on_terminal("check", "run.sh", "--verl-root", str(verl_trees["0.9.1"].root), "-q", cwd=tmp_path)
     assert (code, err) == (1, "") and "VL101" in out
     assert list((tmp_path / "cache" / "reader").glob("*.pickle"))  # it was built, silently
+
+
+def test_a_narrow_terminal_keeps_the_numbers(verl_trees, tmp_path, monkeypatch):
+    """A line wider than the terminal would wrap, and "\\r" could not rewrite it: it is cut on
+    the left, keeping the counts."""
+    (tmp_path / "run.sh").write_text(SCRIPT)
+    monkeypatch.setenv("VERL_LINT_CACHE_DIR", str(tmp_path / "cache"))
+    code, _out, err = on_terminal("check", "run.sh", "--verl-root", str(verl_trees["0.9.1"].root), cwd=tmp_path, columns=40)
+    indexing = frames(err.split("\n")[0])
+    assert code == 1 and all(len(f) <= 39 for f in frames(err.replace("\n", ""))), err
+    assert re.fullmatch(r"\.\.\..*: (\d+)/\1 files", indexing[-1]), indexing
 
 
 def test_jobs_show_files_done_on_a_terminal_only(tmp_path):
