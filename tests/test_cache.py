@@ -290,7 +290,8 @@ def test_wrong_type_and_corrupt_entries_are_ignored_and_rewritten(cache_root, tm
     script.write_text(SCRIPT)
     args = ("check", str(script), "--verl-root", str(verl_trees["0.9.1"].root))
     first = _cli(*args)
-    assert first.returncode == 1 and first.stderr == ""
+    indexing = f"verl-lint: indexing verl tree at {verl_trees['0.9.1'].root.resolve()} (first run for this tree)\n"
+    assert first.returncode == 1 and first.stderr == indexing  # the cache is empty
     entries = sorted(cache_root.glob("*/*.pickle"))
     assert {e.parent.name for e in entries} >= {"bases", "tables", "specifiers"}
     wrong = pickle.dumps([1, 2, 3])
@@ -311,7 +312,10 @@ def test_a_cache_directory_that_is_a_file(tmp_path, verl_trees):
     script.write_text(SCRIPT)
     proc = _cli("check", str(script), "--verl-root", str(verl_trees["0.9.1"].root), VERL_LINT_CACHE_DIR=str(not_a_dir))
     assert proc.returncode == 1 and "VL101" in proc.stdout
-    assert proc.stderr.splitlines() == [f"verl-lint: warning: cannot write the cache ({not_a_dir} is not a directory); running without it"]
+    assert proc.stderr.splitlines() == [
+        f"verl-lint: warning: cannot write the cache ({not_a_dir} is not a directory); running without it",
+        f"verl-lint: indexing verl tree at {verl_trees['0.9.1'].root.resolve()} (first run for this tree)",  # no cache: built again
+    ]
     proc = _cli("check", str(script), "--verl", "0.9.1", VERL_LINT_CACHE_DIR=str(not_a_dir))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [

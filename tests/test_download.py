@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -51,12 +52,16 @@ def verl_wheel(verl_trees) -> bytes:
 
 class Index:
     """A PEP 691 index on localhost: `projects[name]` is a list of (filename, bytes, sha256 to
-    advertise or None for the real one); `barrier` holds file downloads until that many are in flight."""
+    advertise or None for the real one); `barrier` holds file downloads until that many are in
+    flight. `sizes`: the pages give each file's size (PEP 700); `lengths`: the files are sent with
+    a Content-Length (else the closed connection ends them); `pace`: seconds between the 10
+    pieces a file is sent in."""
 
     def __init__(self):
         self.projects: dict[str, list[tuple[str, bytes, str | None]]] = {}
         self.barrier: threading.Barrier | None = None
         self.requests: list[str] = []
+        self.sizes, self.lengths, self.pace = False, True, 0.0
         index = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -69,6 +74,7 @@ class Index:
                 if parts[0] == "simple" and len(parts) == 2 and parts[1] in index.projects:
                     files = [
                         {"filename": n, "url": f"/files/{n}", "hashes": {"sha256": h or hashlib.sha256(b).hexdigest()}}
+                        | ({"size": len(b)} if index.sizes else {})
                         for n, b, h in index.projects[parts[1]]
                     ]
                     return self._send(json.dumps({"meta": {"api-version": "1.1"}, "name": parts[1], "files": files}).encode(),
@@ -78,15 +84,21 @@ class Index:
                         if n == parts[1]:
                             if index.barrier is not None:
                                 index.barrier.wait()
-                            return self._send(b, "application/octet-stream")
+                            return self._send(b, "application/octet-stream", index.lengths, index.pace)
                 self.send_error(404)
 
-            def _send(self, body: bytes, ctype: str):
+            def _send(self, body: bytes, ctype: str, length: bool = True, pace: float = 0.0):
                 self.send_response(200)
                 self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
+                if length:
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                step = -(-len(body) // 10) if pace else len(body) or 1
+                for start in range(0, len(body), step):
+                    if start:
+                        time.sleep(pace)
+                    self.wfile.write(body[start : start + step])
+                    self.wfile.flush()
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/simple"
@@ -106,6 +118,11 @@ def index(monkeypatch, tmp_path):
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def downloading(index: Index, wheel: bytes, name: str = "verl-0.9.1-py3-none-any.whl") -> str:
+    """The note a download from `index` starts with when stderr is not a terminal."""
+    return f"verl-lint: downloading verl 0.9.1 ({len(wheel) / 1e6:.1f} MB) from {index.url.removesuffix('/simple')}/files/{name}"
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -128,9 +145,11 @@ def test_release_from_the_index_runs_nothing_from_the_current_directory(index, v
     got = _cli("check", "run.sh", "--verl", "0.9.1", cwd=repo)
     want = _cli("check", "run.sh", "--verl-root", str(verl_trees["0.9.1"].root), cwd=repo)
     assert not ran.exists()
-    assert (got.returncode, got.stdout, got.stderr) == (1, want.stdout, "")
-    assert "VL101" in got.stdout
     releases = Path(os.environ["VERL_LINT_CACHE_DIR"]) / "releases"
+    assert (got.returncode, got.stdout, got.stderr.splitlines()) == (1, want.stdout, [
+        downloading(index, verl_wheel), f"verl-lint: indexing verl tree at {(releases / 'verl-0.9.1').resolve()} (first run for this tree)",
+    ])  # fmt: skip
+    assert "VL101" in got.stdout
     assert cache.is_marked(releases / "verl-0.9.1") and (releases / "verl-0.9.1" / "verl" / "trainer").is_dir()
     assert _leftovers(releases) == [] and not list(releases.rglob("*.whl"))
     assert index.requests == ["/simple/verl/", "/files/verl-0.9.1-py3-none-any.whl"]
@@ -149,7 +168,8 @@ def test_two_first_runs_at_once_both_succeed_with_one_release(index, verl_wheel,
     procs = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
     assert index.requests.count("/files/verl-0.9.1-py3-none-any.whl") == 2  # both really downloaded
-    assert outs[0] == outs[1] and outs[0][1:] == ("", 1), outs
+    assert outs[0][::2] == outs[1][::2] and outs[0][2] == 1, outs
+    assert all(err.startswith(downloading(index, verl_wheel) + "\n") for _out, err, _rc in outs)
     releases = Path(os.environ["VERL_LINT_CACHE_DIR"]) / "releases"
     assert sorted(p.name for p in releases.iterdir()) == ["CACHEDIR.TAG", "verl-0.9.1"]
     unpacked = sorted(p.relative_to(releases / "verl-0.9.1").as_posix() for p in (releases / "verl-0.9.1").rglob("*") if p.is_file())
@@ -179,7 +199,9 @@ def test_index_failures_are_one_line_and_leave_nothing(index, verl_wheel, tmp_pa
     (tmp_path / "run.sh").write_text(SCRIPT)
     proc = _cli("check", "run.sh", "--verl", version, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.splitlines() == [f"verl-lint: error: {message}{HINT}"]
+    tampered = files and files[0][2]  # the one wheel that is downloaded (before its hash is checked)
+    started = [f"verl-lint: downloading verl 0.9.1 (0.0 MB) from {index.url.removesuffix('/simple')}/files/{files[0][0]}"] if tampered else []
+    assert proc.stderr.splitlines() == started + [f"verl-lint: error: {message}{HINT}"]
     releases = Path(os.environ["VERL_LINT_CACHE_DIR"]) / "releases"
     assert sorted(p.name for p in releases.iterdir()) == ["CACHEDIR.TAG"]
 
@@ -305,6 +327,7 @@ def test_pypi_two_first_runs_at_once(tmp_path):
     outs = [p.communicate(timeout=600) + (p.returncode,) for p in procs]
     if all("cannot reach" in err for _out, err, _rc in outs):  # pragma: no cover - no network here
         pytest.skip(outs[0][1])
-    assert outs[0] == outs[1] == outs[2] and outs[0][1:] == ("", 1), outs
+    assert outs[0][::2] == outs[1][::2] == outs[2][::2] and outs[0][2] == 1, outs
+    assert all(err.startswith("verl-lint: downloading verl 0.7.1 (") for _out, err, _rc in outs), outs
     releases = tmp_path / "cache" / "releases"
     assert sorted(p.name for p in releases.iterdir()) == ["CACHEDIR.TAG", "verl-0.7.1"]

@@ -14,7 +14,7 @@ from . import __version__, cache, doctor
 from .launch.locate import LocateError, release_tree
 from .environment import MissingTable
 from .settings import ENGINE_FLAGS, FAIL_ON, registered_rules
-from .terminal import usage_error
+from .terminal import show_progress, usage_error
 
 EXIT_CLEAN, EXIT_USAGE = 0, 2
 FORMATS = ["text", "json", "sarif", "github", "junit"]
@@ -160,7 +160,7 @@ def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show-fixes", action="store_true", help="list the fixes: those --fix applied, else those it would apply")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (input and usage errors still exit 2)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print the findings only: no summary, no notes")
+    g.add_argument("-q", "--quiet", action="store_true", help="print the findings only: no summary, no notes, no progress")
     g.add_argument("-v", "--verbose", action="store_true", help="also say which settings files, verl trees and engine versions were used, and time each file (on stderr)")
 
 
@@ -192,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser(command if command in COMMANDS else None).parse_args(argv)
     if getattr(args, "cache_dir", None):  # read by cache.cache_dir(), here and in worker processes
         os.environ["VERL_LINT_CACHE_DIR"] = os.path.abspath(args.cache_dir)
+    show_progress(not getattr(args, "quiet", False))  # downloads, indexing, files done (on stderr)
     try:
         problem = _release_problem(args) if args.command in ("check", "upgrade", "run") else None
         if problem:

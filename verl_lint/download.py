@@ -19,6 +19,7 @@ from urllib.parse import urljoin
 from packaging.version import InvalidVersion, Version
 
 from .files import WriteError, replacing
+from .terminal import Progress
 
 INDEX_ENV = "VERL_LINT_INDEX_URL"
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -117,6 +118,15 @@ def _pick(dist: str, version: str, files: list[dict]) -> dict:
     return best[0]
 
 
+def _size(value: object) -> int | None:
+    """A byte count from a Content-Length header or the index's `size` (PEP 700), if it is one."""
+    try:
+        n = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+    return n if n > 0 else None
+
+
 def wheel(dist: str, version: str, into: Path) -> Path:
     """The wheel of `dist==version` (no dependencies) in the directory `into`: the one already
     there, else downloaded, its sha256 checked against the index. Raises DownloadError."""
@@ -141,9 +151,13 @@ def wheel(dist: str, version: str, into: Path) -> Path:
     try:
         with replacing(target, durable=False) as out, _get(url) as r:  # re-downloaded if lost: no fsync
             digest = hashlib.sha256()
-            while chunk := r.read(1 << 20):
-                digest.update(chunk)
-                out.write(chunk)
+            total = _size(r.headers.get("Content-Length")) or _size(chosen.get("size"))
+            what = f"downloading {dist} {version}"
+            with Progress(what, total, "bytes", note=f"{what}{f' ({total / 1e6:.1f} MB)' if total else ''} from {url}") as shown:
+                while chunk := r.read(1 << 16):  # 64 KiB: a progress line that moves on slow links
+                    digest.update(chunk)
+                    out.write(chunk)
+                    shown.update(shown.done + len(chunk))
             if digest.hexdigest() != expected.lower():
                 raise DownloadError(f"{name} does not match the sha256 the package index gives ({url}); not used")
         return target

@@ -23,6 +23,7 @@ from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Sp
 from .registry import Rule
 from .rules.script import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .settings import Settings
+from .terminal import Progress, show_progress
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -361,6 +362,7 @@ _COMPOSERS: dict[bool, Composer] = {}
 def _init_worker(options: Options, use_cache: bool) -> None:
     global _WORKER
     _WORKER = (options, use_cache)
+    show_progress(False)  # the parent shows files done; workers indexing at once would garble it
 
 
 def process_composer(use_cache: bool) -> Composer:
@@ -456,21 +458,26 @@ def lint_paths(
     if command_argv:
         reports.append(_pipeline().lint_text(COMMAND_LINE, command_text(command_argv), options, process_composer(use_cache)))
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
-    # What the result cache has is read here; only the rest goes to the pool.
+    # What the result cache has is read here; only the rest is linted (on the pool for many files).
     cached = {f: lint_file(f, options, None, per_file_ignores, True, only_cached=True) for f in files} if use_cache and timings is None else {}
     todo = [f for f in files if cached.get(f) is None]
     done: dict[Path, FileReport] = {}
+    shown = Progress("linting", len(todo), keep=False)  # on a terminal only: no note elsewhere
     if len(todo) >= POOL_MIN_FILES and jobs > 1 and timings is None:
         from concurrent.futures import ProcessPoolExecutor  # ~15 ms: only when files are linted in parallel
 
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool:
-            done.update(zip(todo, pool.map(_pool_task, [(f, per_file_ignores) for f in todo], chunksize=4)))
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool, shown:
+            for f, report in zip(todo, pool.map(_pool_task, [(f, per_file_ignores) for f in todo], chunksize=4)):
+                done[f] = report
+                shown.update(shown.done + 1)
     else:
-        for f in todo:
-            start = time.perf_counter()
-            done[f] = lint_file(f, options, None, per_file_ignores, use_cache)
-            if timings is not None:
-                timings[str(f)] = time.perf_counter() - start
+        with shown:
+            for f in todo:
+                start = time.perf_counter()
+                done[f] = lint_file(f, options, None, per_file_ignores, use_cache)
+                shown.update(shown.done + 1)
+                if timings is not None:
+                    timings[str(f)] = time.perf_counter() - start
     reports.extend(cached.get(f) or done[f] for f in files)
     _once_per_run(reports)
     return reports

@@ -4,12 +4,16 @@ A hostile script (or its file name, or a key or value in it) may carry ESC seque
 recolour, move the cursor, rewrite the title or hide lines, BEL, backspace or carriage return
 that overwrite what was printed, C1 controls (8-bit CSI), or bidi overrides that display
 code in another order than it runs. Every one of them is printed as a visible escape instead.
+
+Also what else goes to the terminal: the colour choice, usage errors, and `Progress`, the one
+progress reporter (downloads, a cold reader index, many files), on stderr.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 import unicodedata
 from typing import TextIO
 
@@ -55,6 +59,88 @@ def use_color(choice: str, stream: TextIO) -> bool:
     if os.environ.get("NO_COLOR"):
         return False
     return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
+
+
+_progress = False  # turned on by the command line (not with -q): library callers (the Hydra callback) stay silent
+_REDRAW = 0.1  # seconds between redraws of a progress line
+_drawn_width = 0  # columns of the progress line on the terminal now (one line, whichever task drew it)
+
+
+def show_progress(on: bool) -> None:
+    """Let `Progress` report (the command line, unless -q) or not (the default; worker processes)."""
+    global _progress
+    _progress = on
+
+
+class Progress:
+    """A long task's progress on stderr, never stdout (reports go there). On a terminal one line
+    `LABEL: done/total UNIT` rewritten with "\\r" at most 10 times a second, ended with a newline
+    (erased instead with `keep=False`, or when the task fails); elsewhere `note` once, at the
+    start, and nothing else. `unit="bytes"` shows MB and the rate. Silent unless `show_progress`."""
+
+    def __init__(self, label: str, total: int | None = None, unit: str = "files", note: str | None = None, keep: bool = True):
+        self.label, self.total, self.unit, self.keep = safe(label), total, unit, keep
+        self.done = 0
+        self._start, self._drawn = time.monotonic(), 0.0
+        try:
+            self._tty = _progress and sys.stderr.isatty()
+        except (AttributeError, ValueError):  # no stderr, or a closed one
+            self._tty = False
+        if _progress and not self._tty and note:
+            self._write(f"verl-lint: {safe(note)}\n")
+
+    def __enter__(self) -> Progress:
+        if self._tty and self.total:  # (an unknown total is shown from the first update on)
+            self._draw()
+        return self
+
+    def update(self, done: int, total: int | None = None) -> None:
+        self.done = done
+        if total is not None:
+            self.total = total
+        if self._tty and time.monotonic() - self._drawn >= _REDRAW:
+            self._draw()
+
+    def __exit__(self, kind, value, tb) -> None:
+        if not self._tty:
+            return
+        global _drawn_width
+        if self.keep and kind is None:
+            self._draw()
+            self._write("\n")
+        elif _drawn_width:
+            self._write("\r" + " " * _drawn_width + "\r")
+        _drawn_width = 0
+
+    def line(self) -> str:
+        """`LABEL: 1.2/3.4 MB, 5.6 MB/s` or `LABEL: 12/40 files`."""
+        if self.unit != "bytes":
+            return f"{self.label}: {self.done}{f'/{self.total}' if self.total is not None else ''} {self.unit}"
+        seconds = time.monotonic() - self._start
+        total = f"/{self.total / 1e6:.1f}" if self.total else ""
+        rate = f", {self.done / 1e6 / seconds:.1f} MB/s" if seconds > 0 and self.done else ""
+        return f"{self.label}: {self.done / 1e6:.1f}{total} MB{rate}"
+
+    def _draw(self) -> None:
+        global _drawn_width
+        text = self.line()
+        try:
+            columns = os.get_terminal_size(sys.stderr.fileno()).columns
+        except (OSError, ValueError):
+            columns = 0
+        if columns > 1 and width(text) >= columns:  # a wrapped line cannot be rewritten with \r: keep the numbers
+            text = "..." + text[-(columns - 4) :]
+        self._write("\r" + text + " " * max(_drawn_width - width(text), 0))  # blank the rest of a longer line
+        _drawn_width = width(text)
+        self._drawn = time.monotonic()
+
+    @staticmethod
+    def _write(text: str) -> None:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # progress is never worth failing the run for
+            pass
 
 
 def usage_error(message: str) -> int:

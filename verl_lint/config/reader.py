@@ -47,6 +47,7 @@ from pathlib import Path
 
 from ..cache import memo
 from ..launch.locate import HydraApp, wheel_record
+from ..terminal import Progress
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
 
@@ -263,8 +264,8 @@ def _yaml_reads(text: str, names: set[str]) -> None:
                 names.update(arg.split("."))
 
 
-def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
-    """Read the tree now (no cache)."""
+def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
+    """Read the tree now (no cache), calling `progress(n, total)` as the n-th of its files is read."""
     names: set[str] = set()
     patterns: set[str] = set()
     whole: set[str] = set()
@@ -273,7 +274,9 @@ def build(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     choices: list[tuple[str, Choice]] = []
     own = tree_root / "verl"
     files = _files(_roots(tree_root, extra))
-    for f in files:
+    for done, f in enumerate(files, 1):
+        if progress:
+            progress(done, len(files))
         try:
             text = f.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -308,13 +311,23 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     extra = tuple(Path(p).resolve() for p in extra)
     hit = _LOADED.get((root, extra))
     if hit is None:
-        # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
         roots = _roots(root, extra)
         own = len(roots) == len(_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
+        if own and extra:  # config dirs inside verl/, read anyway: the tree's own index, not a second build
+            hit = _LOADED[(root, extra)] = reader_index(root)
+            return hit
+        # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
         stamp = tree_stamp(root) if own else _digest(root, _files(roots))
         ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
-        hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: build(root, extra), ReaderIndex)
+        hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: _build_shown(root, extra), ReaderIndex)
     return hit
+
+
+def _build_shown(root: Path, extra: tuple[Path, ...]) -> ReaderIndex:
+    """build(), saying so: a cache miss on a big tree takes a second or more."""
+    what = f"indexing verl tree at {root}"
+    with Progress(what, note=f"{what} (first run for this tree)") as shown:
+        return build(root, extra, shown.update)
 
 
 _LOADED: dict[tuple[Path, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
