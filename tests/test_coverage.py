@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import codes
+from conftest import codes, json_findings
 
 FORMS = """#!/bin/bash
 nproc_per_node=8
@@ -155,7 +155,7 @@ def test_a_config_dir_found_nowhere_is_not_an_error_that_rests_on_a_guess(tmp_pa
     script = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/nowhere/config --config-name=my\n")
     root = str(verl_trees["0.9.1"].root)
     r = cli("check", "--verl-root", root, "--format", "json", str(script))
-    [d] = json.loads(r.stdout)
+    [d] = json_findings(r.stdout)
     assert d["code"] == "VL007" and (d["line"], d["column"]) == (2, 34), d
     tried = f"{tmp_path}, {tmp_path / 'examples'}, {tmp_path / 'examples' / 'a'}"
     assert d["message"] == (
@@ -163,11 +163,11 @@ def test_a_config_dir_found_nowhere_is_not_an_error_that_rests_on_a_guess(tmp_pa
         f"directory (tried {tried}); pass --cwd"
     )
     r = cli("check", "--verl-root", root, "--format", "json", "--cwd", str(tmp_path / "examples"), str(script))
-    [d] = json.loads(r.stdout)
+    [d] = json_findings(r.stdout)
     assert d["code"] == "VL106" and f"{tmp_path}/examples/nowhere/config not found" in d["message"], d
     (tmp_path / "pyproject.toml").write_text('[tool.verl-lint]\ncwd = "examples/a"\n')
     r = cli("check", "--verl-root", root, "--format", "json", str(script))
-    [d] = json.loads(r.stdout)
+    [d] = json_findings(r.stdout)
     assert d["code"] == "VL106" and f"{tmp_path}/examples/a/nowhere/config not found" in d["message"], d
     r = cli("check", "--verl-root", root, "--cwd", str(tmp_path / "missing"), str(script))
     assert r.returncode == 2 and r.stderr == f"verl-lint: error: --cwd {tmp_path / 'missing'}: not a directory\n"
@@ -220,12 +220,35 @@ def test_summary_accounts_for_unanalysed_launches_and_can_fail_on_them(tmp_path,
     from test_cli import cli
 
     s = tmp_path / "acc.sh"
-    s.write_text("python3 $F -m verl.trainer.main_ppo trainer.nnodes=1\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    s.write_text(
+        "python3 $F -m verl.trainer.main_ppo trainer.nnodes=1\n"
+        "python3 $G -m verl.trainer.main_ppo trainer.nnodes=1\n"
+        "python3 -m verl.trainer.main_ppo --config-name=$1 trainer.nnodes=1\n"
+        "python3 -m verl.trainer.main_ppo trainer.nnodes=1\n"
+    )
     root = str(verl_trees["0.9.1"].root)
     r = cli("check", "--verl-root", root, str(s))
-    assert r.returncode == 0 and "launches: 1 analysed, 1 not analysable (VL007 says why)" in r.stdout
+    late = "an argument before it is only known at run time"
+    grouped = f"launches: 1 analysed, 3 not analysable (2 {late}, 1 --config-name is only known at run time)"
+    assert r.returncode == 0 and grouped in r.stdout, r.stdout
+    # The same numbers for machines: the JSON report's last item, SARIF's run properties.
+    *items, summary = json.loads(cli("check", "--verl-root", root, "--format", "json", str(s)).stdout)
+    assert [d["code"] for d in items] == ["VL007"] * 3 and "type" not in items[0]
+    assert summary == {
+        "type": "summary",
+        "files": {"linted": 1, "unreadable": 0, "not_analysed": 0},
+        "launches": {
+            "analysed": 1, "not_analysable": 3,
+            "reasons": {late: 2, "--config-name is only known at run time": 1},
+            "by_file": {str(s): {"analysed": 1, "not_analysable": 3}},
+        },
+    }
+    sarif = json.loads(cli("check", "--verl-root", root, "--format", "sarif", str(s)).stdout)
+    assert sarif["runs"][0]["properties"]["launches"] == summary["launches"]
     r = cli("check", "--verl-root", root, "--fail-on-unanalysed", str(s))
-    assert r.returncode == 1 and "failing (--fail-on-unanalysed)" in r.stderr
+    assert r.returncode == 1 and f"{grouped}; failing (--fail-on-unanalysed)" in r.stderr
     s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
     r = cli("check", "--verl-root", root, "--fail-on-unanalysed", str(s))
     assert r.returncode == 0 and "not analysable" not in r.stdout
+    *items, summary = json.loads(cli("check", "--verl-root", root, "--format", "json", str(s)).stdout)
+    assert items == [] and summary["launches"] == {"analysed": 1, "not_analysable": 0, "reasons": {}, "by_file": {str(s): {"analysed": 1, "not_analysable": 0}}}

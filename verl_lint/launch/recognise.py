@@ -286,7 +286,7 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
         j += 1
         if w.from_caller:
             launch.caller_args = w.span
-        elif (a if a is not None else w.prefix).startswith("-"):
+        if (a if a is not None else w.prefix).startswith("-"):  # `--config-name=$1` too: a flag with the caller's value
             # An unknown value keeps its known prefix: `--config-path=$DIR` is still the flag.
             flag, eq, inline = (a if a is not None else w.prefix).partition("=")
             target = _prefix_flag(flag)
@@ -299,7 +299,7 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
                 j += 1
             if flag in _HYDRA_PRINT_ONLY:
                 launch.prints_only = flag
-        else:
+        elif not w.from_caller:
             launch.overrides.append(w)
     d = launch.config_dir
     if d is not None and d.text and not os.path.isabs(d.text) and cmd.state.cwd:
