@@ -80,7 +80,7 @@ def lint_text(
     roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
     result = shell.evaluate(path, text, roots, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
-    for la in launch_mod.launches(result.commands, path):
+    for la in launch_mod.launches(result.commands, path, text):
         if la.not_analysable:
             report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary))
             continue
@@ -92,10 +92,12 @@ def lint_text(
         except EntryPointNotFound as ex:
             fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
             report.diagnostics.append(ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or ""))
+            report.launches += 1  # analysed: what it finds is that python stops
             continue
         except ConfigNotFound as ex:
             message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
             report.diagnostics.append(CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag))
+            report.launches += 1  # analysed: what it finds is that Hydra stops
             continue
         except NotAnalysable as ex:
             report.diagnostics.append(LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary))

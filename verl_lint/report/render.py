@@ -119,7 +119,7 @@ def reason(message: str) -> str:
     """A VL007 message's reason without its particulars (the entry point, the variable):
     `--config-name is only known at run time`, so that the summary can group them."""
     why = message.removeprefix(_CHECKED)
-    why = re.sub(r"^\S+ is started here, but ", "", why)
+    why = re.sub(r"^\S+ is (started|named) here, but ", "", why)
     return re.sub(r"\s*\((?:[^()]|\([^()]*\))*\)$", "", why)  # a trailing (detail), nested once
 
 

@@ -229,8 +229,12 @@ class Evaluator:
                 continue
             anchor = next((v for v in vals if v is not None), None)
             span = anchor.assigned_at if anchor and anchor.assigned_at else self.src.span(0, 0)
+            # An array the branches extend differently (`cmd+=(...)` under an if) keeps the
+            # elements they all start with: `"${cmd[@]}"` still names its program.
+            common = _common_start([v.words for v in vals]) if all(v is not None and v.is_array for v in vals) else []
             state.vars[name] = Var(
-                [unknown_word(span, f"${name} is {reason}")],
+                [*common, unknown_word(span, f"${name} is {reason}")],
+                is_array=bool(common),
                 exported=any(v.exported for v in vals if v is not None),
                 assigned_at=span,
             )
@@ -452,3 +456,13 @@ def evaluate(
         state = State(positional=positional, cwd=run_from[0], cwd_base=run_from[0], run_from=run_from)
     result, _ = Evaluator(src, [r.resolve() for r in roots]).run(state)
     return result
+
+
+def _common_start(arrays: list[list[Word]]) -> list[Word]:
+    """The elements every one of `arrays` starts with (an unknown one when it is the same word)."""
+    out = []
+    for ws in zip(*arrays):
+        if any(w != ws[0] for w in ws):
+            break
+        out.append(ws[0])
+    return out
