@@ -57,7 +57,11 @@ def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
     [rule] = run["tool"]["driver"]["rules"]
     assert rule["id"] == "VL101" and rule["help"]["markdown"].startswith("# VL101 unknown-config-key\n")
     assert "## What it does\nRuns Hydra" in rule["help"]["markdown"]  # dedented, not the raw docstring
-    assert run["properties"] == {"verlLintVersion": __version__, "verlVersions": [NEWEST]}
+    props = run["properties"]
+    assert (props["verlLintVersion"], props["verlVersions"]) == (__version__, [NEWEST])
+    # The run's accounting, as in the JSON report's summary: two scripts, one launch.
+    assert props["files"] == {"linted": 2, "unreadable": 0, "not_analysed": 0}
+    assert (props["launches"]["analysed"], props["launches"]["not_analysable"], props["launches"]["reasons"]) == (1, 0, {})
     assert results[0]["partialFingerprints"]["verlLint/v1"].endswith(":1")
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -284,10 +287,6 @@ PROJECT_FORMS = {
 def test_every_launch_form_is_counted_like_an_independent_regex(tmp_path, verl_trees):
     """bench/coverage.py on scripts written here: per script, analysed + VL007 equals the
     regex's count of entry-point lines, no script dropped, every tracked script linted."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
     repo = tmp_path / "repo"
     repo.mkdir()
     for name, text in PROJECT_FORMS.items():
