@@ -189,7 +189,7 @@ def lint(linter: list[str], root: Path, files: list[str], args: list[str]) -> tu
     cmd = [*linter, "check", *files, *args, "--format", "json", "--fail-on", "never"]
     done = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     try:
-        findings = json.loads(done.stdout)
+        findings = [f for f in json.loads(done.stdout) if f.get("type") != "summary"]  # the run's accounting is last
     except json.JSONDecodeError:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise BenchError(f"{root}: the linter gave no JSON report (exit {done.returncode}): {last}") from None

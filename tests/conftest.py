@@ -14,6 +14,7 @@ naming the command that downloads it, unless the session runs network tests (the
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -131,6 +132,13 @@ def lint(verl_trees, composer, tmp_path):
         return lint_file(path, Options(verl_tree=verl_trees[version], **kw), composer)
 
     return run
+
+
+def json_findings(text: str) -> list[dict]:
+    """The findings of a `--format json` report: all but its closing summary object."""
+    *items, summary = json.loads(text)
+    assert summary["type"] == "summary", summary
+    return items
 
 
 def codes(report) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import NEWEST
+from conftest import NEWEST, json_findings
 from test_cli import cli
 from verl_lint import __version__
 from verl_lint.model import Options
@@ -57,7 +57,11 @@ def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
     [rule] = run["tool"]["driver"]["rules"]
     assert rule["id"] == "VL101" and rule["help"]["markdown"].startswith("# VL101 unknown-config-key\n")
     assert "## What it does\nRuns Hydra" in rule["help"]["markdown"]  # dedented, not the raw docstring
-    assert run["properties"] == {"verlLintVersion": __version__, "verlVersions": [NEWEST]}
+    props = run["properties"]
+    assert (props["verlLintVersion"], props["verlVersions"]) == (__version__, [NEWEST])
+    # The run's accounting, as in the JSON report's summary: two scripts, one launch.
+    assert props["files"] == {"linted": 2, "unreadable": 0, "not_analysed": 0}
+    assert (props["launches"]["analysed"], props["launches"]["not_analysable"], props["launches"]["reasons"]) == (1, 0, {})
     assert results[0]["partialFingerprints"]["verlLint/v1"].endswith(":1")
 
 
@@ -89,7 +93,7 @@ def test_github_annotations(tree_dir, verl_trees):
 def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
     out = tmp_path / "report.json"
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "json", "--output", str(out), str(tree_dir))
-    assert json.loads(out.read_text())[0]["code"] == "VL101"
+    assert json_findings(out.read_text())[0]["code"] == "VL101"
     assert "Found 1 finding (1 error, 0 warnings) in 1 of 2 scripts linted, 1 launch" in r.stdout
 
 
@@ -158,7 +162,7 @@ def test_cross_field_findings_name_the_other_lines(tmp_path, verl_trees):
         "  data.train_batch_size=$BS \\\n  actor_rollout_ref.rollout.n=5 \\\n  trainer.n_gpus_per_node=8 trainer.nnodes=6\n"
     )
     args = ("check", "--verl-root", str(verl_trees[NEWEST].root), "--select", "VL301", str(script))
-    [finding] = json.loads(cli(*args, "--format", "json").stdout)
+    [finding] = json_findings(cli(*args, "--format", "json").stdout)
     assert (finding["line"], finding["column"], finding["key"]) == (6, 29, "trainer.nnodes")
     assert [(r["key"], r["line"], r["column"]) for r in finding["related"]] == [
         ("data.train_batch_size", 4, 3),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NEWEST
+from conftest import NEWEST, json_findings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,7 +46,7 @@ def test_json_contract(tmp_path, tree):
     s.write_text("python3 -m verl.trainer.main_ppo +trainer.nnodes=2\n")
     r = cli("check", "--verl-root", tree, "--format", "json", str(s))
     assert r.returncode == 1
-    [item] = json.loads(r.stdout)
+    [item] = json_findings(r.stdout)
     for field in ("code", "name", "severity", "message", "help", "path", "line", "column", "end_line", "end_column", "key"):
         assert field in item
     assert (item["code"], item["line"], item["column"], item["end_column"], item["key"]) == ("VL103", 1, 34, 51, "trainer.nnodes")
@@ -210,7 +210,7 @@ def test_stdin_is_linted_under_the_stdin_filename(project, tree):
     # the name is the findings' path, and the settings found from it apply (VL107 ignored there)
     assert "sub/x.sh:2:68: VL101" in r.stdout and "VL107" not in r.stdout
     plain = verl_lint("check", "--verl-root", tree, "-", "--output-format", "json", cwd=project, stdin=DUPLICATE_AND_TYPO)
-    assert {(d["path"], d["code"]) for d in json.loads(plain.stdout)} == {("-", "VL101"), ("-", "VL107")}
+    assert {(d["path"], d["code"]) for d in json_findings(plain.stdout)} == {("-", "VL101"), ("-", "VL107")}
     # stdin has no file to write a fix into
     r = verl_lint("check", "--verl-root", tree, "-", "--fix", cwd=project, stdin=DUPLICATE_AND_TYPO)
     assert (r.returncode, r.stderr) == (2, "verl-lint: error: --fix and --diff cannot fix stdin (`-`): give the file\n")
@@ -221,7 +221,7 @@ def test_stdin_is_linted_under_the_stdin_filename(project, tree):
 def test_output_format_and_its_alias_and_help_with_allowed_values(project, tree):
     new = verl_lint("check", "--verl-root", tree, "--output-format", "json", cwd=project)
     old = verl_lint("check", "--verl-root", tree, "--format", "json", cwd=project)
-    assert new.returncode == old.returncode == 1 and json.loads(new.stdout) == json.loads(old.stdout) != []
+    assert new.returncode == old.returncode == 1 and json_findings(new.stdout) == json_findings(old.stdout) != []
     help_text = " ".join(verl_lint("check", "--help").stdout.split())
     assert "--output-format {text,json,sarif,github,junit}, --format {text,json,sarif,github,junit}" in help_text
     assert "--fail-on {error,warning,info,never} exit 1 on findings at or above this level: error, warning, info, never" in help_text

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import codes
+from conftest import codes, json_findings
 
 FORMS = """#!/bin/bash
 nproc_per_node=8
@@ -155,7 +158,7 @@ def test_a_config_dir_found_nowhere_is_not_an_error_that_rests_on_a_guess(tmp_pa
     script = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/nowhere/config --config-name=my\n")
     root = str(verl_trees["0.9.1"].root)
     r = cli("check", "--verl-root", root, "--format", "json", str(script))
-    [d] = json.loads(r.stdout)
+    [d] = json_findings(r.stdout)
     assert d["code"] == "VL007" and (d["line"], d["column"]) == (2, 34), d
     tried = f"{tmp_path}, {tmp_path / 'examples'}, {tmp_path / 'examples' / 'a'}"
     assert d["message"] == (
@@ -163,11 +166,11 @@ def test_a_config_dir_found_nowhere_is_not_an_error_that_rests_on_a_guess(tmp_pa
         f"directory (tried {tried}); pass --cwd"
     )
     r = cli("check", "--verl-root", root, "--format", "json", "--cwd", str(tmp_path / "examples"), str(script))
-    [d] = json.loads(r.stdout)
+    [d] = json_findings(r.stdout)
     assert d["code"] == "VL106" and f"{tmp_path}/examples/nowhere/config not found" in d["message"], d
     (tmp_path / "pyproject.toml").write_text('[tool.verl-lint]\ncwd = "examples/a"\n')
     r = cli("check", "--verl-root", root, "--format", "json", str(script))
-    [d] = json.loads(r.stdout)
+    [d] = json_findings(r.stdout)
     assert d["code"] == "VL106" and f"{tmp_path}/examples/a/nowhere/config not found" in d["message"], d
     r = cli("check", "--verl-root", root, "--cwd", str(tmp_path / "missing"), str(script))
     assert r.returncode == 2 and r.stderr == f"verl-lint: error: --cwd {tmp_path / 'missing'}: not a directory\n"
@@ -220,12 +223,128 @@ def test_summary_accounts_for_unanalysed_launches_and_can_fail_on_them(tmp_path,
     from test_cli import cli
 
     s = tmp_path / "acc.sh"
-    s.write_text("python3 $F -m verl.trainer.main_ppo trainer.nnodes=1\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    s.write_text(
+        "python3 $F -m verl.trainer.main_ppo trainer.nnodes=1\n"
+        "python3 $G -m verl.trainer.main_ppo trainer.nnodes=1\n"
+        "python3 -m verl.trainer.main_ppo --config-name=$1 trainer.nnodes=1\n"
+        "python3 -m verl.trainer.main_ppo trainer.nnodes=1\n"
+    )
     root = str(verl_trees["0.9.1"].root)
     r = cli("check", "--verl-root", root, str(s))
-    assert r.returncode == 0 and "launches: 1 analysed, 1 not analysable (VL007 says why)" in r.stdout
+    late = "an argument before it is only known at run time"
+    grouped = f"launches: 1 analysed, 3 not analysable (2 {late}, 1 --config-name is only known at run time)"
+    assert r.returncode == 0 and grouped in r.stdout, r.stdout
+    # The same numbers for machines: the JSON report's last item, SARIF's run properties.
+    *items, summary = json.loads(cli("check", "--verl-root", root, "--format", "json", str(s)).stdout)
+    assert [d["code"] for d in items] == ["VL007"] * 3 and "type" not in items[0]
+    assert summary == {
+        "type": "summary",
+        "files": {"linted": 1, "unreadable": 0, "not_analysed": 0},
+        "launches": {
+            "analysed": 1, "not_analysable": 3,
+            "reasons": {late: 2, "--config-name is only known at run time": 1},
+            "by_file": {str(s): {"analysed": 1, "not_analysable": 3}},
+        },
+    }
+    sarif = json.loads(cli("check", "--verl-root", root, "--format", "sarif", str(s)).stdout)
+    assert sarif["runs"][0]["properties"]["launches"] == summary["launches"]
     r = cli("check", "--verl-root", root, "--fail-on-unanalysed", str(s))
-    assert r.returncode == 1 and "failing (--fail-on-unanalysed)" in r.stderr
+    assert r.returncode == 1 and f"{grouped}; failing (--fail-on-unanalysed)" in r.stderr
     s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
     r = cli("check", "--verl-root", root, "--fail-on-unanalysed", str(s))
     assert r.returncode == 0 and "not analysable" not in r.stdout
+    *items, summary = json.loads(cli("check", "--verl-root", root, "--format", "json", str(s)).stdout)
+    assert items == [] and summary["launches"] == {"analysed": 1, "not_analysable": 0, "reasons": {}, "by_file": {str(s): {"analysed": 1, "not_analysable": 0}}}
+
+
+# Launch forms real scripts use, each file with the entry-point lines a plain regex finds
+# (bench/coverage.py's count, independent of verl-lint's bash front end).
+PROJECT_FORMS = {
+    "torchrun.sh": "N=8\ntorchrun --nnodes=1 --nproc_per_node=$N -m verl.trainer.main_ppo trainer.nnodes=1\n"
+    "torchrun --nproc_per_node=$UNSET --master_port $PORT -m verl.trainer.main_ppo trainer.nnodes=1\n",
+    "ray.sh": "ray job submit --address=http://127.0.0.1:8265 -- VLLM_LOGGING_LEVEL=INFO python3 -m verl.trainer.main_ppo trainer.nnodes=1\n",
+    "env_prefix.sh": "HYDRA_FULL_ERROR=1 ENV=1 python3 -m verl.trainer.main_ppo trainer.nnodes=1 2>&1 | tee log.txt\n",
+    "strings.sh": "bash -c \"python3 -m verl.trainer.main_ppo trainer.nnodes=1\"\n"
+    "bash <<EOF\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\nEOF\n",
+    "launchers.sh": "srun -N 2 --gres=gpu:8 python3 -m verl.trainer.main_ppo trainer.nnodes=1 &\n"
+    "apptainer exec --nv img.sif python3 -m verl.trainer.main_ppo trainer.nnodes=1\nwait\n",
+    "eval.sh": "CMD=\"python3 -m verl.trainer.main_ppo trainer.nnodes=1\"\neval \"$CMD\"\n"
+    "PLAIN=\"python3 -m verl.trainer.main_ppo trainer.nnodes=2\"\neval $PLAIN\n",
+    "functions.sh": "train() {\n    python3 -m verl.trainer.main_ppo trainer.nnodes=$1\n}\ntrain 1\n"
+    "unused() {\n    python3 -m verl.trainer.main_ppo trainer.nnodes=1\n}\n",
+    "branches.sh": "if [ \"$MODE\" = a ]; then\n    python3 -m verl.trainer.main_ppo trainer.nnodes=1\nelse\n"
+    "    python3 -m verl.trainer.main_ppo trainer.nnodes=2\nfi\ncase \"$2\" in\n  x) python3 -m verl.trainer.main_ppo trainer.nnodes=3 ;;\nesac\n",
+    # An array the branches extend differently still names its program.
+    "array.sh": "cmd=(python3 -m verl.trainer.main_ppo trainer.nnodes=1)\nif [ \"$Q\" = 1 ]; then\n    cmd+=(trainer.nnodes=2)\nfi\n\"${cmd[@]}\"\n",
+    # Not analysable, and said so: run from a command substitution's output, or with a config only the caller knows.
+    "unseen.sh": "job=$(cat <<EOF\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\nEOF\n)\nsrun bash -c \"$job\"\n"
+    "python3 -m verl.trainer.main_ppo --config-name=$1 trainer.nnodes=1\n",
+    # Not launches: printed, commented out, a data script.
+    "quiet.sh": "echo python3 -m verl.trainer.main_ppo\n# python3 -m verl.trainer.main_ppo trainer.nnodes=1\npython3 prepare.py\n",
+}
+
+
+def test_every_launch_form_is_counted_like_an_independent_regex(tmp_path, verl_trees):
+    """bench/coverage.py on scripts written here: per script, analysed + VL007 equals the
+    regex's count of entry-point lines, no script dropped, every tracked script linted."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name, text in PROJECT_FORMS.items():
+        (repo / name).write_text("#!/bin/bash\n" + text)
+    (repo / "untracked.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", *PROJECT_FORMS], cwd=repo, check=True)
+    bench = Path(__file__).resolve().parents[1] / "bench" / "coverage.py"
+    root = str(verl_trees["0.9.1"].root)
+    r = subprocess.run([sys.executable, str(bench), str(repo), "--verl-root", root, "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)["repo"]
+    # 18 entry-point lines; the untracked script is linted (verl-lint walks the tree) but not tracked.
+    assert (row["scripts_git"], row["scripts_linted"], row["entry_lines"]) == (len(PROJECT_FORMS), len(PROJECT_FORMS) + 1, 18)
+    assert (row["analysed"], row["not_analysable"], row["dropped"]) == (16 + 1, 2, 0), r.stdout
+    assert row["reasons"] == {"verl-lint did not see this line run as a command": 1, "--config-name is only known at run time": 1}
+    r = subprocess.run([sys.executable, str(bench), str(repo), "--verl-root", root], capture_output=True, text=True)
+    assert r.stdout.splitlines()[:1] == ["linted but not tracked: untracked.sh"], r.stdout
+    assert "untracked.sh: 0 entry-point lines, verl-lint: 1 analysed" in r.stdout  # the only script where they differ
+    assert "| repo | 11 | 12 | 18 | 17 (89.5%) | 2 | 0 |" in r.stdout
+
+
+def test_hydras_warnings_about_the_users_config_do_not_reach_the_terminal(tmp_path, verl_trees):
+    """Hydra warns `Defaults list is missing _self_` while composing a user's config: that is
+    about their config, not verl-lint's output, so it is not printed (RAGEN's configs did)."""
+    from test_cli import cli
+
+    (tmp_path / "conf" / "extra").mkdir(parents=True)
+    (tmp_path / "conf" / "my.yaml").write_text("defaults:\n  - extra: a\nx: 1\n")
+    (tmp_path / "conf" / "extra" / "a.yaml").write_text("y: 2\n")
+    s = tmp_path / "run.sh"
+    s.write_text(f"python3 -m verl.trainer.main_ppo --config-path={tmp_path / 'conf'} --config-name=my x=2\n")
+    r = cli("check", "--verl-root", str(verl_trees["0.9.1"].root), "--no-cache", str(s))
+    assert r.returncode == 0 and all(line.startswith("verl-lint: indexing verl tree") for line in r.stderr.splitlines()), r.stderr  # only the cold-index note
+    assert r.stdout == "All clean: 1 script linted, 1 launch\n"
+
+
+def test_launch_forms_that_were_dropped_are_analysed_or_say_why(lint):
+    report = lint(
+        "cmd=(python3 -m verl.trainer.main_ppo trainer.nnodez=1)\n"  # 1: the array's program is known in every branch
+        "if [ \"$Q\" = 1 ]; then cmd+=(trainer.nnodes=2); fi\n"
+        "\"${cmd[@]}\"\n"
+        "PLAIN=\"python3 -m verl.trainer.main_ppo trainer.nnodez=2\"\n"  # 4: eval of plain words
+        "eval $PLAIN\n"
+        "QUOTED=\"python3 -m verl.trainer.main_ppo trainer.nnodes='\\\"1\\\"'\"\n"  # 6: eval parses the quotes again
+        "eval $QUOTED\n"
+        "job=$(cat <<EOF\n"
+        "python3 -m verl_tool.trainer.main_ppo trainer.nnodes=1\n"  # 9: a project's own trainer, in a here-document
+        "EOF\n"
+        ")\n"
+        "bash -c \"$job\"\n"
+        "python3 -m verl.trainer.main_ppo --config-name=$1 trainer.nnodes=1\n"  # 13: not composed with the default config
+    )
+    found = [(d.code, d.span.line) for d in report.diagnostics]
+    assert found == [("VL101", 1), ("VL101", 4), ("VL007", 6), ("VL007", 9), ("VL007", 13)], report.diagnostics
+    why = {d.span.line: d.message for d in report.diagnostics if d.code == "VL007"}
+    assert "does not recognise this way of starting it" in why[6]
+    assert why[9].endswith("verl_tool.trainer.main_ppo is named here, but verl-lint did not see this line run as a command")
+    assert "--config-name is only known at run time (script argument $1)" in why[13]
+    assert report.launches == 2

@@ -6,7 +6,6 @@ version-dependent behaviour, the locations and the help text.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -20,6 +19,8 @@ from verl_lint.knowledge import load_table
 from verl_lint.registry import REGISTRY
 from verl_lint.engines.schemas import snapshot
 from verl_lint.rules.env import facts, verl_runtime_env
+
+from conftest import json_findings
 
 LAUNCH = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"
 
@@ -213,7 +214,7 @@ def test_a_latin1_file_in_the_verl_tree_is_read_not_fatal(verl_trees, tmp_path):
     cmd = [sys.executable, "-m", "verl_lint.cli", "check", str(run), "--verl-root", str(tree), "--vllm", "0.12.0", "--format", "json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0 and proc.stderr == f"verl-lint: indexing verl tree at {tree.resolve()} (first run for this tree)\n", proc.stderr
-    found = {(d["code"], d["key"].rsplit(".", 1)[-1]) for d in json.loads(proc.stdout)}
+    found = {(d["code"], d["key"].rsplit(".", 1)[-1]) for d in json_findings(proc.stdout)}
     # verl reads VLLM_MY_OWN_SWITCH (in the Latin-1 file): only the other name is unknown; the
     # server module and constants_ppo.py are still read (VL704, VL505).
     assert found == {

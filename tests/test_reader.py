@@ -3,7 +3,6 @@ VL230 key-never-read and VL231 config-key-never-read, on real verl releases."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RELEASES, across_releases, codes
+from conftest import RELEASES, across_releases, codes, json_findings
 from verl_lint.registry import main_ppo
 from verl_lint.config.reader import build, reader_index
 
@@ -175,4 +174,4 @@ def test_project_entry_point_outside_the_tree(tmp_path, verl_trees, vendored):
         capture_output=True, text=True, cwd=proj, env=env,
     )
     assert r.returncode == 1, r.stderr
-    assert [d["key"] for d in json.loads(r.stdout)] == ["trainer.nobody_reads_this"]
+    assert [d["key"] for d in json_findings(r.stdout)] == ["trainer.nobody_reads_this"]

@@ -11,7 +11,7 @@ from urllib.request import url2pathname
 
 import pytest
 
-from conftest import NEWEST
+from conftest import NEWEST, json_findings
 from test_cli import cli
 from verl_lint.registry import REGISTRY
 from verl_lint.report.render import docs_url
@@ -32,7 +32,7 @@ def test_reports_link_each_finding_to_its_page(tmp_path, verl_trees):
         pytest.skip("verl-lint is not installed from a checkout with docs/rules/ (pip install -e .)")
     (tmp_path / "s.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1\n")
     args = ("check", "--verl-root", str(verl_trees[NEWEST].root), str(tmp_path / "s.sh"))
-    [finding] = json.loads(cli(*args, "--format", "json").stdout)
+    [finding] = json_findings(cli(*args, "--format", "json").stdout)
     [rule] = json.loads(cli(*args, "--format", "sarif").stdout)["runs"][0]["tool"]["driver"]["rules"]
     assert finding["url"] == rule["helpUri"]
     page = Path(url2pathname(urlparse(finding["url"]).path))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import NEWEST
+from conftest import NEWEST, json_findings
 
 BAD_SIZES = "python3 -m verl.trainer.main_ppo data.train_batch_size=1000 actor_rollout_ref.rollout.n=5 trainer.nnodes=6\n"
 
@@ -88,7 +87,7 @@ timeout = 0
     cmd = [sys.executable, "-m", "verl_lint.cli", "check", ".", "--format", "json", "--no-cache"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 1, proc.stderr  # fail-on = "warning" and VL301 lowered to a warning
-    found = {(Path(d["path"]).name, d["code"], d["severity"]) for d in json.loads(proc.stdout)}
+    found = {(Path(d["path"]).name, d["code"], d["severity"]) for d in json_findings(proc.stdout)}
     assert found == {("run.sh", "VL301", "warning"), ("run.sh", "VL304", "info")}
 
 
@@ -118,7 +117,7 @@ def nested(tmp_path):
 
 def found(proc: subprocess.CompletedProcess) -> set[tuple[str, str]]:
     assert proc.returncode in (0, 1), proc.stderr
-    return {(d["path"], d["code"]) for d in json.loads(proc.stdout)}
+    return {(d["path"], d["code"]) for d in json_findings(proc.stdout)}
 
 
 def test_each_file_gets_the_closest_settings_in_one_run(nested):

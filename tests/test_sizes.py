@@ -4,7 +4,6 @@ stand in for a value the script leaves unknown."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
 from verl_lint.launch.locate import tree_at
 from verl_lint.model import Options
 from verl_lint.runner import lint_file
+from conftest import json_findings
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
@@ -112,7 +112,7 @@ def test_oc_env_ignores_the_linters_own_environment(verl_trees, tmp_path):
     script.write_text(main_ppo(f"{R}.name=${{oc.env:ENGINE}}", env={**EXPANDABLE, "ENGINE": "vllm"}))
     args = [sys.executable, "-m", "verl_lint.cli", "check", str(script), "--verl-root", str(verl_trees["0.9.1"].root), "--vllm", "0.12.0", "--format", "json"]
     proc = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "ENGINE": "sglang"})
-    assert [d["code"] for d in json.loads(proc.stdout)] == ["VL607"], proc.stderr
+    assert [d["code"] for d in json_findings(proc.stdout)] == ["VL607"], proc.stderr
     assert proc.returncode == 1
 
 
@@ -186,7 +186,7 @@ def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
         args = [sys.executable, "-m", "verl_lint.cli", "check", str(script), "--verl-root", str(root), "--format", "json", "--fail-on", "never"]
         proc = subprocess.run(args, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
-        return [(d["severity"], d["message"]) for d in json.loads(proc.stdout) if d["code"] == "VL302"]
+        return [(d["severity"], d["message"]) for d in json_findings(proc.stdout) if d["code"] == "VL302"]
 
     got = vl302(main_ppo(f"{R}.name=vllm") + main_ppo(f"{R}.name=sglang"))  # two launches, one finding
     assert [sev for sev, _ in got] == ["info"] and "in verl's own default config" in got[0][1]

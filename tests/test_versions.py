@@ -7,7 +7,6 @@ Real files, real verl releases from the cache, the CLI in a subprocess.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from verl_lint.engines import versions as V
+from conftest import json_findings
 
 XF = "#!/bin/bash\nexport VLLM_ATTENTION_BACKEND=XFORMERS\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"
 
@@ -28,7 +28,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def findings(*args: str, cwd: Path) -> list[dict]:
     p = cli("check", *args, "--format", "json", "--fail-on", "never", cwd=cwd)
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    return json_findings(p.stdout)
 
 
 # ------------------------------------------------------------ declarations ----

@@ -6,7 +6,6 @@ regression that blocks on a FIFO or reads /dev/zero fails instead of hanging the
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import shutil
@@ -15,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import json_findings
 
 # Each script carries an unused suppression, so each linted script shows up in the JSON report
 # as one VL003 finding: the report's paths are the set of scripts that were linted.
@@ -39,7 +39,7 @@ def linted(*args: str, cwd: Path, prefix: tuple[str, ...] = ()) -> tuple[set[str
     """The scripts `check ARGS` lints, relative to cwd, and the process."""
     r = run_cli("check", *MARK, *args, cwd=cwd, prefix=prefix)
     assert "Traceback" not in r.stderr, r.stderr
-    return {os.path.normpath(d["path"]) for d in json.loads(r.stdout)}, r
+    return {os.path.normpath(d["path"]) for d in json_findings(r.stdout)}, r
 
 
 def git(repo: Path, *args: str) -> str:

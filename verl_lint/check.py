@@ -405,7 +405,7 @@ def emit(reports: list[FileReport], args: Namespace, fail_on: dict[str, str], un
     if getattr(args, "fail_on_unanalysed", False) and not args.exit_zero:
         s = stats(reports)
         if s["unanalysed"] or s["files_unanalysed"]:
-            print(f"verl-lint: {accounting(s)}; failing (--fail-on-unanalysed)", file=sys.stderr)
+            print(f"verl-lint: {accounting(reports)}; failing (--fail-on-unanalysed)", file=sys.stderr)
             return EXIT_FINDINGS
     if args.exit_zero:
         return EXIT_CLEAN

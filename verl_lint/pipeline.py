@@ -31,7 +31,7 @@ def lint_text(
     report = FileReport(path, text=text)
     script_dir, result = evaluate(path, text, options, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
-    found = launch_mod.launches(result.commands, path)
+    found = launch_mod.launches(result.commands, path, text)
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found))
     variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings
@@ -64,7 +64,8 @@ def evaluate(path: str, text: str, options: Options, positional: list[Word] | No
 
 
 def launch_findings(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> tuple[list[Diagnostic], bool]:
-    """The findings of one launch, and whether it is a Hydra app that was analysed."""
+    """The findings of one launch, and whether it is a Hydra app that was analysed (also when what
+    the analysis finds is that python or Hydra stops)."""
     if la.not_analysable:
         return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary)], False
     try:
@@ -76,10 +77,10 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
         return [], False
     except EntryPointNotFound as ex:
         fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
-        return [ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or "")], False
+        return [ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or "")], True  # analysed: python stops
     except ConfigNotFound as ex:
         message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
-        return [CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag)], False
+        return [CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag)], True  # analysed: Hydra stops
     except NotAnalysable as ex:
         return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary)], False
     if diags is None:

@@ -19,6 +19,7 @@ import hashlib
 import os
 import pickle
 import re
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -273,9 +274,13 @@ class Composer:
         h = _hydra()
         loader = h.ConfigLoaderImpl(config_search_path=self._search_path(app))
         try:
-            cfg = loader.load_configuration(
-                config_name=app.config_name, overrides=list(base_lines), run_mode=h.RunMode.RUN, from_shell=True
-            )
+            # Hydra warns about the user's configs (`Defaults list is missing _self_`) on stderr,
+            # where they read as verl-lint's own noise: not shown.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cfg = loader.load_configuration(
+                    config_name=app.config_name, overrides=list(base_lines), run_mode=h.RunMode.RUN, from_shell=True
+                )
         except Exception as ex:  # noqa: BLE001 - a config's own error is reported as a located diagnostic
             _raise_unless_config_error(ex)
             return ComposeError(_describe(ex))

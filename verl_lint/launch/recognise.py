@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..model import EnvVar, Launch, RayAttach, Word
+from ..model import EnvVar, Launch, RayAttach, Span, Word
 from ..shell import Command, env_of
 
 _PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
@@ -27,10 +27,13 @@ _PREFIX_LAUNCHERS = {
     "srun", "mpirun", "mpiexec", "apptainer", "singularity", "docker", "podman", "uv", "conda", "mamba",
     "micromamba", "pixi", "poetry", "timeout", "sudo", "accelerate",
 }
-# A verl entry point named in a command: `-m verl.x` / `-m recipe.x`, or a `main_*.py` file.
-_ENTRY_MODULE = re.compile(r"^(verl|recipe)(\.\w+)+$")
+# A verl entry point named in a command: `-m verl.x` / `-m recipe.x` / `-m pkg.main_x` (a
+# project's own trainer, `verl_tool.trainer.main_ppo`), or a `main_*.py` file.
+_ENTRY_MODULE = re.compile(r"^((verl|recipe)(\.\w+)+|\w+(\.\w+)*\.main_\w+)$")
 _ENTRY_FILE = re.compile(r"(^|/)main_\w+\.py$")
-_ENTRY_IN_TEXT = re.compile(r"-m\s+((?:verl|recipe)(?:\.\w+)+)|([\w./-]*\bmain_\w+\.py)\b")
+_ENTRY_IN_TEXT = re.compile(r"-m\s+((?:verl|recipe)(?:\.\w+)+|\w+(?:\.\w+)*\.main_\w+)\b|([\w./-]*\bmain_\w+\.py)\b")
+# What bash's second parse under `eval` would change: quotes, expansions, operators, spaces.
+_SHELL_SYNTAX = re.compile(r"[\s'\"\\$`;&|<>(){}]")
 _NOT_RUN = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "log", "info"}  # print, do not run, their words
 # python options that take a separate value
 _PY_VALUE_OPTS = {"-X", "-W", "-Q"}
@@ -49,7 +52,9 @@ _HYDRA_VALUE_OTHER = {"--cfg", "-c", "--package", "-p", "--info", "--experimenta
 _HYDRA_PRINT_ONLY = {"--cfg", "-c", "--info", "-i", "--help", "-h", "--hydra-help", "--version"}
 
 
-def launches(commands: list[Command], path: str) -> list[Launch]:
+def launches(commands: list[Command], path: str, text: str | None = None) -> list[Launch]:
+    """The launches among `commands`; with the script's `text`, also a not-analysable one for
+    each entry point named on a line that no command was read from (see `_unseen`)."""
     out = []
     ray_started: RayAttach | None = None
     for cmd in commands:
@@ -69,6 +74,39 @@ def launches(commands: list[Command], path: str) -> list[Launch]:
             elif ray_started is not None:
                 launch.ray = ray_started
             out.append(launch)
+    if text is not None:
+        out += _unseen(text, path, commands, out)
+    return out
+
+
+def _unseen(text: str, path: str, commands: list[Command], found: list[Launch]) -> list[Launch]:
+    """Entry points named on lines of the script that no launch or printing command covers: a
+    here-document or `$(...)` run later, an array built in branches, a function never called.
+    Each is reported not analysable, so no launch is dropped in silence."""
+    seen: set[int] = set()
+    for la in found:
+        for span in (la.span, la.entry_span):
+            if span.path == path:
+                seen.update(range(span.line, span.end_line + 1))
+    for cmd in commands:
+        heads = _head(cmd.words)
+        if cmd.span.path == path and (cmd.nested or (heads and heads[0] in _NOT_RUN)):
+            seen.update(range(cmd.span.line, cmd.span.end_line + 1))
+    out = []
+    offset = 0
+    for n, line in enumerate(text.split("\n"), 1):
+        start, offset = offset, offset + len(line) + 1
+        code = line.split(" #", 1)[0]
+        if n in seen or code.lstrip().startswith("#") or (code.split() or [""])[0] in _NOT_RUN:
+            continue
+        for m in _ENTRY_IN_TEXT.finditer(code):
+            name = m.group(1) or m.group(2)
+            col, end = m.start(1) if m.group(1) else m.start(2), m.end()
+            nbytes = lambda i: len(text[: start + i].encode("utf-8", "surrogatepass"))  # noqa: E731
+            span = Span(path, n, col + 1, n, end + 1, nbytes(col), nbytes(end))
+            la = Launch(path=path, span=span, entry_span=span, module=m.group(1), file=m.group(2))
+            la.not_analysable = f"{name} is named here, but verl-lint did not see this line run as a command"
+            out.append(la)
     return out
 
 
@@ -115,6 +153,9 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
         if t is None:
             break
         base = os.path.basename(t)
+        if base == "eval" and all(w.text is not None and not _SHELL_SYNTAX.search(w.text) for w in words[i + 1 :]):
+            i += 1  # `eval $CMD` of plain words: bash parses them again into the same words
+            continue
         if base in _WRAPPERS:
             i += 1
             while i < len(words) and (words[i].text or "").startswith("-"):
@@ -287,7 +328,7 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
         j += 1
         if w.from_caller:
             launch.caller_args = w.span
-        elif (a if a is not None else w.prefix).startswith("-"):
+        if (a if a is not None else w.prefix).startswith("-"):  # `--config-name=$1` too: a flag with the caller's value
             # An unknown value keeps its known prefix: `--config-path=$DIR` is still the flag.
             flag, eq, inline = (a if a is not None else w.prefix).partition("=")
             target = _prefix_flag(flag)
@@ -300,7 +341,7 @@ def _app(module, file, entry: Word, args: list[Word], env, cmd: Command, path: s
                 j += 1
             if flag in _HYDRA_PRINT_ONLY:
                 launch.prints_only = flag
-        else:
+        elif not w.from_caller:
             launch.overrides.append(w)
     d = launch.config_dir
     if d is not None and d.text and not os.path.isabs(d.text) and cmd.state.cwd:

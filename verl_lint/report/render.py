@@ -94,18 +94,53 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
         if hidden:
             out.append(f"{plural(hidden, 'finding')} hidden by the baseline")
         if s["unanalysed"] or s["files_unanalysed"]:
-            out.append(accounting(s))
+            out.append(accounting(reports))
         if n_err:
             out.append(f"{plural(n_err, 'input error')} (see above)")
     return "\n".join(out) + "\n"
 
 
-def accounting(s: dict) -> str:
-    """What was not analysed, so a clean summary never hides it (the reasons are in the findings)."""
-    line = f"launches: {s['launches']} analysed, {s['unanalysed']} not analysable (VL007 says why)"
+def accounting(reports: list[FileReport]) -> str:
+    """What was not analysed, so a clean summary never hides it: the launches' reasons, grouped."""
+    s = stats(reports)
+    line = f"launches: {s['launches']} analysed, {s['unanalysed']} not analysable"
+    if s["unanalysed"]:
+        line += " (" + ", ".join(f"{n} {why}" for why, n in reasons(reports).items()) + ")"
     if s["files_unanalysed"]:
         line += f"; {plural(s['files_unanalysed'], 'file')} not analysed (VL004/VL005)"
     return line
+
+
+_CHECKED = "this launch was not checked: "
+
+
+def reason(message: str) -> str:
+    """A VL007 message's reason without its particulars (the entry point, the variable):
+    `--config-name is only known at run time`, so that the summary can group them."""
+    why = message.removeprefix(_CHECKED)
+    why = re.sub(r"^\S+ is (started|named) here, but ", "", why)
+    return re.sub(r"\s*\((?:[^()]|\([^()]*\))*\)$", "", why)  # a trailing (detail), nested once
+
+
+def reasons(reports: list[FileReport]) -> dict[str, int]:
+    """Why launches were not analysed: {reason: count}, the most frequent first."""
+    return dict(Counter(reason(d.message) for r in reports for d in r.diagnostics if d.code == "VL007").most_common())
+
+
+def summary(reports: list[FileReport]) -> dict:
+    """The run's accounting for machine readers (the JSON report's last item, SARIF run properties):
+    files linted, launches analysed and not, the reasons grouped, and per file."""
+    s = stats(reports)
+    by_file = {}
+    for r in reports:
+        skipped = sum(1 for d in r.diagnostics if d.code == "VL007")
+        if r.launches or skipped:
+            by_file[r.path] = {"analysed": r.launches, "not_analysable": skipped}
+    return {
+        "type": "summary",
+        "files": {"linted": s["files"] - s["files_unreadable"], "unreadable": s["files_unreadable"], "not_analysed": s["files_unanalysed"]},
+        "launches": {"analysed": s["launches"], "not_analysable": s["unanalysed"], "reasons": reasons(reports), "by_file": by_file},
+    }
 
 
 def render_statistics(reports: list[FileReport], fmt: str) -> str:
@@ -121,7 +156,9 @@ def render_statistics(reports: list[FileReport], fmt: str) -> str:
 
 
 def render_json(reports: list[FileReport]) -> str:
+    """The findings, then one `{"type": "summary", ...}` object (a finding has no `type`)."""
     items = [{**d.to_json(), "url": docs_url(d.code)} for r in reports for d in r.diagnostics]
+    items.append(summary(reports))
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -223,11 +260,16 @@ def render_sarif(reports: list[FileReport]) -> str:
             {
                 "tool": {"driver": {"name": "verl-lint", "version": __version__, "rules": [_sarif_rule(r, level) for r in rules]}},
                 "results": results,
-                "properties": {"verlLintVersion": __version__, "verlVersions": verls},
+                "properties": {"verlLintVersion": __version__, "verlVersions": verls, **_sarif_accounting(reports)},
             }
         ],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _sarif_accounting(reports: list[FileReport]) -> dict:
+    acc = summary(reports)
+    return {"files": acc["files"], "launches": acc["launches"]}
 
 
 def _sarif_rule(r, level) -> dict:

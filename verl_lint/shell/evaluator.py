@@ -247,8 +247,12 @@ class Evaluator:
                 continue
             anchor = next((v for v in vals if v is not None), None)
             span = anchor.assigned_at if anchor and anchor.assigned_at else self.src.span(0, 0)
+            # An array the branches extend differently (`cmd+=(...)` under an if) keeps the
+            # elements they all start with: `"${cmd[@]}"` still names its program.
+            common = _common_start([v.words for v in vals]) if all(v is not None and v.is_array for v in vals) else []
             state.vars[name] = Var(
-                [unknown_word(span, f"${name} is {reason}")],
+                [*common, unknown_word(span, f"${name} is {reason}")],
+                is_array=bool(common),
                 exported=any(v.exported for v in vals if v is not None),
                 assigned_at=span,
                 variants=_variants(vals, labels) if labels else None,
@@ -523,3 +527,13 @@ def _variants(vals: list[Var | None], labels: list[str]) -> list[tuple[str, Var 
         key = None if var is None else (var.is_array, tuple(w.text for w in var.words))
         merged[key] = (f"{merged[key][0]} or {label}", merged[key][1]) if key in merged else (label, var)
     return list(merged.values())
+
+
+def _common_start(arrays: list[list[Word]]) -> list[Word]:
+    """The elements every one of `arrays` starts with (an unknown one when it is the same word)."""
+    out = []
+    for ws in zip(*arrays):
+        if any(w != ws[0] for w in ws):
+            break
+        out.append(ws[0])
+    return out
