@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, json_findings
 from test_download import SCRIPT, _cli, downloading, index, verl_wheel  # noqa: F401 - fixtures used by name
 from verl_lint import download
 from verl_lint.terminal import show_progress
@@ -78,7 +78,7 @@ def test_download_index_and_files_on_a_terminal(index, verl_wheel, tmp_path, kno
     index.pace, index.lengths = 0.05, known
     (tmp_path / "run.sh").write_text(SCRIPT)
     code, out, err = on_terminal("check", "run.sh", "--verl", "0.9.1", "--format", "json", cwd=tmp_path)
-    assert code == 1 and {d["code"] for d in json.loads(out)} == {"VL101"}, err  # the report alone on stdout
+    assert code == 1 and {d["code"] for d in json_findings(out)} == {"VL101"}, err  # the report alone on stdout
     loading, indexing, linting = err.split("\n")
     mb = f"{len(verl_wheel) / 1e6:.1f}"
     shown = frames(loading)
