@@ -110,3 +110,26 @@ def test_a_change_in_the_verl_tree_invalidates_it(tmp_path, verl_trees):
     config.write_text(config.read_text().replace("balance_batch:", "balance_batches:", 1))
     found, cached, _ = _check(project, tree)
     assert not cached and [c for c, *_ in found] == ["VL101"]
+
+
+def test_a_project_module_read_only_through_the_index_stamp_invalidates_it(tmp_path, verl_trees):
+    """A project's own package is read into the reader index; a second script gets that index
+    from the disk cache, judged by the files' sizes and mtimes only: those files are still its
+    dependencies (VL230 follows what the project's code reads)."""
+    tree = verl_trees[NEWEST].root
+    project = _project(tmp_path, "#!/bin/bash\npython3 -m proj.main_x +trainer.my_knob=1\n")
+    (project / "proj/config").mkdir(parents=True)
+    (project / "proj/__init__.py").write_text("")
+    (project / "proj/main_x.py").write_text(
+        "import hydra\n\n\n@hydra.main(config_path='config', config_name='mine', version_base=None)\n"
+        "def main(cfg):\n    print(cfg.trainer.total_epochs)\n"
+    )
+    (project / "proj/config/mine.yaml").write_text("trainer:\n  total_epochs: 1\n")
+    (project / "proj/helpers.py").write_text("def f(cfg):\n    return cfg.trainer.total_epochs\n")
+    assert [c for c, *_ in _check(project, tree)[0]] == ["VL230"]  # builds the index of proj/
+    (project / "run.sh").rename(project / "first.sh")
+    (project / "run.sh").write_text("#!/bin/bash\npython3 -m proj.main_x +trainer.my_knob=2\n")
+    assert [c for c, *_ in _check(project, tree)[0]] == ["VL230"]  # the index from the disk cache
+    (project / "proj/helpers.py").write_text("def f(cfg):\n    return cfg.trainer.my_knob\n")
+    found, cached, _ = _check(project, tree)
+    assert not cached and found == []

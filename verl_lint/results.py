@@ -7,8 +7,8 @@ working directory, verl-lint's own code, the Python environment (its `sys.path` 
 mtimes change when a package is installed or removed) and the verl tree the script's launches
 resolve to (its stamp: the wheel's RECORD, or each `.py`/`.yaml` file's size and mtime). What
 is found only while linting (a sourced file, the project's own config directory, a
-requirements file naming the vLLM version) is recorded with an audit hook on `open` and on
-directory listings, and an entry is used only while each of those files is unchanged and each
+requirements file naming the vLLM version) is recorded with an audit hook on `open`, on
+directory listings and on the files a stamp judges by size and mtime (`verl_lint.read`), and an entry is used only while each of those files is unchanged and each
 of those directories lists the same names.
 
 Reads of in-process memos (a base config composed for an earlier file) leave no trace, so an
@@ -50,6 +50,8 @@ def _audit(event: str, args: tuple) -> None:
         reading = ("r" in mode and "+" not in mode) if isinstance(mode, str) else (flags or 0) & os.O_ACCMODE == os.O_RDONLY
         if reading and isinstance(path, (str, os.PathLike)):
             _read.add(os.path.abspath(path))
+    elif event == "verl_lint.read":  # a file judged by its size and mtime only (a stamp): the same dependency
+        _read.add(os.path.abspath(args[0]))
     elif event in ("os.listdir", "os.scandir"):
         path = args[0]
         if path is None or isinstance(path, (str, os.PathLike)):

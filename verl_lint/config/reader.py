@@ -41,6 +41,7 @@ import ast
 import hashlib
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,7 @@ def _files(roots: list[Path]) -> list[Path]:
 def _digest(root: Path, files: list[Path]) -> str:
     h = hashlib.sha256()
     for f in files:
+        sys.audit("verl_lint.read", str(f))  # read through the stamp: the result cache depends on it (results.py)
         try:
             st = f.stat()
         except OSError:
