@@ -5,10 +5,12 @@ A file's findings are a function of its text and of everything read while lintin
 holds what is known before linting: the text, the name it is reported under, the options, the
 working directory, verl-lint's own code, the Python environment (its `sys.path` directories'
 mtimes change when a package is installed or removed) and the verl tree the script's launches
-resolve to (its stamp: the wheel's RECORD, or each `.py`/`.yaml` file's size and mtime). What
-is found only while linting (a sourced file, the project's own config directory, a
-requirements file naming the vLLM version) is recorded with an audit hook on `open`, on
-directory listings and on the files a stamp judges by size and mtime (`verl_lint.read`), and an entry is used only while each of those files is unchanged and each
+resolve to (its stamp: the wheel's RECORD, or each `.py`/`.yaml` file's size and mtime).
+
+What is found only while linting (a sourced file, the project's own config directory, a
+requirements file naming the vLLM version) is recorded with an audit hook: files opened for
+reading, directories listed, and files a stamp judges by size and mtime (the `verl_lint.read`
+event). An entry is used only while each of those files has the same size and mtime and each
 of those directories lists the same names.
 
 Reads of in-process memos (a base config composed for an earlier file) leave no trace, so an
@@ -42,20 +44,33 @@ _listed: set[str] = set()  # directories listed while linting
 
 
 def _audit(event: str, args: tuple) -> None:
-    """Records reads; sys.addaudithook cannot be removed, so it stays cheap when not recording."""
+    """Records reads; sys.addaudithook cannot be removed, so it stays cheap when not recording.
+    A file is stamped (a directory listed) when it is first read, before its content is: one
+    changed while it is linted makes the entry a miss next time, never a stale hit."""
+    global _recording
     if not _recording:
         return
-    if event == "open":
-        path, mode, flags = args
-        reading = ("r" in mode and "+" not in mode) if isinstance(mode, str) else (flags or 0) & os.O_ACCMODE == os.O_RDONLY
-        if reading and isinstance(path, (str, os.PathLike)):
-            _read.add(os.path.abspath(path))
-    elif event == "verl_lint.read":  # a file judged by its size and mtime only (a stamp): the same dependency
-        _read.add(os.path.abspath(args[0]))
-    elif event in ("os.listdir", "os.scandir"):
-        path = args[0]
-        if path is None or isinstance(path, (str, os.PathLike)):
-            _listed.add(os.path.abspath(path if path is not None else os.curdir))
+    _recording = False  # stamping stats and lists: not a read of the script's
+    try:
+        if event == "open":
+            path, mode, flags = args
+            reading = ("r" in mode and "+" not in mode) if isinstance(mode, str) else (flags or 0) & os.O_ACCMODE == os.O_RDONLY
+            if reading and isinstance(path, (str, os.PathLike)):
+                _stamp(_remember(_read, path))
+        elif event == "verl_lint.read":  # a file judged by its size and mtime only (a stamp): the same dependency
+            _stamp(_remember(_read, args[0]))
+        elif event in ("os.listdir", "os.scandir") and (args[0] is None or isinstance(args[0], (str, os.PathLike))):
+            _names(_remember(_listed, args[0] if args[0] is not None else os.curdir))
+    except Exception:  # noqa: BLE001 - a hook that raises would fail the open itself
+        pass
+    finally:
+        _recording = True
+
+
+def _remember(found: set[str], path) -> str:
+    path = os.path.abspath(path)
+    found.add(path)
+    return path
 
 
 _hooked = False
@@ -160,11 +175,15 @@ def _covered(tree: VerlTree | None) -> Callable[[str], bool]:
     return lambda path: path.startswith(prefixes) or in_tree(path)
 
 
-_STAMPS: dict[str, tuple[int, int]] = {}
+_STAMPS: dict[str, tuple[int, int]] = {}  # per pass (new_pass): files are read once per pass
 _NAMES: dict[str, str] = {}
-
-
 _UNCHANGED: dict[tuple, bool] = {}
+
+
+def new_pass() -> None:
+    """Forget what was stamped: the files may have changed since (`--fix` wrote them)."""
+    for memo_ in (_STAMPS, _NAMES, _UNCHANGED):
+        memo_.clear()
 
 
 def _unchanged(files: tuple, dirs: tuple) -> bool:
@@ -182,7 +201,7 @@ def _stamp(path: str) -> tuple[int, int]:
         try:
             st = os.stat(path)
             _STAMPS[path] = (st.st_size, st.st_mtime_ns)
-        except OSError:
+        except (OSError, ValueError):
             _STAMPS[path] = _ABSENT
     return _STAMPS[path]
 
@@ -192,10 +211,10 @@ def _names(directory: str) -> str:
     if directory not in _NAMES:
         try:
             names = sorted(os.listdir(directory))
-        except OSError:
+        except (OSError, ValueError):
             names = ["\0absent"]
         _NAMES[directory] = hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
     return _NAMES[directory]
 
 
-__all__ = ["Entry", "FOLDER", "computed"]
+__all__ = ["Entry", "FOLDER", "computed", "new_pass"]

@@ -458,6 +458,7 @@ def lint_paths(
     if command_argv:
         reports.append(_pipeline().lint_text(COMMAND_LINE, command_text(command_argv), options, process_composer(use_cache)))
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
+    results.new_pass()
     # What the result cache has is read here; only the rest is linted (on the pool for many files).
     cached = {f: lint_file(f, options, None, per_file_ignores, True, only_cached=True) for f in files} if use_cache and timings is None else {}
     todo = [f for f in files if cached.get(f) is None]
