@@ -224,6 +224,7 @@ def test_summary_accounts_for_unanalysed_launches_and_can_fail_on_them(tmp_path,
 
     s = tmp_path / "acc.sh"
     s.write_text(
+        "F=$(cat f.txt) G=$(cat g.txt)\n"  # only known at run time (and assigned: no VL011)
         "python3 $F -m verl.trainer.main_ppo trainer.nnodes=1\n"
         "python3 $G -m verl.trainer.main_ppo trainer.nnodes=1\n"
         "python3 -m verl.trainer.main_ppo --config-name=$1 trainer.nnodes=1\n"
