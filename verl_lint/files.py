@@ -26,17 +26,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-_KINDS = {
-    stat.S_IFDIR: "a directory",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFSOCK: "a socket",
-}
+# What a file that is not a regular one is, as messages name it.
+_KINDS = {stat.S_IFDIR: "directory", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device", stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket"}
 
 
 def _not_regular(mode: int) -> str:
-    return f"it is {_KINDS.get(stat.S_IFMT(mode), 'a special file')}, not a regular file"
+    return f"it is a {file_kind(mode) or 'special file'}{' (named pipe)' if stat.S_ISFIFO(mode) else ''}, not a regular file"
 
 
 class WriteError(Exception):
@@ -179,7 +174,6 @@ def _fsync_dir(directory: str) -> None:
 # ------------------------------------------------------------ what a file is ----
 
 _SHEBANG = re.compile(rb"^#!.*\b(ba|z|k)?sh\b")
-_KINDS = {stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device", stat.S_IFDIR: "directory"}
 
 
 class NotRegularFile(OSError):
