@@ -30,8 +30,7 @@ from pathlib import Path
 
 from . import __version__
 from .cache import cache_dir, code_roots, entry, store
-from .config.reader import stamp_covers, tree_stamp
-from .launch.locate import VerlTree, verl_tree_for
+from .launch.locate import VerlTree, stamp_covers, tree_stamp, verl_tree_for
 from .model import FileReport, Options
 
 FOLDER = "results"

@@ -38,16 +38,14 @@ package directories or files the caller names (an entry point that lives outside
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache import memo
-from ..launch.locate import HydraApp, wheel_record
+from ..launch.locate import HydraApp, files_digest, source_files, source_roots, tree_stamp
 from ..terminal import Progress
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
@@ -68,7 +66,6 @@ _CHOICE_HINT = re.compile(r"assert [^\n]*?config\.[\w.]+ in |config\.[\w.]+ not 
 # A class field typed as a free-form dict (`lora: dict[str, Any] = field(...)`): verl keeps its
 # keys as given and hands them on; nothing checks their names.
 _DICT_FIELD = re.compile(r"\n[ \t]+([A-Za-z_]\w*)[ \t]*:[ \t]*(?:Optional\[)?(?:dict|Dict|DictConfig|Mapping|MutableMapping)\b[^\n]*")
-_SKIP_DIRS = {"tests", "test", "docs", "__pycache__", ".git", "node_modules"}
 # Calls that hand their first argument's keys on unchanged.
 _WRAPPERS = {"to_container", "to_object", "dict", "deepcopy", "copy", "asdict", "create"}
 
@@ -102,35 +99,6 @@ class ReaderIndex:
             if m and all(g == "" or g.isdigit() or g in self.names for g in m.groups()):
                 return True
         return False
-
-
-def _roots(tree_root: Path, extra: tuple[Path, ...]) -> list[Path]:
-    out = [p for p in (tree_root / "verl", tree_root / "recipe") if p.is_dir()]
-    return out + [p for p in extra if p.exists() and not any(p == r or r in p.parents for r in out)]
-
-
-def _files(roots: list[Path]) -> list[Path]:
-    out = []
-    for root in roots:
-        if root.is_file():
-            out.append(root)
-            continue
-        for dirpath, dirs, names in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-            out += [Path(dirpath, n) for n in sorted(names) if n.endswith((".py", ".yaml", ".yml"))]
-    return out
-
-
-def _digest(root: Path, files: list[Path]) -> str:
-    h = hashlib.sha256()
-    for f in files:
-        sys.audit("verl_lint.read", str(f))  # read through the stamp: the result cache depends on it (results.py)
-        try:
-            st = f.stat()
-        except OSError:
-            continue
-        h.update(f"{os.path.relpath(f, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
 
 
 def _node_name(node: ast.AST) -> str | None:
@@ -275,7 +243,7 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
     deprecated: list[Deprecation] = []
     choices: list[tuple[str, Choice]] = []
     own = tree_root / "verl"
-    files = _files(_roots(tree_root, extra))
+    files = source_files(source_roots(tree_root, extra))
     for done, f in enumerate(files, 1):
         if progress:
             progress(done, len(files))
@@ -313,13 +281,13 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     extra = tuple(Path(p).resolve() for p in extra)
     hit = _LOADED.get((root, extra))
     if hit is None:
-        roots = _roots(root, extra)
-        own = len(roots) == len(_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
+        roots = source_roots(root, extra)
+        own = len(roots) == len(source_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
         if own and extra:  # config dirs inside verl/, read anyway: the tree's own index, not a second build
             hit = _LOADED[(root, extra)] = reader_index(root)
             return hit
         # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
-        stamp = tree_stamp(root) if own else _digest(root, _files(roots))
+        stamp = tree_stamp(root) if own else files_digest(root, source_files(roots))
         ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
         hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: _build_shown(root, extra), ReaderIndex)
     return hit
@@ -333,33 +301,6 @@ def _build_shown(root: Path, extra: tuple[Path, ...]) -> ReaderIndex:
 
 
 _LOADED: dict[tuple[Path, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
-
-
-def tree_stamp(tree_root: Path) -> str:
-    """What changes when the tree's code or configs do: an installed (or unpacked) wheel's RECORD
-    (installers replace files, they never edit them in place), else the path, size and mtime of
-    every `.py`/`.yaml` file under its verl/ and recipe/ (tests and docs left out)."""
-    root = Path(tree_root).resolve()
-    return wheel_record(root) or _digest(root, _files(_roots(root, ())))
-
-
-def stamp_covers(tree_root: Path) -> Callable[[str], bool]:
-    """Whether an absolute path (a file, or a directory whose listing matters) is part of what
-    tree_stamp covers, so a change to it changes the stamp."""
-    root = Path(tree_root).resolve()
-    tops = [str(t) + os.sep for t in _roots(root, ())]
-    wheel = wheel_record(root) is not None
-
-    def covers(path: str) -> bool:
-        top = next((t for t in tops if path.startswith(t) or path + os.sep == t), None)
-        if top is None:
-            return False
-        if wheel or os.path.isdir(path):  # a directory's .py/.yaml names are in the stamp
-            return True
-        parts = Path(path[len(top) :]).parts
-        return path.endswith((".py", ".yaml", ".yml")) and not any(p in _SKIP_DIRS or p.startswith(".") for p in parts[:-1])
-
-    return covers
 
 
 def app_sources(app: HydraApp) -> tuple[Path, ...]:
@@ -386,4 +327,4 @@ def app_sources(app: HydraApp) -> tuple[Path, ...]:
     return (*out, *app.config_dirs)  # (reader_index drops what lies inside verl/ or recipe/)
 
 
-__all__ = ["ReaderIndex", "app_sources", "build", "reader_index", "stamp_covers", "tree_stamp"]
+__all__ = ["ReaderIndex", "app_sources", "build", "reader_index"]

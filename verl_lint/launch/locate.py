@@ -12,12 +12,14 @@ source would import the package (and verl imports torch and ray).
 # Real (not postponed) annotations: NamedTuple classes define faster, at every Hydra job start.
 
 import ast
+import hashlib
 import importlib.util
 import os
 import shutil
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -165,6 +167,70 @@ def wheel_record(root: Path) -> str | None:
             continue
         return f"{record}\0{st.st_size}\0{st.st_mtime_ns}"
     return None
+
+
+# ----------------------------------------------------- the tree's stamp ----
+
+_SOURCE_SKIP = {"tests", "test", "docs", "__pycache__", ".git", "node_modules"}
+
+
+def source_roots(tree_root: Path, extra: tuple[Path, ...]) -> list[Path]:
+    """A tree's verl/ and recipe/ packages, and `extra` package dirs or files outside them."""
+    out = [p for p in (tree_root / "verl", tree_root / "recipe") if p.is_dir()]
+    return out + [p for p in extra if p.exists() and not any(p == r or r in p.parents for r in out)]
+
+
+def source_files(roots: list[Path]) -> list[Path]:
+    """The `.py` and `.yaml` files under `roots` (tests and docs left out), sorted."""
+    out = []
+    for root in roots:
+        if root.is_file():
+            out.append(root)
+            continue
+        for dirpath, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in _SOURCE_SKIP and not d.startswith("."))
+            out += [Path(dirpath, n) for n in sorted(names) if n.endswith((".py", ".yaml", ".yml"))]
+    return out
+
+
+def files_digest(root: Path, files: list[Path]) -> str:
+    """A digest of the files' paths (relative to `root`), sizes and mtimes."""
+    h = hashlib.sha256()
+    for f in files:
+        sys.audit("verl_lint.read", str(f))  # read through the stamp: the result cache depends on it (results.py)
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        h.update(f"{os.path.relpath(f, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def tree_stamp(tree_root: Path) -> str:
+    """What changes when the tree's code or configs do: an installed (or unpacked) wheel's RECORD
+    (installers replace files, they never edit them in place), else the path, size and mtime of
+    every `.py`/`.yaml` file under its verl/ and recipe/ (tests and docs left out)."""
+    root = Path(tree_root).resolve()
+    return wheel_record(root) or files_digest(root, source_files(source_roots(root, ())))
+
+
+def stamp_covers(tree_root: Path) -> Callable[[str], bool]:
+    """Whether an absolute path (a file, or a directory whose listing matters) is part of what
+    tree_stamp covers, so a change to it changes the stamp."""
+    root = Path(tree_root).resolve()
+    tops = [str(t) + os.sep for t in source_roots(root, ())]
+    wheel = wheel_record(root) is not None
+
+    def covers(path: str) -> bool:
+        top = next((t for t in tops if path.startswith(t) or path + os.sep == t), None)
+        if top is None:
+            return False
+        if wheel or os.path.isdir(path):  # a directory's .py/.yaml names are in the stamp
+            return True
+        parts = Path(path[len(top) :]).parts
+        return path.endswith((".py", ".yaml", ".yml")) and not any(p in _SOURCE_SKIP or p.startswith(".") for p in parts[:-1])
+
+    return covers
 
 
 def repository_root(start: Path) -> Path | None:
