@@ -5,7 +5,8 @@
     python bench/warm.py --runs 7 --json
 
 Every run is a new process (`verl-lint check ...`, stdout discarded) with a private, empty
-`VERL_LINT_CACHE_DIR` (a downloaded verl release is linked in, so nothing is downloaded). It
+`VERL_LINT_CACHE_DIR` (a downloaded verl release is linked in, so nothing is downloaded), on a
+copy of the tree (with a pyproject.toml marking it a project, as its repository would). It
 measures, median of --runs:
 
 * `python -c pass`: the floor any Python CLI pays;
@@ -78,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
                 _time([*cli, "check", str(script), *verl], env, tree)
         work = Path(tmp) / "tree"
         shutil.copytree(tree, work)  # edited below: never the user's files
+        # The copy is its own project, as the tree is in its repository: nothing above it (the
+        # temp directory, which other processes write to) is part of what a script depends on.
+        if not (work / "pyproject.toml").exists():
+            (work / "pyproject.toml").write_text("[project]\nname = 'verl-lint-bench-copy'\n")
         one = work / script.relative_to(tree) if script.is_relative_to(tree) else script
 
         def clear() -> None:
