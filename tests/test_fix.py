@@ -93,3 +93,15 @@ def test_a_value_repeated_word_for_word_is_redundant_even_when_only_known_at_run
     )
     found = [(d.key, str(d.severity)) for d in lint(script).diagnostics if d.code == "VL107"]
     assert found == [("trainer.rollout_data_dir", "info"), ("trainer.validation_data_dir", "warning")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", [NEWEST, OLDER])
+def test_a_rename_drops_the_plus_where_the_new_key_exists(tmp_path, verl_trees, release):
+    """`+old=v` renamed to `+new=v` fails where the config ships `new` (Hydra refuses to add a key that is there)."""
+    s = tmp_path / "run.sh"
+    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm +critic.optim.warmup_style=cosine\n")
+    cli("check", "--verl-root", str(verl_trees[release].root), "--fix", str(s))
+    assert s.read_text().endswith(" critic.optim.lr_scheduler_type=cosine\n")
+    final = cli("check", "--verl-root", str(verl_trees[release].root), str(s))
+    assert final.returncode == 0, final.stdout

@@ -15,7 +15,7 @@ from omegaconf.resolvers import oc
 from packaging.version import Version
 
 from ..launch.locate import HydraApp
-from ..model import Diagnostic, EnvVar, Launch, Related, Severity, Span, Unknown
+from ..model import Diagnostic, EnvVar, Fix, Launch, Related, Severity, Span, Unknown
 from ..registry import REGISTRY
 from .compose import Composition
 from .source import Evidence, tree_has
@@ -126,6 +126,19 @@ class Context:
 
     def set_by_override(self, key: str) -> bool:
         return self.comp.last_setter(key) is not None
+
+    def rename_fix(self, o, new: str) -> Fix | None:
+        """A safe rename of override `o` to the key `new`, unless the user set `new` too. The
+        `+`/`++` prefix follows what the config ships: `+old=v` becomes `new=v` where `new`
+        exists (Hydra refuses to add a key that is there), `old=v` stays unprefixed only where it does."""
+        if self.comp.last_setter(new) is not None or new in self.comp.user_keys:
+            return None
+        if (o.kind == "set" and self.has(new)) or o.kind == "force_add" or (o.kind == "add" and not self.has(new)):
+            return Fix(f"rename `{o.key}` to `{new}`", True, "rename-key", o.word.span, old=o.key, new=new)
+        if o.kind == "add" and o.value_unknown is None:
+            value = o.line.split("=", 1)[1]
+            return Fix(f"replace `{o.line}` with `{new}={value}`", True, "replace-token", o.word.span, new=f"{new}={value}")
+        return None
 
     def span(self, key: str) -> Span:
         """The override token that set `key` (or a parent), else the launch's app word."""

@@ -18,7 +18,7 @@ from ..config import classes as config_classes
 from ..config.context import Context
 from ..config.deprecations import Deprecation
 from ..config.reader import app_sources, reader_index
-from ..model import Diagnostic, Fix, Related, Span
+from ..model import Diagnostic, Related, Span
 from ..registry import main_ppo, rule
 
 
@@ -49,20 +49,6 @@ def _interpolated(ctx: Context, key: str) -> bool:
 def _warns(fact: Deprecation, value) -> bool:
     """verl's guard is true for this composed value."""
     return value is not None if fact.guard == "not-none" else bool(value)
-
-
-def _rename(ctx: Context, key: str, new: str) -> Fix | None:
-    """A safe rename of the override that set `key` to `new` when the user did not set `new`. A
-    `+key=v` becomes `new=v` where the config ships `new` (`+new` would fail to add it)."""
-    o = ctx.comp.last_setter(key)
-    if o is None or ctx.comp.last_setter(new) is not None or new in ctx.comp.user_keys:
-        return None
-    if (o.kind == "set" and ctx.has(new)) or o.kind == "force_add" or (o.kind == "add" and not ctx.has(new)):
-        return Fix(f"rename `{key}` to `{new}`", True, "rename-key", o.word.span, old=key, new=new)
-    if o.kind == "add" and o.value_unknown is None:
-        value = o.line.split("=", 1)[1]
-        return Fix(f"replace `{o.line}` with `{new}={value}`", True, "replace-token", o.word.span, new=f"{new}={value}")
-    return None
 
 
 @rule(
@@ -133,5 +119,6 @@ def _finding(ctx: Context, key: str, fact: Deprecation, new: str, root: str) -> 
     span = Span(str(Path(root, file)), int(line), 1, int(line), 1)
     d.related = (*d.related, Related(key, span, "verl's deprecation warning"))
     if new and not both:
-        d.fix = _rename(ctx, key, new)
+        o = ctx.comp.last_setter(key)
+        d.fix = ctx.rename_fix(o, new) if o is not None else None
     return d

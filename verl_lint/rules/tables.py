@@ -293,7 +293,7 @@ def removed_diag(ctx: Context, rec: RemovedRecord, o, rest: str) -> Diagnostic:
     msg, help = rec.message.format(**fields), rec.help.format(**fields)
     d = ctx.diag(rec.code, msg, key=o.key, help=help, span=o.word.span)
     if replacement and rec.rename:
-        d.fix = Fix(f"rename `{o.key}` to `{replacement}`", True, "rename-key", o.word.span, old=o.key, new=replacement)
+        d.fix = ctx.rename_fix(o, replacement)
     elif not replacement and rec.severity == "error":
         # The key is gone: dropping the override lets the launch compose, but what it meant is lost.
         d.fix = Fix(f"remove `{o.line}`", False, "remove-token", o.word.span)
