@@ -15,6 +15,12 @@ A check nested under another condition is left out (the linter would have to kno
 condition), except `if self.x is not None:` / `if self.x:` guarding the same field.
 
 It also keeps the fields `__post_init__` warns about as deprecated (`deprecations.in_post_init`),
+the fields it overwrites whatever the user gave (`Overwrite`):
+
+    self.local_path = copy_to_local(self.path)          # always
+    if self.tensor_model_parallel_size == 1:            # under a test of other fields
+        self.sequence_parallel = False
+
 and reads the same choice checks on root-config keys in verl's functions (`code_choices`, for the
 reader index).
 """
@@ -40,6 +46,21 @@ class Choice(NamedTuple):
     allows_none: bool = False  # the check is skipped for None (guarded by `is not None` / truthiness)
 
 
+class Overwrite(NamedTuple):
+    """`__post_init__` assigns a field from something other than the field itself."""
+
+    value: ast.expr  # what it assigns (a constant, or an expression of other fields / calls)
+    condition: ast.expr | None  # the top-level `if` test it sits under (None: always)
+    where: str  # "verl/workers/config/engine.py:236": the assignment
+
+    def holds(self, lookup) -> bool | None:
+        """Whether the overwrite happens, given `lookup(field)` -> the field's value or UNKNOWN_VALUE; None when unknown."""
+        return True if self.condition is None else _truth(self.condition, lookup)
+
+
+UNKNOWN_VALUE = object()
+
+
 class ConfigClass(NamedTuple):
     name: str
     where: str  # file:line of the class statement
@@ -48,6 +69,7 @@ class ConfigClass(NamedTuple):
     # A dataclass whose every base class was read: its fields are all the keys it accepts.
     closed: bool = False
     deprecated: dict[str, Deprecation] = {}  # field name -> what verl warns when it is set
+    overwrites: dict[str, Overwrite] = {}  # field name -> how __post_init__ replaces what was given
 
 
 # Bases that add no fields (the standard library's abstract classes).
@@ -87,6 +109,11 @@ def built(root: str, path: str) -> bool:
     return any(part in converted_sections(root) for part in path.split("."))
 
 
+def of_node(root: str, path: str, target) -> ConfigClass | None:
+    """The dataclass the config node at `path` becomes (its `_target_`), when the tree converts it."""
+    return find(root, target) if isinstance(target, str) and path and built(root, path) else None
+
+
 def find(root: str, target: str) -> ConfigClass | None:
     """The dataclass `target` (a dotted `_target_`) in the tree at `root`, with its bases merged."""
     module, _, name = target.rpartition(".")
@@ -110,6 +137,7 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
     fields: dict = {}
     choices: dict = {}
     deprecated: dict = {}
+    overwrites: dict = {}
     closed = raw["dataclass"]
     for base in raw["bases"]:  # base classes first: a subclass's own fields and checks win
         if base in _FIELDLESS:
@@ -120,10 +148,12 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
             fields.update(b.fields)
             choices.update(b.choices)
             deprecated.update(b.deprecated)
+            overwrites.update(b.overwrites)
     fields.update(raw["fields"])
     choices.update(raw["choices"])
     deprecated.update(raw["deprecated"])
-    return ConfigClass(name, raw["where"], fields, choices, closed, deprecated)
+    overwrites.update(raw["overwrites"])
+    return ConfigClass(name, raw["where"], fields, choices, closed, deprecated, overwrites)
 
 
 @lru_cache(maxsize=32)
@@ -154,6 +184,7 @@ def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
     fields = {}
     choices = {}
     deprecated: dict[str, Deprecation] = {}
+    overwrites: dict[str, Overwrite] = {}
     for stmt in node.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             fields[stmt.target.id] = ast.unparse(stmt.annotation)
@@ -162,9 +193,90 @@ def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
             for field_name, choice in _choice_checks(stmt.body, local, rel):
                 choices.setdefault(field_name, choice)
             deprecated = in_post_init(stmt.body, rel)
+            overwrites = _overwrites(stmt.body, rel)
     bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "?" for b in node.bases]
     is_dataclass = any(_name_of(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in node.decorator_list)
-    return {"bases": bases, "fields": fields, "choices": choices, "deprecated": deprecated, "where": f"{rel}:{node.lineno}", "dataclass": is_dataclass}
+    return {"bases": bases, "fields": fields, "choices": choices, "deprecated": deprecated, "overwrites": overwrites, "where": f"{rel}:{node.lineno}", "dataclass": is_dataclass}
+
+
+def _overwrites(body: list, rel: str) -> dict[str, Overwrite]:
+    """Fields `__post_init__` assigns at its top level, or inside a top-level `if` (without
+    `else`) that tests only other fields. An assignment that reads the field itself or calls a
+    method of `self` (which may read it) is a normalisation of the user's value, not an
+    overwrite: left out, as is a field assigned twice."""
+    out: dict[str, Overwrite] = {}
+    seen: set[str] = set()
+    for stmt in body:
+        branch = [(stmt, None)] if isinstance(stmt, ast.Assign) else []
+        if isinstance(stmt, ast.If) and not stmt.orelse:
+            branch = [(s, stmt.test) for s in stmt.body if isinstance(s, ast.Assign)]
+        for assign, test in branch:
+            if len(assign.targets) != 1 or (field := _self_field(assign.targets[0])) is None:
+                continue
+            if field in seen:
+                out.pop(field, None)
+                continue
+            seen.add(field)
+            reads = {_self_field(n) for n in ast.walk(assign.value)} | ({_self_field(n) for n in ast.walk(test)} if test else set())
+            calls_self = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _self_field(n.func) for n in ast.walk(assign.value))
+            if field not in reads and not calls_self and (test is None or _truth(test, lambda f: UNKNOWN_VALUE, check_only=True)):
+                out[field] = Overwrite(assign.value, test, f"{rel}:{assign.lineno}")
+    return out
+
+
+def _truth(test: ast.expr, lookup, check_only: bool = False):
+    """Evaluate a test over `self` fields: `self.x`, `not`, `and`/`or`, comparisons of a field
+    with constants (`==`, `!=`, `is`, `is not`, `in`/`not in` a literal list, `<`, `>`, ...).
+    None when a value is unknown. With `check_only`, whether the test has that shape at all."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_truth(v, lookup, check_only) for v in test.values]
+        if check_only:
+            return all(parts)
+        if isinstance(test.op, ast.And):
+            return False if False in parts else None if None in parts else True
+        return True if True in parts else None if None in parts else False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _truth(test.operand, lookup, check_only)
+        return inner if check_only or inner is None else not inner
+    field = _self_field(test)
+    if field is not None:
+        return True if check_only else _known(lookup(field), bool)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and (field := _self_field(test.left)) is not None:
+        right = test.comparators[0]
+        values = _literals(right, {}) if isinstance(test.ops[0], (ast.In, ast.NotIn)) else None
+        if values is None and not isinstance(right, ast.Constant):
+            return False if check_only else None
+        if check_only:
+            return True
+        compare = _COMPARE.get(type(test.ops[0]))
+        if compare is None:
+            return None
+        other = values if values is not None else right.value
+        return _known(lookup(field), lambda v: compare(v, other))
+    return False if check_only else None
+
+
+def _known(value, decide) -> bool | None:
+    if value is UNKNOWN_VALUE:
+        return None
+    try:
+        return bool(decide(value))
+    except TypeError:  # an ordering of a value of another type: verl would raise, not overwrite
+        return None
+
+
+_COMPARE = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
 
 
 def _name_of(node: ast.expr) -> str | None:

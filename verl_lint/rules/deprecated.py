@@ -25,12 +25,10 @@ from ..registry import main_ppo, rule
 def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str]]:
     """What the tree says about setting `key`: (fact, the key verl copies the value into or "")."""
     path, _, field = key.rpartition(".")
-    target = ctx.get(f"{path}._target_", None) if path else None
-    if isinstance(target, str) and config_classes.built(root, path):
-        cls = config_classes.find(root, target)
-        fact = cls.deprecated.get(field) if cls is not None else None
-        if fact is not None:
-            yield fact, f"{path}.{fact.new}" if fact.new else ""
+    cls = config_classes.of_node(root, path, ctx.get(f"{path}._target_", None) if path else None)
+    fact = cls.deprecated.get(field) if cls is not None else None
+    if fact is not None:
+        yield fact, f"{path}.{fact.new}" if fact.new else ""
     for fact in reader_index(Path(root), app_sources(ctx.app)).deprecated:
         if fact.key == key:
             yield fact, ""
