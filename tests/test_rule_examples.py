@@ -13,6 +13,7 @@ import pytest
 
 from conftest import NEWEST, RELEASES, cached_release, codes
 from verl_lint.registry import REGISTRY, parse_version
+from verl_lint.rules import pack  # noqa: F401 - registers every rule before CASES is built
 
 # Examples that do not hold on verl 0.5.0 yet (reported on issue #19: examples without a version
 # specifier, or the linter); strict, so a fix shows up as a failing XPASS and leaves this list.
