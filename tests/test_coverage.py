@@ -218,6 +218,17 @@ def test_missing_module_or_config_dir_is_a_located_finding(lint):
     assert "Primary config directory not found" in found["VL106"].message and found["VL106"].key == "--config-path"
 
 
+def test_an_app_whose_own_config_directory_is_missing_is_a_located_finding(lint, tmp_path):
+    """`@hydra.main(config_path="config")` with no such directory next to the app: Hydra stops at
+    start-up whatever the script says, so the launch gets VL106 at its entry point (analysed), not
+    an exit-2 input error; the next launch is still linted."""
+    (tmp_path / "main_split.py").write_text("import hydra\n\n\n@hydra.main(config_path='config', config_name='split', version_base=None)\ndef main(cfg):\n    pass\n")
+    report = lint("python3 main_split.py trainer.nnodes=1\npython3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
+    assert not report.errors, report.errors
+    assert [(d.code, d.span.line, d.span.col) for d in report.diagnostics] == [("VL106", 1, 9), ("VL101", 2, 34)]
+    assert "config_path='config' of main_split.py" in report.diagnostics[0].message and report.launches == 2
+
+
 @pytest.mark.slow
 def test_summary_accounts_for_unanalysed_launches_and_can_fail_on_them(tmp_path, verl_trees):
     from test_cli import cli

@@ -80,7 +80,7 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
         return [ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or "")], True  # analysed: python stops
     except ConfigNotFound as ex:
         message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
-        return [CONFIG_COMPOSITION_ERROR.finding(message, ex.word.span, ex.help, ex.flag)], True  # analysed: Hydra stops
+        return [CONFIG_COMPOSITION_ERROR.finding(message, ex.span, ex.help, ex.flag)], True  # analysed: Hydra stops
     except NotAnalysable as ex:
         return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary)], False
     if diags is None:

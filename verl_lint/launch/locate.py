@@ -38,9 +38,9 @@ class LocateError(Exception):
 class ConfigNotFound(Exception):
     """`--config-name` names a config that the config directory does not have."""
 
-    def __init__(self, word, message: str, help: str = "use one of the config files in that directory", flag: str = "--config-name"):
+    def __init__(self, span, message: str, help: str = "use one of the config files in that directory", flag: str = "--config-name"):
         super().__init__(message)
-        self.word = word
+        self.span = span  # the word that names the missing config, else the entry point
         self.help = help
         self.flag = flag
 
@@ -377,23 +377,26 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     if launch.config_dir is not None and launch.config_dir.text:
         d = Path(_placed(launch.config_dir, launch, config_name))
         if not d.is_dir():
-            raise ConfigNotFound(launch.config_dir, f"--config-dir {launch.config_dir.text} not found", "point --config-dir at an existing directory", "--config-dir")
+            raise ConfigNotFound(launch.config_dir.span, f"--config-dir {launch.config_dir.text} not found", "point --config-dir at an existing directory", "--config-dir")
         dirs.append(d.resolve())
     if config_path is not None:
         try:
             dirs.append(_resolve_config_path(config_path, file, roots))
         except LocateError as ex:
-            if launch.config_path is None:
-                raise  # the app's own @hydra.main config_path: not the script's doing
+            if launch.config_path is None:  # the app's own @hydra.main config_path: Hydra stops all the same
+                raise ConfigNotFound(
+                    launch.entry_span, str(ex),
+                    f"restore the config directory {file.name} names, or launch an entry point whose config exists", "config_path",
+                ) from None
             raise ConfigNotFound(
-                launch.config_path, f"Primary config directory not found: {ex}",
+                launch.config_path.span, f"Primary config directory not found: {ex}",
                 "point --config-path at an existing directory (a relative one is resolved from the app's file, as Hydra does)",
                 "--config-path",
             ) from None
     if config_name is not None and dirs and not any(_config_file(d, config_name) for d in dirs):
         where = ", ".join(str(d) for d in dirs)
         if launch.config_name is not None:  # the script names a config that does not exist: a finding
-            raise ConfigNotFound(launch.config_name, f"config '{config_name}' not found in {where}")
+            raise ConfigNotFound(launch.config_name.span, f"config '{config_name}' not found in {where}")
         raise LocateError(f"config '{config_name}' not found in {where}")
     searchpath = _primary_searchpath(dirs, config_name, launch, roots)
     return HydraApp(entry, file, tuple(dirs), config_name, searchpath, tree, main["version_base"])
