@@ -17,7 +17,6 @@ other hard links is detached from them by the rename (they keep the old content)
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import stat
@@ -141,12 +140,8 @@ def _keep_owner_and_mode(fd: int, old: os.stat_result) -> None:
 
 
 def read_regular(path: str | Path) -> bytes:
-    """A regular file's bytes; OSError for anything else (a FIFO is refused, never waited on)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, _not_regular(mode))
+    """A regular file's bytes; OSError (NotRegularFile) for anything else, never waited on."""
+    with open_regular(path) as f:
         return f.read()
 
 
@@ -185,7 +180,7 @@ def file_kind(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "special file")
 
 
-def open_regular(path: Path):
+def open_regular(path: str | Path):
     """Open a regular file for reading (binary). Anything else is refused before it is opened:
     opening a FIFO blocks until a writer comes, and opening a device can act on it."""
     kind = file_kind(os.stat(path).st_mode)
