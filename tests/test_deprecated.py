@@ -101,10 +101,10 @@ def test_a_user_config_file_sets_the_key_and_an_interpolation_reads_it(lint, tmp
     assert [d.key for d in found(lint(script))] == ["actor_rollout_ref.actor.megatron.vanilla_mbridge"]
 
 
-def test_fix_through_the_cli(tmp_path):
+def test_fix_through_the_cli(tmp_path, verl_trees):
     script = tmp_path / "run.sh"
     script.write_text(main_ppo("data.val_batch_size=8", "+actor_rollout_ref.actor.optim.grad_clip=0.5"))
-    tree = str(cached_release(NEWEST).root)
+    tree = str(verl_trees[NEWEST].root)
     r = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", tree, "--fix", str(script)], capture_output=True, text=True)
     assert "Traceback" not in r.stderr
     text = script.read_text()
@@ -162,9 +162,9 @@ def test_only_provable_shapes_are_read():
 
 
 @pytest.mark.parametrize("version", [NEWEST, OLDER])
-def test_inherited_deprecations_reach_the_subclass(version):
+def test_inherited_deprecations_reach_the_subclass(version, verl_trees):
     """grad_clip lives in OptimizerConfig; FSDPOptimizerConfig and McoreOptimizerConfig inherit it."""
-    root = str(cached_release(version).root)
+    root = str(verl_trees[version].root)
     for target in ("verl.workers.config.FSDPOptimizerConfig", "verl.workers.config.McoreOptimizerConfig"):
         fact = classes.find(root, target).deprecated["grad_clip"]
         assert fact.new == "clip_grad" and "if self.grad_clip is not None:" in _evidence_line(version, fact.where)
