@@ -93,7 +93,7 @@ def test_fifo_and_devices_are_refused_never_replaced(tmp_path, root):
         [sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", root, "--baseline", str(fifo), str(s)],
         capture_output=True, text=True, timeout=120,
     )
-    one_error_line(r, f"cannot read baseline {fifo}: it is a FIFO")
+    one_error_line(r, f"cannot read baseline {fifo}: not a regular file (FIFO)")
     if os.geteuid() == 0:
         # First a private copy of /dev/null's device node, so a regression cannot take the real one.
         dev = tmp_path / "null"
