@@ -242,17 +242,30 @@ class Expander:
 
     def _expand_string(self, node: ts.Node, state: State) -> list[list[Seg]]:
         fields: list[list[Seg]] = [[]]
+
+        def literal(start: int, end: int) -> None:
+            if end > start:
+                fields[-1].append(Seg(_unescape_dquote(self.src.data[start:end].decode("utf-8", "replace")), self.src.span(start, end)))
+
+        # Text between the children is literal too: tree-sitter-bash leaves the blank before the
+        # closing quote out of every node, and puts the one before a `${` into the expansion
+        # (`"${A} ${B} "`: ` ${B}`, then nothing).
+        pos = node.start_byte + 1  # after the opening quote
         for c in node.children:
             if not c.is_named:
                 continue
+            text = self.src.node_text(c)
+            literal(pos, c.start_byte + (len(text) - len(text.lstrip(" \t")) if c.type == "expansion" else 0))
+            pos = c.end_byte
             if c.type == "string_content":
-                fields[-1].append(Seg(_unescape_dquote(self.src.node_text(c)), self.src.node_span(c)))
+                literal(c.start_byte, c.end_byte)
                 continue
             part = self.expand(c, state, quoted=True)
             if not part:
                 continue
             fields[-1].extend(part[0])
             fields.extend([list(p) for p in part[1:]])
+        literal(pos, node.end_byte - 1)
         # `"${A[@]}"` of an empty array yields no field at all.
         if len(fields) == 1 and not fields[0] and any(c.is_named for c in node.children):
             return []
