@@ -38,12 +38,12 @@ def test_beyond_the_cap_the_values_stay_unknown(lint):
 
 def test_a_variant_that_cannot_be_analysed_says_which(lint):
     """Before: $PY was unknown and the launch was not found at all."""
-    text = '#!/bin/bash\nif [ -f /opt/sim/python.sh ]; then PY=/opt/sim/python.sh; else PY=python3; fi\n$PY' + LAUNCH[len("python3"):]
+    text = '#!/bin/bash\nif [ -f /opt/sim/launch ]; then PY=/opt/sim/launch; else PY=python3; fi\n$PY' + LAUNCH[len("python3"):]
     report = lint(text)
     [vl101] = [m for c, _, _, m in found(report) if c == "VL101"]  # only the variant that is analysed
-    assert vl101.endswith(" (when line 2: not `[ -f /opt/sim/python.sh ]`)")
+    assert vl101.endswith(" (when line 2: not `[ -f /opt/sim/launch ]`)")
     [(_, line, col, message)] = [f for f in found(report) if f[0] == "VL007"]
-    assert message.endswith(" (when line 2: `[ -f /opt/sim/python.sh ]`)") and (line, col) == (3, 8)
+    assert message.endswith(" (when line 2: `[ -f /opt/sim/launch ]`)") and (line, col) == (3, 8)
     assert report.launches == 1
 
 

@@ -19,7 +19,8 @@ import re
 from ..model import EnvVar, Launch, RayAttach, Span, Word
 from ..shell import Command, env_of
 
-_PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?$")
+# `python3.10`, and `python.sh`: the interpreter wrapper Isaac Sim ships (verl's VLA recipe runs it)
+_PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?(\.sh)?$")
 _WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "setsid", "command", "numactl", "taskset"}
 # Launchers whose options may take separate values (`srun -N 2`, `apptainer exec IMAGE`): the
 # launch starts at the first interpreter after them.
