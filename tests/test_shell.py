@@ -129,6 +129,7 @@ def test_launch_forms(tmp_path):
         "PY=python3\n$PY -m verl.trainer.main_ppo a=1 | tee log\n": ("verl.trainer.main_ppo", None),
         "nohup python3 recipe/x/main.py a=1 &\n": (None, "recipe/x/main.py"),
         "if true; then env A=1 python3 -m mod a=1; fi\n": ("mod", None),
+        "PY=/isaac-sim/python.sh\n$PY -m verl.experimental.vla.main_ppo a=1\n": ("verl.experimental.vla.main_ppo", None),
     }
     for i, (text, (module, file)) in enumerate(cases.items()):
         la, _ = one_launch(text, tmp_path, f"c{i}.sh")
@@ -295,6 +296,20 @@ def test_tilde_expansion_matches_bash():
             assert w.text is None and "home directory" in w.unknown.reason, (want, w)
         else:
             assert w.text == want, (want, w)
+
+
+def test_blanks_inside_double_quotes_match_bash():
+    """tree-sitter-bash puts the blank before a `${` inside the expansion node; the value keeps
+    it, as bash does (verl's own sft test script builds `torchrun ... ${ENTRYPOINT}` this way)."""
+    text = (
+        'N=2\nE="-m verl.trainer.sft_trainer"\nA=1\nB=2\n'
+        'C="torchrun --nproc-per-node=${N:-1} ${E}"\nD="$A ${B}"\nF="x  ${B}y	${A}"\nG=" ${A}${B} "\n'
+        'printf "%s\\n" "$C" "$D" "$F" "$G"\nprintf "%s\\n" $C\n'
+    )
+    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={}, capture_output=True, text=True, check=True)
+    result = evaluate("/tmp/blanks.sh", text)
+    got = [w.text for c in result.commands if c.words and c.words[0].text == "printf" for w in c.words[2:]]
+    assert got == real.stdout.splitlines() and len(got) == 8
 
 
 @pytest.mark.slow
