@@ -19,7 +19,7 @@ from verl_lint.shell import evaluate
 
 SCRIPT = (
     "MODEL=${MODEL:-/models/Qwen2.5-7B}\n"
-    "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.model.path=$MODEL \\\n"
+    "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.rollout.name=vllm actor_rollout_ref.model.path=$MODEL \\\n"
     "    trainer.nnodes=2 trainer.nnodez=4 +trainer.lint_marker=1 ~trainer.val_before_train\n"
 )
 

@@ -18,7 +18,7 @@ from verl_lint.runner import collect, lint_paths
 from verl_lint.settings import Settings
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
-BAD = "python3 -m verl.trainer.main_ppo \\\n    trainer.nnodez=1 \\\n    data.max_prompt_length=64\n"
+BAD = "python3 -m verl.trainer.main_ppo \\\n    trainer.nnodez=1 \\\n    data.max_prompt_length=64 \\\n    actor_rollout_ref.rollout.name=vllm\n"
 
 
 @pytest.fixture
@@ -99,13 +99,13 @@ def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
 
 @pytest.mark.slow
 def test_suppressions(lint):
-    inline = "ARGS=(\n  trainer.nnodez=1  # verl-lint: disable=VL101\n)\npython3 -m verl.trainer.main_ppo \"${ARGS[@]}\"\n"
+    inline = "ARGS=(\n  trainer.nnodez=1  # verl-lint: disable=VL101\n)\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \"${ARGS[@]}\"\n"
     assert [d.code for d in lint(inline).diagnostics] == []
-    above = "ARGS=(\n  # verl-lint: disable=unknown-config-key\n  trainer.nnodez=1\n)\npython3 -m verl.trainer.main_ppo \"${ARGS[@]}\"\n"
+    above = "ARGS=(\n  # verl-lint: disable=unknown-config-key\n  trainer.nnodez=1\n)\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \"${ARGS[@]}\"\n"
     assert [d.code for d in lint(above).diagnostics] == []
     whole = "# verl-lint: disable-file=VL1\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 +trainer.nnodes=2\n"
     assert [d.code for d in lint(whole).diagnostics] == []
-    unused = "python3 -m verl.trainer.main_ppo trainer.nnodes=1  # verl-lint: disable=VL101,VL301\n"
+    unused = "python3 -m verl.trainer.main_ppo trainer.nnodes=1 actor_rollout_ref.rollout.name=vllm  # verl-lint: disable=VL101,VL301\n"
     got = lint(unused).diagnostics
     assert [(d.code, d.key, d.span.line) for d in got] == [("VL003", "VL101", 1), ("VL003", "VL301", 1)]
 

@@ -32,7 +32,7 @@ def tree(verl_trees):
 @pytest.mark.slow
 def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
     s = tmp_path / "run.sh"
-    s.write_text("#!/bin/bash\nTP=2\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    actor_rollout_ref.rollout.tensor_parallel_size=$TP\n")
+    s.write_text("#!/bin/bash\nTP=2\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    actor_rollout_ref.rollout.tensor_parallel_size=$TP actor_rollout_ref.rollout.name=vllm\n")
     r = cli("check", "--verl-root", tree, str(s))
     assert r.returncode == 1, r.stderr
     assert f"{s}:5:5: VL101" in r.stdout
@@ -43,7 +43,7 @@ def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
 @pytest.mark.slow
 def test_json_contract(tmp_path, tree):
     s = tmp_path / "run.sh"
-    s.write_text("python3 -m verl.trainer.main_ppo +trainer.nnodes=2\n")
+    s.write_text("python3 -m verl.trainer.main_ppo +trainer.nnodes=2 actor_rollout_ref.rollout.name=vllm\n")
     r = cli("check", "--verl-root", tree, "--format", "json", str(s))
     assert r.returncode == 1
     [item] = json_findings(r.stdout)
@@ -54,19 +54,19 @@ def test_json_contract(tmp_path, tree):
 
 @pytest.mark.slow
 def test_command_after_double_dash(tree):
-    r = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodez=1")
+    r = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodez=1", "actor_rollout_ref.rollout.name=vllm")
     assert r.returncode == 1
     # Located by argument (argv[3]), with the argument as the code frame: never as a script line.
-    assert "command line, argument 3: VL101" in r.stdout and "\n 3 | trainer.nnodez=1\n" in r.stdout, r.stdout
+    assert "command line, argument 3: VL101" in r.stdout and "\n 3 | trainer.nnodez=1 \\\n" in r.stdout, r.stdout
     assert "`trainer.nnodes`" in r.stdout
-    clean = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodes=1")
+    clean = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodes=1", "actor_rollout_ref.rollout.name=vllm")
     assert clean.returncode == 0, clean.stdout
 
 
 @pytest.mark.slow
 def test_bad_input_exit_2_and_others_still_linted(tmp_path, tree):
     good = tmp_path / "a.sh"
-    good.write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
+    good.write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1 actor_rollout_ref.rollout.name=vllm\n")
     binary = tmp_path / "b.sh"
     binary.write_bytes(b"\x7fELF\x00\x00\x01")
     unknown = tmp_path / "c.sh"
@@ -86,7 +86,7 @@ def test_bad_input_exit_2_and_others_still_linted(tmp_path, tree):
 def test_no_execution_of_command_substitution(tmp_path, tree):
     marker = tmp_path / "SOMEFILE"
     s = tmp_path / "run.sh"
-    s.write_text(f"N=$(touch {marker})\nM=`touch {marker}`\npython3 -m verl.trainer.main_ppo trainer.nnodes=$N trainer.n_gpus_per_node=$M\n")
+    s.write_text(f"N=$(touch {marker})\nM=`touch {marker}`\npython3 -m verl.trainer.main_ppo trainer.nnodes=$N trainer.n_gpus_per_node=$M actor_rollout_ref.rollout.name=vllm\n")
     r = cli("check", "--verl-root", tree, str(s))
     assert r.returncode == 0, r.stdout
     assert not marker.exists()
@@ -104,7 +104,7 @@ def test_rules_listing_and_doc():
 @pytest.mark.slow
 def test_select_ignore_fail_on(tmp_path, tree):
     s = tmp_path / "run.sh"
-    s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2\n")
+    s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 actor_rollout_ref.rollout.name=vllm\n")
     assert cli("check", "--verl-root", tree, str(s)).returncode == 0  # a warning is below the default fail level
     assert cli("check", "--verl-root", tree, "--fail-on", "warning", str(s)).returncode == 1
     assert cli("check", "--verl-root", tree, "--fail-on", "warning", "--ignore", "VL107", str(s)).returncode == 0
@@ -114,7 +114,7 @@ def test_select_ignore_fail_on(tmp_path, tree):
 @pytest.mark.slow
 def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
     ok = tmp_path / "ok.sh"
-    ok.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    ok.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1 actor_rollout_ref.rollout.name=vllm\n")
     r = cli("check", "--verl-root", tree, str(ok), str(tmp_path / "missing.sh"))
     assert r.returncode == 2
     assert "All clean" not in r.stdout
@@ -124,7 +124,7 @@ def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
 @pytest.mark.slow
 def test_carets_follow_display_width_of_wide_characters_and_tabs(tmp_path, tree):
     s = tmp_path / "cjk.sh"
-    s.write_text('#!/bin/bash\npython3 -m verl.trainer.main_ppo\ttrainer.project_name="中文项目" trainer.nnodez=1\n')
+    s.write_text('#!/bin/bash\npython3 -m verl.trainer.main_ppo\ttrainer.project_name="中文项目" trainer.nnodez=1 actor_rollout_ref.rollout.name=vllm\n')
     r = cli("check", "--verl-root", tree, str(s))
     lines = r.stdout.splitlines()
     i = next(i for i, l in enumerate(lines) if l.startswith(f"{s}:2:") and "VL101" in l)
@@ -140,7 +140,7 @@ def test_carets_follow_display_width_of_wide_characters_and_tabs(tmp_path, tree)
 @pytest.mark.slow
 def test_diff_with_nothing_to_fix_says_so_and_exits_0(tmp_path, tree):
     s = tmp_path / "run.sh"
-    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
+    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 actor_rollout_ref.rollout.name=vllm\n")
     r = cli("check", "--verl-root", tree, "--diff", str(s))
     assert r.returncode == 0 and r.stdout == ""
     assert "No fixes available" in r.stderr
@@ -150,7 +150,7 @@ def test_diff_with_nothing_to_fix_says_so_and_exits_0(tmp_path, tree):
 def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
     (tmp_path / "sub").mkdir()
     s = tmp_path / "sub" / "run.sh"
-    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=2 trainer.nnodes=3\n")
+    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=2 trainer.nnodes=3 actor_rollout_ref.rollout.name=vllm\n")
     r = cli("check", "--verl-root", tree, "--diff", str(s), cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert r.stdout.splitlines()[:2] == ["--- a/sub/run.sh", "+++ b/sub/run.sh"]
@@ -163,7 +163,7 @@ def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
 @pytest.mark.slow
 def test_baseline_says_how_many_findings_it_hides(tmp_path, tree):
     s = tmp_path / "run.sh"
-    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1\n")
+    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1 actor_rollout_ref.rollout.name=vllm\n")
     base = tmp_path / "baseline.json"
     assert cli("check", "--verl-root", tree, "--write-baseline", str(base), str(s)).returncode == 0
     r = cli("check", "--verl-root", tree, "--baseline", str(base), str(s))
@@ -180,7 +180,7 @@ def test_cache_dir_prints_only_the_path(tmp_path):
 
 # ------------------------------------------------- ruff's conventions (issue #20) ----
 
-DUPLICATE_AND_TYPO = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 trainer.nnodez=3\n"
+DUPLICATE_AND_TYPO = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 trainer.nnodez=3 actor_rollout_ref.rollout.name=vllm\n"
 
 
 def verl_lint(*args, cwd=None, env=None, stdin=None):
@@ -243,7 +243,7 @@ def test_every_flag_of_every_command_has_help():
 
 
 def test_statistics_counts_findings_per_rule(project, tree):
-    (project / "two.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1\n")
+    (project / "two.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1 actor_rollout_ref.rollout.name=vllm\n")
     r = verl_lint("check", "--verl-root", tree, "--statistics", cwd=project)
     assert r.returncode == 1
     assert r.stdout == "3  VL101      unknown-config-key\n1  VL107  [*] duplicate-override\n"

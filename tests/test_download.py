@@ -27,7 +27,7 @@ from verl_lint.engines.wheels import fetch_wheel
 from verl_lint.launch.locate import LocateError, release_tree
 
 HINT = "; pass --verl-root DIR with a verl checkout instead"
-SCRIPT = "python3 -m verl.trainer.main_ppo trainer.nnodez=4 trainer.nnodes=2\n"
+SCRIPT = "python3 -m verl.trainer.main_ppo trainer.nnodez=4 trainer.nnodes=2 actor_rollout_ref.rollout.name=vllm\n"
 
 
 def _wheel_bytes(files: dict[str, bytes]) -> bytes:

@@ -114,7 +114,7 @@ def clone(tmp_path):
     (repo / "scripts").mkdir(parents=True)
     git(repo, "init", "-q")
     script = repo / "scripts" / "train.sh"
-    script.write_text("python3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    trainer.total_epochz=2\n")
+    script.write_text("python3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 actor_rollout_ref.rollout.name=vllm \\\n    trainer.total_epochz=2\n")
     (repo / "notes.txt").write_text("not a script\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "pin")

@@ -60,7 +60,7 @@ def test_a_warm_run_reads_the_report_back_without_the_heavy_imports(tmp_path, ve
 
 def test_the_script_and_what_it_sources_invalidate_it(tmp_path, verl_trees):
     tree = verl_trees[NEWEST].root
-    project = _project(tmp_path, "#!/bin/bash\nsource ./vars.sh\npython3 -m verl.trainer.main_ppo $ARGS\n")
+    project = _project(tmp_path, "#!/bin/bash\nsource ./vars.sh\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm $ARGS\n")
     (project / "vars.sh").write_text("ARGS=trainer.nnodes=2\n")
     assert _check(project, tree)[0] == [] and _check(project, tree)[1]
     (project / "vars.sh").write_text("ARGS=trainer.nnodez=2\n")  # same size would not matter: mtime too
@@ -104,7 +104,7 @@ def test_a_new_requirements_file_invalidates_it(tmp_path, verl_trees):
 def test_a_change_in_the_verl_tree_invalidates_it(tmp_path, verl_trees):
     tree = tmp_path / "verl-copy"
     shutil.copytree(verl_trees[NEWEST].root / "verl", tree / "verl")
-    project = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.balance_batch=False\n")
+    project = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.balance_batch=False\n")
     assert _check(project, tree)[0] == [] and _check(project, tree)[1]
     config = tree / "verl/trainer/config/ppo_trainer.yaml"
     config.write_text(config.read_text().replace("balance_batch:", "balance_batches:", 1))

@@ -52,6 +52,7 @@ ANCHORS = {
     "VL006": "[\udc80-\udcff]",  # the first byte that is not UTF-8 (read with surrogateescape)
     "VL007": r"--config-path=\S*\$|\"python3",  # the word only known at run time
     "VL010": r"verl\.trainer\.main_ppo",  # the launch whose engine version is unknown
+    "VL109": r"verl\.trainer\.main_ppo",  # the launch that leaves a mandatory value unset
     "VL011": r"\$\{?[a-z_]",  # the `$x` the script never assigns
 }
 

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import NEWEST, json_findings
 
-BAD_SIZES = "python3 -m verl.trainer.main_ppo data.train_batch_size=1000 actor_rollout_ref.rollout.n=5 trainer.nnodes=6\n"
+BAD_SIZES = "python3 -m verl.trainer.main_ppo data.train_batch_size=1000 actor_rollout_ref.rollout.n=5 trainer.nnodes=6 actor_rollout_ref.rollout.name=vllm\n"
 
 
 def check(tmp_path: Path, settings: str, *flags: str) -> subprocess.CompletedProcess:
@@ -93,7 +93,7 @@ timeout = 0
 
 # ------------------------------------------------ settings discovered per file ----
 
-TWO_FINDINGS = "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 trainer.nnodez=3\n"  # VL107, VL101
+TWO_FINDINGS = "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 trainer.nnodez=3 actor_rollout_ref.rollout.name=vllm\n"  # VL107, VL101
 
 
 def verl_lint(cwd: Path, *args: str) -> subprocess.CompletedProcess:

@@ -316,7 +316,7 @@ def test_blanks_inside_double_quotes_match_bash():
 def test_tilde_in_an_assignment_is_not_a_hydra_parse_error(lint):
     """`FILES=~/data/x` reaches Hydra as `/home/<user>/data/x`; `data.path=~/x` as an argument
     reaches it with the `~` (data.path is no shell name), which Hydra cannot parse."""
-    report = lint("TRAIN=~/data/train.parquet\npython3 -m verl.trainer.main_ppo data.train_files=$TRAIN data.val_files=~/data/val.parquet\n")
+    report = lint("TRAIN=~/data/train.parquet\npython3 -m verl.trainer.main_ppo data.train_files=$TRAIN data.val_files=~/data/val.parquet actor_rollout_ref.rollout.name=vllm\n")
     assert [(d.code, d.span.col) for d in report.diagnostics] == [("VL102", 58)]
 
 

@@ -107,3 +107,24 @@ def test_a_literal_annotation_is_no_check(verl_trees):
     with Hydra, which ignores annotations: `reshard_after_forward: Literal[...]` checks nothing."""
     cls = classes.find(str(verl_trees[NEWEST].root), "verl.workers.config.TorchtitanEngineConfig")
     assert cls.fields["reshard_after_forward"].startswith("Literal[") and "reshard_after_forward" not in cls.choices
+
+
+@pytest.mark.parametrize("version", [NEWEST, pytest.param(OLDER, marks=pytest.mark.slow)])
+def test_a_mandatory_value_of_a_built_section_left_unset(lint, version):
+    """`name: ???` in the rollout node (0.7+): unset, the worker's instantiate raises. The reward
+    model's rollout has one too, but under the reward model's `enable` switch: not judged (0.7
+    builds it only with `reward_model.use_reward_loop` too: verl's own rm_legacy examples)."""
+    launch = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1 {}\n"
+    [(line, col, msg, help)] = found(lint(launch.format(""), version), "VL109")
+    assert (line, col) == (2, 12) and "`actor_rollout_ref.rollout.name`" in msg and "RolloutConfig (verl/workers/config/rollout.py:" in msg
+    assert help == "set `actor_rollout_ref.rollout.name=...` on the launch"
+    assert found(lint(launch.format("actor_rollout_ref.rollout.name=vllm reward.reward_model.enable=True"), version), "VL109") == []
+    # Set from a value only known at run time, or under a switch only known then: not judged.
+    assert found(lint(launch.format("actor_rollout_ref.rollout.name=$ENGINE reward.reward_model.enable=$RM"), version), "VL109") == []
+    assert found(lint(launch.format("actor_rollout_ref.rollout.name=sglang reward.reward_model.enable=False"), version), "VL109") == []
+
+
+@pytest.mark.slow
+def test_no_mandatory_value_before_verl_0_7(lint):
+    """verl 0.5.0 defaulted the rollout to vLLM: a launch without the name is fine there."""
+    assert found(lint("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1\n", OLDEST), "VL109") == []

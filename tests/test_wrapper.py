@@ -19,8 +19,11 @@ from verl_lint import cli, wrapper
 from verl_lint.wrapper import script_call
 
 APPS = Path(__file__).resolve().parent / "apps"
-BAD = ["data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6"]
-GOOD = ["data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192"]
+BAD = ["data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6", "actor_rollout_ref.rollout.name=vllm"]
+GOOD = [
+    "data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192",
+    "actor_rollout_ref.rollout.name=vllm",
+]
 
 # A launch script whose real work is guarded: with $MARKER set it only records that it ran.
 SCRIPT = """#!/bin/bash
@@ -30,7 +33,7 @@ if [ -n "$MARKER" ]; then
   exit 3
 fi
 python3 -m verl.trainer.main_ppo \\
-    actor_rollout_ref.rollout.n=5 \\
+    actor_rollout_ref.rollout.n=5 actor_rollout_ref.rollout.name=vllm \\
     "$@"
 """
 
@@ -94,7 +97,7 @@ def test_findings_on_arguments_point_into_the_command_line(tmp_path):
     command = ["bash", "-c", 'python3 -m verl.trainer.main_ppo "$@"', "x", *BAD]
     line = next(x for x in proc.stderr.splitlines() if "VL301" in x)
     n = int(line.removeprefix("command line, argument ").split(":")[0])  # located by argument, not as a script line
-    assert command[n] in BAD and f"\n {n} | {command[n]}\n" in proc.stderr, proc.stderr
+    assert command[n] in BAD and any(f"\n {n} | {command[n]}{end}" in proc.stderr for end in ("\n", " \\\n")), proc.stderr
     assert "would not run" in proc.stderr
 
 
@@ -217,7 +220,7 @@ def test_executable_script_runs_and_is_linted(tmp_path, script):
 # a regression that reads /dev/zero or blocks on a FIFO fails instead of hanging.
 
 # A launch the linter analyses but bash never reaches.
-RAN = '#!/bin/bash\nif [ -n "$VERL_LINT_TEST_NEVER_SET" ]; then\n  python3 -m verl.trainer.main_ppo trainer.nnodes=1\nfi\necho ran\n'
+RAN = '#!/bin/bash\nif [ -n "$VERL_LINT_TEST_NEVER_SET" ]; then\n  python3 -m verl.trainer.main_ppo trainer.nnodes=1 actor_rollout_ref.rollout.name=vllm\nfi\necho ran\n'
 
 
 def bounded_wrap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

@@ -1,6 +1,6 @@
 """1xx (values): values that compose fine but that verl rejects once a worker builds its config.
 
-Both rules read the tree being linted: verl's config dataclasses (`config_classes`), their
+The rules read the tree being linted: verl's config dataclasses (`config_classes`), their
 fields and the choice checks of their `__post_init__`, and the code that converts them; VL108
 also the choice checks verl's functions make on a key of the root config (the reader index).
 """
@@ -8,6 +8,8 @@ also the choice checks verl's functions make on a key of the root config (the re
 from __future__ import annotations
 
 from pathlib import Path
+
+from omegaconf import DictConfig
 
 from ..config import classes as config_classes
 from ..config.classes import Choice
@@ -159,3 +161,80 @@ def added_key_not_a_field(ctx: Context):
             span=o.word.span,
             help=f"did you mean `{parent}.{guess[0]}`?" if guess else f"remove it: {cls.name} has no such field",
         )
+
+
+@rule(
+    "VL109",
+    "mandatory-value-unset",
+    "error",
+    bad=[("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1\n", ">=0.7")],
+    good=[main_ppo("trainer.total_epochs=1"), (main_ppo("reward.reward_model.enable=True"), ">=0.7")],
+)
+def mandatory_value_unset(ctx: Context):
+    """A mandatory value (`???` in verl's config) that nothing sets, in a node verl builds.
+
+    ## What it does
+    Walks the composed config for values left at `???` (OmegaConf's mandatory marker) that no
+    override and none of your config files set, under a node with a `_target_` that the verl
+    tree being linted converts into that dataclass (`omega_conf_to_dataclass`), when the class
+    has that field. A node under a section with an `enable` switch is not judged: whether verl
+    builds it depends on that switch and, in some releases, on more (`reward_model.rollout` is
+    built in 0.7 only with `reward_model.use_reward_loop`). The finding points at the launch:
+    there is no line of yours that set the key.
+
+    ## Why is this bad?
+    Hydra composes and starts the job with a `???` value; it raises only when the value is
+    read. Converting the node reads every field (`hydra.utils.instantiate` reads `node[key]`),
+    so the worker fails with `omegaconf.errors.MissingMandatoryValue: Missing mandatory value:
+    name` after Ray and the workers are up. verl 0.7 made `actor_rollout_ref.rollout.name`
+    mandatory: a script written for 0.6, which defaulted to vLLM, fails this way.
+
+    ## Use instead
+    Set the key on the launch (`actor_rollout_ref.rollout.name=vllm`, or `sglang`, ...).
+
+    ## Where in verl
+    0.9.1 `verl/trainer/config/rollout/rollout.yaml:5` (`name: ???`),
+    `verl/workers/config/rollout.py:158` (`name: Optional[str] = MISSING`),
+    `verl/utils/config.py:23-50` (`omega_conf_to_dataclass` instantiates a node with a `_target_`).
+    """
+    root = str(ctx.app.verl.root) if ctx.app.verl else ""
+    if not root:
+        return
+    for key in _mandatory_unset(ctx.cfg):
+        parent, _, name = key.rpartition(".")
+        if ctx.comp.last_setter(key) is not None or ctx.user_set(key) or _under_a_switch(ctx, parent):
+            continue  # an override with a value known at run time only composes `???` too
+        cls = config_classes.of_node(root, parent, ctx.get(f"{parent}._target_", None))
+        if cls is None or name not in cls.fields:
+            continue
+        yield ctx.diag(
+            "VL109",
+            f"`{key}` is mandatory (`???` in verl's config) and the launch does not set it: when the worker builds "
+            f"{cls.name} ({cls.where}) from `{parent}`, Hydra raises `MissingMandatoryValue: Missing mandatory value: {name}`",
+            key=key,
+            span=ctx.launch.entry_span,
+            help=f"set `{key}=...` on the launch",
+        )
+
+
+def _mandatory_unset(cfg, prefix: str = "") -> list[str]:
+    """The dotted keys of `cfg` whose value is `???`."""
+    out = []
+    for k in cfg.keys():
+        key = f"{prefix}.{k}" if prefix else str(k)
+        node = cfg._get_node(k)
+        if node is None:
+            continue
+        if node._is_missing():
+            out.append(key)
+        elif isinstance(node, DictConfig) and not node._is_none() and not node._is_interpolation():
+            out.extend(_mandatory_unset(node, key))
+    return out
+
+
+def _under_a_switch(ctx: Context, path: str) -> bool:
+    """A section on `path` has an `enable` switch: whether verl builds what is under it depends on
+    that switch and, in some releases, on more (0.7's `reward_model.use_reward_loop`)."""
+    parts = path.split(".")
+    absent = object()
+    return any(ctx.get(".".join(parts[:i]) + ".enable", absent) is not absent for i in range(1, len(parts) + 1))
