@@ -368,3 +368,21 @@ def test_launch_forms_that_were_dropped_are_analysed_or_say_why(lint):
     assert "--config-name is only known at run time (script argument $1)" in why[13]
     assert report.launches == 2
 
+
+def test_an_entry_point_kept_in_a_variable_is_the_launch_it_reaches(lint):
+    """`ENTRY="-m ..."` joined into `CMD="torchrun ... ${ENTRY}"`, run as `$CMD`: the launch is
+    analysed, and the line naming the entry point is that launch's, not an unseen one. The other
+    branch's entry point never reaches a command under the script's own values: VL007 there."""
+    report = lint(
+        "mode=${mode:-spmd}\n"
+        'if [ "$mode" = spmd ]; then\n'
+        '  ENTRY=${ENTRY:-"-m verl.trainer.main_ppo"}\n'
+        '  CMD="torchrun --standalone --nproc-per-node=${N:-1} ${ENTRY}"\n'
+        "else\n"
+        '  ENTRY=${ENTRY:-"-m verl.trainer.main_generation"}\n'
+        '  CMD="python3 ${ENTRY}"\n'
+        "fi\n"
+        "$CMD trainer.nnodez=1\n"
+    )
+    assert [(d.code, d.span.line) for d in report.diagnostics] == [("VL007", 6), ("VL101", 9)], report.diagnostics
+    assert report.launches == 1

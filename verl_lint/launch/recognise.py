@@ -33,6 +33,7 @@ _PREFIX_LAUNCHERS = {
 _ENTRY_MODULE = re.compile(r"^((verl|recipe)(\.\w+)+|\w+(\.\w+)*\.main_\w+)$")
 _ENTRY_FILE = re.compile(r"(^|/)main_\w+\.py$")
 _ENTRY_IN_TEXT = re.compile(r"-m\s+((?:verl|recipe)(?:\.\w+)+|\w+(?:\.\w+)*\.main_\w+)\b|([\w./-]*\bmain_\w+\.py)\b")
+_ASSIGNMENT = re.compile(r"^\s*((export|local|readonly|declare)\s+)?[A-Za-z_]\w*=")
 # What bash's second parse under `eval` would change: quotes, expansions, operators, spaces.
 _SHELL_SYNTAX = re.compile(r"[\s'\"\\$`;&|<>(){}]")
 _NOT_RUN = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "log", "info"}  # print, do not run, their words
@@ -93,6 +94,9 @@ def _unseen(text: str, path: str, commands: list[Command], found: list[Launch]) 
         heads = _head(cmd.words)
         if cmd.span.path == path and (cmd.nested or (heads and heads[0] in _NOT_RUN)):
             seen.update(range(cmd.span.line, cmd.span.end_line + 1))
+    # An entry point written into a variable (`ENTRYPOINT="-m verl.trainer.sft_trainer"`) whose
+    # launch was analysed here: the value reached it (its words point where they were joined).
+    analysed = {la.module or la.file for la in found if la.not_analysable is None}
     out = []
     offset = 0
     for n, line in enumerate(text.split("\n"), 1):
@@ -102,6 +106,8 @@ def _unseen(text: str, path: str, commands: list[Command], found: list[Launch]) 
             continue
         for m in _ENTRY_IN_TEXT.finditer(code):
             name = m.group(1) or m.group(2)
+            if name in analysed and _ASSIGNMENT.match(code):
+                continue
             col, end = m.start(1) if m.group(1) else m.start(2), m.end()
             nbytes = lambda i: len(text[: start + i].encode("utf-8", "surrogatepass"))  # noqa: E731
             span = Span(path, n, col + 1, n, end + 1, nbytes(col), nbytes(end))
