@@ -60,6 +60,33 @@ def test_vl302_only_where_the_tree_checks_it(findings):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.4.1", "0.7.1", "0.9.1"])
+def test_the_critics_batches_are_checked_when_the_launch_trains_one(findings, version):
+    """The critic runs with a GAE estimator (and, from 0.6, whenever `critic.enable` says so):
+    then its mini batch is checked against the train batch, and its micro batch pair too."""
+    sizes = ("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128")
+    [message] = only(findings(main_ppo("algorithm.adv_estimator=gae", *sizes), version), "VL302")
+    assert message.startswith("data.train_batch_size=64 is smaller than critic.ppo_mini_batch_size=128")
+    assert only(findings(main_ppo("algorithm.adv_estimator=grpo", *sizes), version), "VL302") == []
+    assert only(findings(main_ppo("algorithm.adv_estimator=$ADV", *sizes), version), "VL302") == []  # unknown: silent
+    # Left to follow the actor's, the critic's mini batch is the actor's one mistake: one finding.
+    follows = main_ppo("algorithm.adv_estimator=gae", "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=128")
+    assert [m.split(" is smaller than ")[1].split("=")[0] for m in only(findings(follows, version), "VL302")] == [f"{A}.ppo_mini_batch_size"]
+    # The deprecated global micro batch alone: from 0.5 verl's critic config makes `_per_gpu`
+    # follow it (`${oc.select:.ppo_micro_batch_size,null}`), so both are set; 0.4 keeps them apart.
+    twice = only(findings(main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=64"), version), "VL303")
+    assert twice == [] if version == "0.4.1" else "(verl's config makes ppo_micro_batch_size_per_gpu follow ppo_micro_batch_size)" in twice[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.7.1", "0.9.1"])
+def test_critic_enable_decides_over_the_estimator(findings, version):
+    sizes = ("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128")
+    assert only(findings(main_ppo("algorithm.adv_estimator=grpo", "critic.enable=True", *sizes), version), "VL302")
+    assert only(findings(main_ppo("algorithm.adv_estimator=gae", "critic.enable=False", *sizes), version), "VL302") == []
+
+
+@pytest.mark.slow
 def test_vl304_follows_the_worker_main_ppo_runs(findings):
     twelve = (f"{A}.ppo_mini_batch_size=12", "data.train_batch_size=96")  # 12 × n=1 over 8 GPUs
     # 0.9.1's engine worker asserts mini_batch_size % dp == 0.

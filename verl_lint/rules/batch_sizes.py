@@ -9,7 +9,9 @@ from math import gcd
 from ..config.source import Evidence
 from ..model import Severity
 from ..registry import main_ppo, rule
-from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default
+from .sizes import (
+    A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, uses_critic,
+)
 
 
 @rule(
@@ -74,47 +76,77 @@ def _round_to(bsz: int, n: int, minimal: int) -> int:
     return max(step, bsz // step * step)
 
 
+# Where the tree checks the train batch against each role's mini batch.
+MINI_CHECKS = {
+    A: (
+        Evidence(("verl/workers/config/actor.py",), r"train_batch_size\s*<\s*self\.ppo_mini_batch_size"),
+        Evidence(("verl/trainer/ppo/ray_trainer.py",), r"train_batch_size\s*>=\s*config\.actor_rollout_ref\.actor\.ppo_mini_batch_size"),
+    ),
+    "critic": (
+        Evidence(("verl/workers/config/critic.py",), r"train_batch_size\s*<\s*self\.ppo_mini_batch_size"),
+        Evidence(("verl/trainer/ppo/ray_trainer.py",), r"train_batch_size\s*>=\s*config\.critic\.ppo_mini_batch_size"),
+    ),
+}
+
+
 @rule(
     "VL302",
     "train-batch-smaller-than-mini-batch",
     "error",
     apps=VALIDATED_APPS,
     # verl 0.1-0.3 has no such check: the actor splits the batch into mini batches of at most that size.
-    evidence=[
-        Evidence(("verl/workers/config/actor.py",), r"train_batch_size\s*<\s*self\.ppo_mini_batch_size"),
-        Evidence(("verl/trainer/ppo/ray_trainer.py",), r"train_batch_size\s*>=\s*config\.actor_rollout_ref\.actor\.ppo_mini_batch_size"),
+    evidence=[*MINI_CHECKS[A], *MINI_CHECKS["critic"]],
+    bad=[
+        main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
+        main_ppo("algorithm.adv_estimator=gae", "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128"),
     ],
-    bad=[main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128")],
-    good=[main_ppo("data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=128")],
+    good=[
+        main_ppo("data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
+        main_ppo("algorithm.adv_estimator=grpo", "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128"),
+    ],
 )
 def train_batch_vs_mini(ctx):
-    """data.train_batch_size is smaller than actor.ppo_mini_batch_size.
+    """data.train_batch_size is smaller than the actor's (or the critic's) ppo_mini_batch_size.
 
     ## What it does
-    Compares the two when dynamic batch size is off.
+    Compares the train batch with `actor.ppo_mini_batch_size` when the actor's dynamic batch
+    size is off, and with `critic.ppo_mini_batch_size` when the launch trains a critic (as the
+    tree decides it: `critic.enable`, else a GAE advantage estimator) whose dynamic batch size
+    is off. The critic's mini batch follows the actor's unless set: one mistake, one finding.
 
     ## Why is this bad?
-    `ActorConfig.validate` raises "train_batch_size (...) must be >= actor.ppo_mini_batch_size".
+    `ActorConfig.validate` raises "train_batch_size (...) must be >= actor.ppo_mini_batch_size"
+    (`CriticConfig.validate`: "... must be >= critic.ppo_mini_batch_size").
 
     ## Use instead
     A mini batch no larger than the train batch (usually a divisor of it).
 
     ## Where in verl
-    verl 0.9.1 `verl/workers/config/actor.py:222-229`; verl 0.7.1 `verl/workers/config/actor.py` (`validate`);
-    verl 0.4.1-0.5 `verl/trainer/ppo/ray_trainer.py` (`_validate_config`, an assert). verl 0.1-0.3
-    (e.g. vendored in TinyZero, Logic-RL) has no such check, so the rule does not apply there.
+    verl 0.9.1 `verl/workers/config/actor.py:222-229` and `verl/workers/config/critic.py:117-129`
+    (run by `verl/utils/config.py:190` when `need_critic`); verl 0.4.1-0.5
+    `verl/trainer/ppo/ray_trainer.py` (`_validate_config`, asserts). verl 0.1-0.3 (e.g. vendored
+    in TinyZero, Logic-RL) has no such check, so the rule does not apply there.
     """
-    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+    bsz = ctx.int("data.train_batch_size")
+    if bsz is None:
         return
-    bsz, mini = ctx.int("data.train_batch_size"), ctx.int(f"{A}.ppo_mini_batch_size")
-    if bsz is not None and mini is not None and bsz < mini:
+    reported = None
+    for section in (A, "critic"):
+        if section == "critic" and not uses_critic(ctx):
+            continue
+        if ctx.flag(f"{section}.use_dynamic_bsz") is not False or not ctx.verl_has(*MINI_CHECKS[section]):
+            continue
+        mini = ctx.int(f"{section}.ppo_mini_batch_size")
+        if mini is None or bsz >= mini or (mini == reported and not ctx.set_by_override(f"{section}.ppo_mini_batch_size")):
+            continue  # the critic's value, when it only follows the actor's, is the actor's finding
+        reported = mini
         yield report_unless_default(
             ctx,
             "VL302",
-            f"data.train_batch_size={bsz} is smaller than {A}.ppo_mini_batch_size={mini}; verl stops in its config validation",
-            ["data.train_batch_size", f"{A}.ppo_mini_batch_size"],
-            anchor_key(ctx, "data.train_batch_size", f"{A}.ppo_mini_batch_size"),
-            f"set {A}.ppo_mini_batch_size to at most {bsz}",
+            f"data.train_batch_size={bsz} is smaller than {section}.ppo_mini_batch_size={mini}; verl stops in its config validation",
+            ["data.train_batch_size", f"{section}.ppo_mini_batch_size"],
+            anchor_key(ctx, "data.train_batch_size", f"{section}.ppo_mini_batch_size"),
+            f"set {section}.ppo_mini_batch_size to at most {bsz}",
         )
 
 
@@ -123,9 +155,15 @@ def train_batch_vs_mini(ctx):
     "micro-batch-set-twice",
     "error",
     apps=VALIDATED_APPS,
-    evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py"), r"You have set both")],
-    bad=[main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8")],
-    good=[main_ppo(f"{R}.log_prob_micro_batch_size_per_gpu=8")],
+    evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"You have set both")],
+    bad=[
+        main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8"),
+        main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8"),
+    ],
+    good=[
+        main_ppo(f"{R}.log_prob_micro_batch_size_per_gpu=8"),
+        main_ppo("algorithm.adv_estimator=grpo", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8"),
+    ],
 )
 def micro_batch_twice(ctx):
     """Both the deprecated global micro batch size and its `_per_gpu` form are set.
@@ -133,7 +171,9 @@ def micro_batch_twice(ctx):
     ## What it does
     Checks the pairs `rollout.log_prob_micro_batch_size{,_per_gpu}`,
     `ref.log_prob_micro_batch_size{,_per_gpu}` (when a reference model is used) and
-    `actor.ppo_micro_batch_size{,_per_gpu}` when dynamic batch size is off.
+    `actor.ppo_micro_batch_size{,_per_gpu}` when the actor's dynamic batch size is off, and
+    `critic.ppo_micro_batch_size{,_per_gpu}` when the launch trains a critic (`critic.enable`,
+    else a GAE advantage estimator) whose dynamic batch size is off.
 
     ## Why is this bad?
     verl raises "You have set both '...micro_batch_size' AND '..._per_gpu'".
@@ -142,22 +182,27 @@ def micro_batch_twice(ctx):
     Only the `_per_gpu` key.
 
     ## Where in verl
-    verl 0.9.1 `verl/utils/config.py:131-182` and `verl/workers/config/actor.py:244-257`;
-    verl 0.7.1 `verl/utils/config.py:117-178`.
+    verl 0.9.1 `verl/utils/config.py:131-182`, `verl/workers/config/actor.py:244-257` and
+    `verl/workers/config/critic.py:103-156`; verl 0.7.1 `verl/utils/config.py:117-178`; verl 0.5.0
+    `verl/trainer/ppo/ray_trainer.py:422-493`.
     """
-    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
-        return
-    uses_ref = ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward")
-    pairs = [(R, "log_prob_micro_batch_size"), (A, "ppo_micro_batch_size")]
-    if uses_ref:
-        pairs.append(("actor_rollout_ref.ref", "log_prob_micro_batch_size"))
+    pairs = []
+    if ctx.flag(f"{A}.use_dynamic_bsz") is False:
+        pairs += [(R, "log_prob_micro_batch_size"), (A, "ppo_micro_batch_size")]
+        if ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward"):
+            pairs.append(("actor_rollout_ref.ref", "log_prob_micro_batch_size"))
+    if uses_critic(ctx) and ctx.flag("critic.use_dynamic_bsz") is False:
+        pairs.append(("critic", "ppo_micro_batch_size"))
     for section, name in pairs:
         glob, per_gpu = ctx.get(f"{section}.{name}", None), ctx.get(f"{section}.{name}_per_gpu", None)
         if isinstance(glob, int) and isinstance(per_gpu, int) and not isinstance(glob, bool):
+            # verl's critic config makes `_per_gpu` follow the global key (`${oc.select:.ppo_micro_batch_size,null}`)
+            follows = not ctx.set_by_override(f"{section}.{name}_per_gpu") and ctx.provenance(f"{section}.{name}_per_gpu") == "script"
             yield report_unless_default(
                 ctx,
                 "VL303",
-                f"both {section}.{name}={glob} and {section}.{name}_per_gpu={per_gpu} are set; verl raises ValueError",
+                f"both {section}.{name}={glob} and {section}.{name}_per_gpu={per_gpu} are set"
+                + (f" (verl's config makes {name}_per_gpu follow {name})" if follows else "") + "; verl raises ValueError",
                 [f"{section}.{name}", f"{section}.{name}_per_gpu"],
                 f"{section}.{name}",
                 f"remove {section}.{name} (deprecated) and keep {name}_per_gpu",
