@@ -136,6 +136,30 @@ def test_did_you_mean(lint, version):
     assert [d.help for d in _found(r, "VL230")] == ["did you mean `data.max_prompt_length`?"]
 
 
+@pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0 builds no dataclass configs: no VL110 (issue #19)"))
+def test_did_you_mean_the_same_key_under_the_right_role(lint, version):
+    """A setting placed under the wrong role: the guess is that key under the role that has it
+    (before a similar field of the wrong one); a tie between roles falls back to the sibling."""
+    r = lint(main_ppo(
+        "+actor_rollout_ref.actor.gpu_memory_utilization=0.5", "+critic.kl_loss_coef=0.1",
+        "+actor_rollout_ref.actor.log_prob_micro_batch_size_per_gpu=8",  # rollout's or ref's: no one guess
+    ), version)
+    assert [d.help for d in _found(r, "VL110")] == [
+        "did you mean `actor_rollout_ref.rollout.gpu_memory_utilization`?",
+        "did you mean `actor_rollout_ref.actor.kl_loss_coef`?",
+        "did you mean `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu`?",
+    ]
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_did_you_mean_for_an_unknown_key_names_its_role(lint, version):
+    """Without `+`, Hydra refuses the key (VL101): the same guess. A common name (`name`) is no hint."""
+    r = lint(main_ppo("actor_rollout_ref.actor.temperature=0.5", "trainer.train_batch_size=8", "critic.name=x"), version)
+    helps = [d.help for d in _found(r, "VL101")]
+    assert helps[:2] == ["did you mean `actor_rollout_ref.rollout.temperature`?", "did you mean `data.train_batch_size`?"]
+    assert len(helps) == 3 and "custom_reward_function.name" not in helps[2]  # the only other `*.name` of the same depth
+
+
 @pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0's reader index counts actor_rollout_ref, critic, data and model as read whole: VL230 stays silent (issue #19)"))
 def test_config_key_never_read_only_when_set(lint, version):
     r = lint(main_ppo("data.return_raw_input_ids=True"), version)

@@ -21,8 +21,33 @@ def all_keys(cfg, prefix: str = "") -> list[str]:
     return out
 
 
+def same_name_elsewhere(cfg, key: str, keys: list[str] | None = None) -> str | None:
+    """The key of `key`'s name under another section, when one stands out: a critic setting
+    placed under the actor, a rollout key under the actor. The only key of that name, or among
+    several the one sharing the most leading parts with `key` (then of its depth), when it
+    shares two, or one at the same depth: a common name (`name`, `enable`) is no hint.
+    `keys`: the candidates (default: every key of `cfg`)."""
+    name = key.rsplit(".", 1)[-1]
+    parts = key.split(".")
+
+    def rank(k: str) -> tuple[int, bool]:
+        other = k.split(".")
+        shared = next((i for i, (a, b) in enumerate(zip(other, parts)) if a != b), min(len(parts), len(other)))
+        return shared, len(other) == len(parts)
+
+    found = sorted((rank(k), k) for k in (all_keys(cfg) if keys is None else keys) if k.rsplit(".", 1)[-1] == name and k != key)
+    if not found or (len(found) > 1 and found[-1][0] == found[-2][0]):
+        return None
+    (shared, same_depth), best = found[-1]
+    return best if len(found) == 1 or shared >= 2 or (shared == 1 and same_depth) else None
+
+
 def closest_key(cfg: DictConfig, key: str) -> str | None:
-    """A real key close to `key`: a sibling with a similar name, or the same key moved."""
+    """A real key close to `key`: the same name under another section, a sibling with a
+    similar name, or the same key moved."""
+    elsewhere = same_name_elsewhere(cfg, key)
+    if elsewhere is not None:
+        return elsewhere
     parts = key.split(".")
     node = cfg
     depth = 0

@@ -7,7 +7,7 @@ its code mentions. A key with a name that appears nowhere in that code cannot be
 from __future__ import annotations
 
 
-from ..config.keys import all_keys
+from ..config.keys import all_keys, same_name_elsewhere
 from ..config.context import Context
 from ..registry import main_ppo, rule
 from ..config.reader import ReaderIndex, app_sources, reader_index
@@ -80,6 +80,9 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
     if ctx.cfg is not None and name == leaf:
         parent = key.rpartition(".")[0]
         keys = [k for k in all_keys(ctx.cfg) if k != key and not k.startswith("hydra.") and index.reads(_leaf(k))]
+        elsewhere = same_name_elsewhere(ctx.cfg, key, keys)  # the setting placed under the wrong role
+        if elsewhere is not None:
+            return f"did you mean `{elsewhere}`?"
         siblings = {_leaf(k): k for k in keys if k.rpartition(".")[0] == parent}
         close = difflib.get_close_matches(leaf, sorted(siblings), n=1, cutoff=0.75)
         if close:

@@ -14,6 +14,7 @@ from omegaconf import DictConfig
 from ..config import classes as config_classes
 from ..config.classes import Choice
 from ..config.context import Context
+from ..config.keys import same_name_elsewhere
 from ..config.reader import app_sources, reader_index
 from ..registry import main_ppo, rule
 
@@ -151,7 +152,9 @@ def added_key_not_a_field(ctx: Context):
             continue
         import difflib  # only with a finding: the Hydra callback imports this module at every job start
 
-        guess = difflib.get_close_matches(name, [f for f in cls.fields if not f.startswith("_")], n=1)
+        close = difflib.get_close_matches(name, [f for f in cls.fields if not f.startswith("_")], n=1)
+        # the setting placed under the wrong role first, then a field of this class close to it
+        guess = same_name_elsewhere(ctx.cfg, o.key) or (f"{parent}.{close[0]}" if close else None)
         yield ctx.diag(
             "VL110",
             f"`{o.key}` adds `{name}` to `{parent}`, which verl builds into {cls.name} ({cls.where}); "
@@ -159,7 +162,7 @@ def added_key_not_a_field(ctx: Context):
             f"(`TypeError: unexpected keyword argument` through instantiate, `ConfigKeyError` through the structured merge)",
             key=o.key,
             span=o.word.span,
-            help=f"did you mean `{parent}.{guess[0]}`?" if guess else f"remove it: {cls.name} has no such field",
+            help=f"did you mean `{guess}`?" if guess else f"remove it: {cls.name} has no such field",
         )
 
 
