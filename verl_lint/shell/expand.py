@@ -41,7 +41,9 @@ _ARITH_OPS = {
 _DIR_WORDS = {"cd", "pwd", "dirname", "realpath", "readlink", "-f", "-P", "-L", "--", "&&"}
 _SCRIPT_REFS = {"0", "{0}", "{BASH_SOURCE[0]}", "{BASH_SOURCE}", "BASH_SOURCE", "BASH_SOURCE[0]"}
 
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "e": "\x1b", "0": "\0"}
+# `$'...'`: bash's escapes (a backslash before anything else stays as written)
+_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)", re.S)
 
 
 def first_assignments(src: Source) -> dict[str, int]:
@@ -572,4 +574,14 @@ def _unescape_dquote(text: str) -> str:
 
 
 def _unescape_ansi(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), "\\" + m.group(1)), text)
+    def one(m: re.Match) -> str:
+        e = m.group(1)
+        if e[0] in "xuU" and len(e) > 1:
+            return chr(int(e[1:], 16))
+        if e[0] in "01234567":
+            return chr(int(e, 8) & 0xFF)
+        if e[0] == "c" and len(e) == 2:
+            return chr(ord(e[1]) & 0x1F)
+        return _ESCAPES.get(e, "\\" + e)
+
+    return _ANSI_ESCAPE.sub(one, text)
