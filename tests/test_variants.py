@@ -57,3 +57,13 @@ def test_a_finding_names_only_the_branches_it_depends_on(lint):
     report = lint(text)
     [message] = [m for c, _, _, m in found(report) if c == "VL306"]
     assert message.endswith(' (when line 3: not `[ "$MODE" = big ]`)'), message
+
+
+def test_variables_one_if_sets_vary_together(lint):
+    """TP and the experiment name take three values each from one if/elif/else: three variants,
+    not nine (beyond the cap, and six of them a run that cannot happen)."""
+    branches = '#!/bin/bash\nif [ "$M" = a ]; then TP=4; NAME=a; elif [ "$M" = b ]; then TP=2; NAME=b; else TP=3; NAME=c; fi\n'
+    report = lint(branches + LAUNCH.replace("trainer.nnodes=1", "trainer.nnodes=1 trainer.experiment_name=$NAME"))
+    [message] = [m for c, _, _, m in found(report) if c == "VL306"]
+    assert message.endswith(" (when line 2: else)") and "3×1×1 = 3" in message
+    assert "VL300" not in [c for c, *_ in found(report)]

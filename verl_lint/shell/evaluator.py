@@ -364,18 +364,23 @@ class Evaluator:
         those exported), with the branches it holds under; none when there are more than
         MAX_VARIANTS combinations (the variables then stay unknown)."""
         names = sorted(x for x, v in state.vars.items() if v.variants and (x in reads or v.exported))
-        choices = [state.vars[x].variants or [] for x in names]
-        if not names or math.prod(map(len, choices)) > MAX_VARIANTS:
+        # Variables the same branches set (the same labels) vary together: one choice for them all.
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for x in names:
+            groups.setdefault(tuple(label for label, _ in state.vars[x].variants or []), []).append(x)
+        if not groups or math.prod(map(len, groups)) > MAX_VARIANTS:
             return []
         out = []
-        for combo in itertools.product(*choices):
+        for combo in itertools.product(*(range(len(labels)) for labels in groups)):
             branch = state.copy()
-            for name, (_, var) in zip(names, combo):
-                if var is None:
-                    branch.vars.pop(name, None)
-                else:
-                    branch.vars[name] = var
-            out.append((tuple(label for label, _ in combo), branch))
+            for (labels, group), i in zip(groups.items(), combo):
+                for name in group:
+                    var = (state.vars[name].variants or [])[i][1]
+                    if var is None:
+                        branch.vars.pop(name, None)
+                    else:
+                        branch.vars[name] = var
+            out.append((tuple(labels[i] for labels, i in zip(groups, combo)), branch))
         return out
 
     def _expand_command(self, n: ts.Node, state: State) -> tuple[dict[str, EnvVar], list[Word], ts.Node | None]:
