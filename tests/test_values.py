@@ -128,3 +128,32 @@ def test_a_mandatory_value_of_a_built_section_left_unset(lint, version):
 def test_no_mandatory_value_before_verl_0_7(lint):
     """verl 0.5.0 defaulted the rollout to vLLM: a launch without the name is fine there."""
     assert found(lint("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1\n", OLDEST), "VL109") == []
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_a_rollout_engine_the_tree_does_not_register(lint, version):
+    """`name=hf` (the HF rollout left the registry in 0.6): the worker's get_rollout_class asserts.
+    Judged from the tree's own `_ROLLOUT_REGISTRY`; 0.5.0 has none, and says nothing."""
+    found_hf = found(lint(main_ppo("actor_rollout_ref.rollout.name=hf"), version), "VL111")
+    if version == OLDEST:
+        assert found_hf == []
+        return
+    [(line, col, message, help)] = found_hf
+    assert (line, col) == (2, 34) and "AssertionError: Rollout hf with mode async not found" in message
+    assert help.startswith("use one of: ") and "sglang, " in help and "vllm" in help
+    unknown = "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=$ENGINE\n"
+    assert found(lint(unknown, version), "VL111") == []
+
+
+def test_a_registry_other_code_extends_is_not_judged(verl_trees, tmp_path):
+    """Code in verl/ that adds to the registry: the names are not all known, no verdict."""
+    from verl_lint.rules.values import rollout_names
+
+    release = verl_trees[NEWEST].root
+    plain, extended = tmp_path / "plain", tmp_path / "extended"
+    for root in (plain, extended):
+        (root / "verl/workers/rollout").mkdir(parents=True)
+        (root / "verl/workers/rollout/base.py").write_text((release / "verl/workers/rollout/base.py").read_text())
+    (extended / "verl/my_engine.py").write_text('from verl.workers.rollout.base import _ROLLOUT_REGISTRY\n_ROLLOUT_REGISTRY[("mine", "async")] = "x.Y"\n')
+    assert rollout_names(str(plain)) == rollout_names(str(release)) and "vllm" in rollout_names(str(plain))
+    assert rollout_names(str(extended)) is None

@@ -7,6 +7,8 @@ also the choice checks verl's functions make on a key of the root config (the re
 
 from __future__ import annotations
 
+import ast
+from functools import lru_cache
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -16,6 +18,7 @@ from ..config.classes import Choice
 from ..config.context import Context
 from ..config.keys import same_name_elsewhere
 from ..config.reader import app_sources, reader_index
+from ..config.source import Evidence, source_text, tree_has
 from ..registry import main_ppo, rule
 
 R = "actor_rollout_ref.rollout"
@@ -241,3 +244,77 @@ def _under_a_switch(ctx: Context, path: str) -> bool:
     parts = path.split(".")
     absent = object()
     return any(ctx.get(".".join(parts[:i]) + ".enable", absent) is not absent for i in range(1, len(parts) + 1))
+
+
+ROLLOUT_REGISTRY = "verl/workers/rollout/base.py"
+# Code that adds to the registry (a recipe registering its own engine: 0.7.0's r1_ascend).
+REGISTRY_EXTENDED = r"_ROLLOUT_REGISTRY\[.*\]\s*=[^=]|_ROLLOUT_REGISTRY\.(update|setdefault)\("
+
+
+@lru_cache(maxsize=32)
+def rollout_names(root: str) -> frozenset[str] | None:
+    """The rollout names of the tree's `_ROLLOUT_REGISTRY` (`{("vllm", "async"): ..., ...}`), when
+    `get_rollout_class` asserts on it and nothing else in verl/ adds to it; else None."""
+    text = source_text(Path(root, ROLLOUT_REGISTRY))
+    if not text or "in _ROLLOUT_REGISTRY" not in text or tree_has(root, Evidence(("verl/**/*.py",), REGISTRY_EXTENDED)):
+        return None
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["_ROLLOUT_REGISTRY"] and isinstance(node.value, ast.Dict):
+            keys = [k.elts[0].value if isinstance(k, ast.Tuple) and k.elts and isinstance(k.elts[0], ast.Constant) else None for k in node.value.keys]
+            return frozenset(keys) if keys and all(isinstance(k, str) for k in keys) else None
+    return None
+
+
+@rule(
+    "VL111",
+    "rollout-engine-not-registered",
+    "error",
+    # Apps on the PPO trainer's configs build the rollout with get_rollout_class; a recipe with its
+    # own config may build its own (the VLA recipe's NaiveRolloutRob takes `name=hf`).
+    apps=("ppo_trainer", "ppo_megatron_trainer"),
+    bad=[(main_ppo("actor_rollout_ref.rollout.name=hf"), ">=0.7")],
+    good=[main_ppo("actor_rollout_ref.rollout.name=sglang")],
+)
+def rollout_not_registered(ctx: Context):
+    """A rollout engine name the verl tree has no rollout for.
+
+    ## What it does
+    Reads the rollout registry of the tree being linted (`_ROLLOUT_REGISTRY` in
+    `verl/workers/rollout/base.py`, the (name, mode) pairs `get_rollout_class` accepts) and
+    reports an `actor_rollout_ref.rollout.name` you set that no entry has, for apps on verl's PPO
+    trainer configs. Not judged: a tree without that registry (verl < 0.6), one whose code adds to
+    it, a recipe that does, a project's own entry point (it may register its own engine), and apps
+    with their own config (the VLA recipe builds its own rollout); the mode is VL406's.
+
+    ## Why is this bad?
+    Hydra accepts any name. The worker asserts `Rollout hf with mode async not found` when it
+    builds the rollout, after Ray and the workers are up. The HuggingFace rollout (`hf`) left
+    the registry in 0.6; older scripts and issues still use it.
+
+    ## Use instead
+    One of the names the finding lists (`vllm`, `sglang`, ... as this tree registers them).
+
+    ## Where in verl
+    0.9.1 `verl/workers/rollout/base.py:89-107` (`_ROLLOUT_REGISTRY`, `get_rollout_class`);
+    0.7.1 `verl/workers/rollout/base.py:83-101`.
+    """
+    root = str(ctx.verl_root) if ctx.verl_root else ""
+    names = rollout_names(root) if root else None
+    key = f"{R}.name"
+    name = ctx.get(key, None)
+    if names is None or not isinstance(name, str) or not ctx.user_set(key) or name in names:
+        return
+    app, recipes = Path(ctx.app.file).resolve(), Path(root, "recipe").resolve()
+    if Path(root, "verl").resolve() not in app.parents and recipes not in app.parents:
+        return  # a project's own entry point: it may register its own engine
+    if recipes in app.parents and tree_has(root, Evidence((f"recipe/{app.relative_to(recipes).parts[0]}/**/*.py",), REGISTRY_EXTENDED)):
+        return  # a recipe that registers its own engine
+    allowed = ", ".join(sorted(names))
+    mode = ctx.text(f"{R}.mode") or "async"
+    yield ctx.diag(
+        "VL111",
+        f"`{key}={name}` names no rollout this verl registers ({ROLLOUT_REGISTRY}: {allowed}): "
+        f"the worker stops with `AssertionError: Rollout {name} with mode {mode} not found` when it builds the rollout",
+        key=key,
+        help=f"use one of: {allowed}",
+    )
