@@ -192,8 +192,8 @@ def mandatory_value_unset(ctx: Context):
     Hydra composes and starts the job with a `???` value; it raises only when the value is
     read. Converting the node reads every field (`hydra.utils.instantiate` reads `node[key]`),
     so the worker fails with `omegaconf.errors.MissingMandatoryValue: Missing mandatory value:
-    name` after Ray and the workers are up. verl 0.7 made `actor_rollout_ref.rollout.name`
-    mandatory: a script written for 0.6, which defaulted to vLLM, fails this way.
+    name` after Ray and the workers are up. verl 0.6 made `actor_rollout_ref.rollout.name`
+    mandatory: a script written for 0.5, which defaulted to vLLM, fails this way.
 
     ## Use instead
     Set the key on the launch (`actor_rollout_ref.rollout.name=vllm`, or `sglang`, ...).
@@ -258,7 +258,11 @@ def rollout_names(root: str) -> frozenset[str] | None:
     text = source_text(Path(root, ROLLOUT_REGISTRY))
     if not text or "in _ROLLOUT_REGISTRY" not in text or tree_has(root, Evidence(("verl/**/*.py",), REGISTRY_EXTENDED)):
         return None
-    for node in ast.parse(text).body:
+    try:
+        body = ast.parse(text).body
+    except (SyntaxError, ValueError):
+        return None
+    for node in body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["_ROLLOUT_REGISTRY"] and isinstance(node.value, ast.Dict):
             keys = [k.elts[0].value if isinstance(k, ast.Tuple) and k.elts and isinstance(k.elts[0], ast.Constant) else None for k in node.value.keys]
             return frozenset(keys) if keys and all(isinstance(k, str) for k in keys) else None
