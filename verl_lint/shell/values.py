@@ -70,7 +70,7 @@ class Command:
     state: State
     note: str | None = None  # under which condition it runs, when not under the script's own values
     nested: bool = False  # its string argument was read as a script (`bash -c`, `eval`)
-    variant: tuple[str, ...] | None = None  # expanded with these branch values, one per variable ("when line 4: `[ ... ]`")
+    variant: tuple[str, ...] | None = None  # expanded with these branch values, one per variable, or per group the same branches set ("when line 4: `[ ... ]`")
 
 
 @dataclass
