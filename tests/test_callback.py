@@ -35,7 +35,9 @@ def config_dir(tree) -> Path:
     return tree.root / "verl" / "trainer" / "config"
 
 
-def run_app(tmp_path: Path, tree, *args: str, app: str = "lint_app.py", config_name: str = "ppo_trainer", cdir: Path | None = None):
+def run_app(
+    tmp_path: Path, tree, *args: str, app: str = "lint_app.py", config_name: str = "ppo_trainer", cdir: Path | None = None, name_rollout: bool = True
+):
     """Run the test app; returns (CompletedProcess, marker dict or None)."""
     marker = tmp_path / "marker.json"
     if marker.exists():
@@ -55,7 +57,7 @@ def run_app(tmp_path: Path, tree, *args: str, app: str = "lint_app.py", config_n
         f"hydra.run.dir={tmp_path / 'out'}",
         *args,
     ]
-    if config_name in ("ppo_trainer", "ppo_megatron_trainer", "my_job") and not any("rollout.name=" in a for a in args):
+    if name_rollout and config_name in ("ppo_trainer", "ppo_megatron_trainer", "my_job") and not any("rollout.name=" in a for a in args):
         cmd.append(ROLLOUT_NAME)  # verl >= 0.7 requires it (`name: ???`): as real launches do
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     data = json.loads(marker.read_text()) if marker.exists() else None
@@ -74,6 +76,17 @@ def test_enable_line_is_the_documented_one():
     from hydra.experimental.callback import Callback
 
     assert issubclass(VerlLintCallback, Callback)
+
+
+@pytest.mark.slow
+def test_a_mandatory_value_left_unset_stops_the_job(tmp_path, verl_trees):
+    """The live config still holds `name: ???` (Hydra only raises when the worker reads it): the
+    callback stops the job at start-up, before Ray and the workers."""
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, *GOOD, name_rollout=False)
+    out = output(proc)
+    assert proc.returncode == 1 and marker is None, out
+    assert "verl-lint: stopped the job before it started" in proc.stderr
+    assert "VL109 [error] actor_rollout_ref.rollout.name\n" in proc.stderr and "is mandatory (`???` in verl" in proc.stderr and "Traceback" not in out
 
 
 @pytest.mark.slow
