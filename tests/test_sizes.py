@@ -60,6 +60,16 @@ def test_vl302_only_where_the_tree_checks_it(findings):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.7.1", "0.9.1"])
+def test_an_entry_point_that_does_not_validate_gets_no_validation_finding(findings, version):
+    """main_generation_server shares ppo_trainer's config but never runs verl's config
+    validation: the batch it would reject is no finding there."""
+    sizes = ("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=128")
+    assert only(findings(main_ppo(*sizes), version), "VL302")
+    assert only(findings(main_ppo(*sizes, module="verl.trainer.main_generation_server"), version), "VL302") == []
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.4.1", "0.7.1", "0.9.1"])
 def test_the_critics_batches_are_checked_when_the_launch_trains_one(findings, version):
     """The critic runs with a GAE estimator (and, from 0.6, whenever `critic.enable` says so):

@@ -11,6 +11,7 @@ from ..model import Severity
 from ..registry import main_ppo, rule
 from .sizes import (
     A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, uses_critic,
+    validating_app,
 )
 
 
@@ -23,6 +24,7 @@ from .sizes import (
     bad=[main_ppo("data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=48")],
     good=[main_ppo("data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192")],
 )
+@validating_app
 def train_batch_divisible(ctx):
     """train_batch_size × rollout.n must be divisible by the minimal batch (the GPU count for FSDP).
 
@@ -105,6 +107,7 @@ MINI_CHECKS = {
         main_ppo("algorithm.adv_estimator=grpo", "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128"),
     ],
 )
+@validating_app
 def train_batch_vs_mini(ctx):
     """data.train_batch_size is smaller than the actor's (or the critic's) ppo_mini_batch_size.
 
@@ -165,6 +168,7 @@ def train_batch_vs_mini(ctx):
         main_ppo("algorithm.adv_estimator=grpo", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8"),
     ],
 )
+@validating_app
 def micro_batch_twice(ctx):
     """Both the deprecated global micro batch size and its `_per_gpu` form are set.
 
@@ -500,6 +504,7 @@ def max_model_len_budget(ctx):
     bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
     good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],
 )
+@validating_app
 def val_sampling(ctx):
     """Validation sampling with a non-positive rollout temperature.
 

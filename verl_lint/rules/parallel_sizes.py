@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..config.source import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default
+from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
 
 ROLLOUT_CONFIG = ("verl/workers/config/rollout.py",)
 
@@ -158,6 +158,7 @@ def rollout_pp(ctx):
          f"{A}.megatron.tensor_model_parallel_size=4\n", "<0.8"),
     ],
 )
+@validating_app
 def megatron_parallel(ctx):
     """Megatron TP × PP × CP of the actor does not divide the GPU count.
 

@@ -14,8 +14,11 @@ run as info (`report_unless_default`).
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 from ..config.context import MISSING
-from ..config.source import Evidence
+from ..config.source import Evidence, source_text
 from ..registry import REGISTRY, main_ppo, rule
 
 A = "actor_rollout_ref.actor"
@@ -24,6 +27,25 @@ GPUS = ("trainer.n_gpus_per_node", "trainer.nnodes")
 # Apps whose main() runs verl.utils.config.validate_config (the fully-async app does not:
 # it requires data.train_batch_size=0 and validates on its own).
 VALIDATED_APPS = ("ppo_trainer", "ppo_megatron_trainer")
+
+
+def validating_app(check):
+    """A check of verl's config validation, not run for an entry point of verl's own that does
+    not validate: one whose file neither calls validate_config (0.6+) nor builds the
+    RayPPOTrainer whose __init__ validates (0.4-0.5), such as main_generation_server, which
+    shares ppo_trainer's config. Another app on that config (a project's trainer) is taken at
+    its config's word."""
+
+    @functools.wraps(check)
+    def run(ctx):
+        app, root = ctx.app.file, ctx.verl_root
+        if app and root and (Path(root) / "verl").resolve() in Path(app).resolve().parents:
+            text = source_text(app) or ""
+            if "validate_config" not in text and "RayPPOTrainer" not in text:
+                return
+        yield from check(ctx)
+
+    return run
 
 
 # Where verl validates the config: ray_trainer.py up to 0.5, verl/utils/config.py and the config dataclasses after.
