@@ -315,7 +315,7 @@ def test_blanks_inside_double_quotes_match_bash():
 def test_ansi_c_quoting_matches_bash():
     """`$'...'`: named escapes, octal, hex, \\u, \\c control characters, and a backslash before
     anything else kept, as bash expands them (a NUL would end the string there: not tested)."""
-    words = [r"$'a\tb\x41\x4a'", r"$'\101\0123'", r"$'\u00e9\U0001F600'", r"$'\cA\e[0m'", r"$'\q\'x\\\\\?'", r"$'x=\\n'"]
+    words = [r"$'a\tb\x41\x4a'", r"$'\101\0123'", r"$'\u00e9\U0001F600'", r"$'a\UFFFFFFFFb'", r"$'\cA\e[0m'", r"$'\q\'x\\\\\?'", r"$'x=\\n'"]
     text = "printf '%s|' " + " ".join(words) + "\n"
     real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={"LC_ALL": "C.UTF-8"}, capture_output=True, check=True)
     [cmd] = evaluate("/tmp/ansi.sh", text).commands

@@ -577,7 +577,8 @@ def _unescape_ansi(text: str) -> str:
     def one(m: re.Match) -> str:
         e = m.group(1)
         if e[0] in "xuU" and len(e) > 1:
-            return chr(int(e[1:], 16))
+            code = int(e[1:], 16)
+            return chr(code) if code <= 0x10FFFF else ""  # beyond Unicode: bash writes nothing
         if e[0] in "01234567":
             return chr(int(e, 8) & 0xFF)
         if e[0] == "c" and len(e) == 2:
