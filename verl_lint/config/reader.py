@@ -307,11 +307,9 @@ def app_sources(app: HydraApp) -> tuple[Path, ...]:
     """An entry point outside the tree (a project built on verl) reads keys too: its package (or
     its file), the packages and modules beside it that it imports, and the interpolations of
     its own config directories."""
-    root = app.verl.root.resolve()
-    indexed = (root / "verl", root / "recipe")  # what the index reads anyway
     file = Path(app.file).resolve()
     out: list[Path] = []
-    if not any(d in file.parents for d in indexed):
+    if app.place_in_tree() is None:  # verl/ and recipe/ are what the index reads anyway
         top = file
         while (top.parent / "__init__.py").is_file():
             top = top.parent

@@ -88,6 +88,15 @@ class HydraApp(NamedTuple):
     def verl_version(self) -> str | None:
         return self.verl.version if self.verl else None
 
+    def place_in_tree(self) -> tuple[str, ...] | None:
+        """The app file's path parts under the verl tree's `verl/` or `recipe/` (`("recipe",
+        "dapo", "main_dapo.py")`); None for an entry point of a project's own."""
+        if self.verl is None:
+            return None
+        root, file = self.verl.root.resolve(), Path(self.file).resolve()
+        parts = file.relative_to(root).parts if root in file.parents else ()
+        return parts if len(parts) > 1 and parts[0] in ("verl", "recipe") else None
+
 
 def read_version(root: Path) -> str | None:
     f = root / "verl" / "version" / "version"

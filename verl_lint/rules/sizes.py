@@ -15,7 +15,6 @@ run as info (`report_unless_default`).
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 from ..config.context import MISSING
 from ..config.source import Evidence, source_text
@@ -38,9 +37,9 @@ def validating_app(check):
 
     @functools.wraps(check)
     def run(ctx):
-        app, root = ctx.app.file, ctx.verl_root
-        if app and root and (Path(root) / "verl").resolve() in Path(app).resolve().parents:
-            text = source_text(app) or ""
+        place = ctx.app.place_in_tree()
+        if place is not None and place[0] == "verl":
+            text = source_text(ctx.app.file) or ""
             if "validate_config" not in text and "RayPPOTrainer" not in text:
                 return
         yield from check(ctx)

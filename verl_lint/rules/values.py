@@ -308,10 +308,10 @@ def rollout_not_registered(ctx: Context):
     name = ctx.get(key, None)
     if names is None or not isinstance(name, str) or not ctx.user_set(key) or name in names:
         return
-    app, recipes = Path(ctx.app.file).resolve(), Path(root, "recipe").resolve()
-    if Path(root, "verl").resolve() not in app.parents and recipes not in app.parents:
+    place = ctx.app.place_in_tree()
+    if place is None:
         return  # a project's own entry point: it may register its own engine
-    if recipes in app.parents and tree_has(root, Evidence((f"recipe/{app.relative_to(recipes).parts[0]}/**/*.py",), REGISTRY_EXTENDED)):
+    if place[0] == "recipe" and tree_has(root, Evidence((f"recipe/{place[1]}/**/*.py",), REGISTRY_EXTENDED)):
         return  # a recipe that registers its own engine
     allowed = ", ".join(sorted(names))
     mode = ctx.text(f"{R}.mode") or "async"
