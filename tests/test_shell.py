@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from verl_lint.launch.recognise import launches
+from verl_lint.launch.recognise import _parsed_again, launches
 from verl_lint.shell import evaluate
 from verl_lint.shell.source import parser
 
@@ -320,6 +320,46 @@ def test_ansi_c_quoting_matches_bash():
     real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={"LC_ALL": "C.UTF-8"}, capture_output=True, check=True)
     [cmd] = evaluate("/tmp/ansi.sh", text).commands
     assert "".join(w.text + "|" for w in cmd.words[2:]).encode() == real.stdout
+
+
+EVAL_AGAIN = r"""BASE="a.b=8 c.d=['w'] e.f='G H' x\ y"
+M=Qwen
+CMD="printf %s^ ${BASE} g.h='\"${M}\"' k=\"x  y\" l=a\\\\b"
+eval $CMD
+"""
+
+
+def test_eval_parses_the_words_again_as_bash_does():
+    """`eval $CMD`: bash joins the words and parses them again: quotes kept in the value are
+    removed, a quote opened in one word closes in the next, a backslash escapes a blank."""
+    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", EVAL_AGAIN], env={}, capture_output=True, text=True, check=True)
+    [cmd] = evaluate("/tmp/eval.sh", EVAL_AGAIN).commands
+    again = _parsed_again(cmd.words[1:])
+    assert [w.text for w in again[2:]] == real.stdout.split("^")[:-1] and len(again) == 9
+    assert {w.span.line for w in again} == {3}  # where the value was written
+
+
+def test_eval_of_a_value_with_unknown_parts_keeps_what_is_known(tmp_path):
+    """A value built with `$@` and a loop variable (Logic-RL's curriculum script): split on its
+    known blanks, each unknown part stays inside its word, and the launch is analysed."""
+    text = (
+        'BASE="data.train_batch_size=8 trainer.logger=[\'wandb\']"\n'
+        "for ppl in 3 4; do\n"
+        '  CMD="python3 -m verl.trainer.main_ppo ${BASE} data.train_files=./data/${ppl}/train.parquet \\\n'
+        "      actor_rollout_ref.model.path='\\\"m\\\"' $@\"\n"
+        "  eval ${CMD}\n"
+        "  eval ${CMD} \\'\n"  # a quote nothing closes: bash fails, not analysable
+        "done\n"
+    )
+    p = tmp_path / "s.sh"
+    p.write_text(text)
+    first, second = launches(evaluate(str(p), text).commands, str(p), text)
+    assert [(w.text, w.prefix) for w in first.overrides] == [
+        ("data.train_batch_size=8", ""), ("trainer.logger=[wandb]", ""), (None, "data.train_files=./data/"),
+        ('actor_rollout_ref.model.path="m"', ""),
+    ]
+    assert first.caller_args is not None and first.not_analysable is None
+    assert second.not_analysable is not None
 
 
 @pytest.mark.slow

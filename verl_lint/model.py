@@ -99,6 +99,9 @@ class Word(NamedTuple):
     # The working directory the text was built on (`$(pwd)/conf`), when that is assumed rather
     # than known: where the script is run from decides what the text really is.
     cwd: str | None = None
+    # For an unknown word: its pieces in order, known texts and unknown Words, so that splitting
+    # it on whitespace (an unquoted `$CMD`, `eval`) keeps every known word of it.
+    parts: tuple["Word", ...] = ()
 
 
 class EnvVar(NamedTuple):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 
 from ..model import EnvVar, Launch, RayAttach, Span, Word
 from ..shell import Command, env_of
@@ -34,8 +35,9 @@ _ENTRY_MODULE = re.compile(r"^((verl|recipe)(\.\w+)+|\w+(\.\w+)*\.main_\w+)$")
 _ENTRY_FILE = re.compile(r"(^|/)main_\w+\.py$")
 _ENTRY_IN_TEXT = re.compile(r"-m\s+((?:verl|recipe)(?:\.\w+)+|\w+(?:\.\w+)*\.main_\w+)\b|([\w./-]*\bmain_\w+\.py)\b")
 _ASSIGNMENT = re.compile(r"^\s*((export|local|readonly|declare)\s+)?[A-Za-z_]\w*=")
-# What bash's second parse under `eval` would change: quotes, expansions, operators, spaces.
-_SHELL_SYNTAX = re.compile(r"[\s'\"\\$`;&|<>(){}]")
+# What `_parsed_again` does not follow in bash's second parse under `eval`: expansions, operators.
+_EVAL_SYNTAX = re.compile(r"[$`;&|<>(){}]|\s#")
+_QUOTING = re.compile(r"['\"\\]")
 _NOT_RUN = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "log", "info"}  # print, do not run, their words
 # python options that take a separate value
 _PY_VALUE_OPTS = {"-X", "-W", "-Q"}
@@ -117,6 +119,32 @@ def _unseen(text: str, path: str, commands: list[Command], found: list[Launch]) 
     return out
 
 
+def _parsed_again(words: list[Word]) -> list[Word] | None:
+    """The words bash's second parse under `eval` makes of `words` (joined by blanks), when that
+    is known without running anything: quotes and backslashes are removed, blanks outside them
+    split. An unknown word (`$@`, a loop variable) stays one word. None when a word holds an
+    expansion, an operator or a comment, or an unknown word meets a quote."""
+    out: list[Word] = []
+    group: list[Word] = []  # known words joined until their quotes close
+    for w in words:
+        known = [w.text] if w.text is not None else [w.prefix, *(p.text for p in w.parts if p.text)]
+        if any(_EVAL_SYNTAX.search(t) for t in known) or known[0].startswith("#"):
+            return None
+        if w.text is None:
+            if group or any(_QUOTING.search(t) for t in known):
+                return None
+            out.append(w)
+            continue
+        group.append(w)
+        try:
+            texts = shlex.split(" ".join(g.text for g in group), posix=True)
+        except ValueError:  # a quote or a backslash the next word continues
+            continue
+        out += [group[0]._replace(text=t) for t in texts]
+        group = []
+    return None if group else out
+
+
 def _head(words: list[Word]) -> list[str | None]:
     """The command's words after wrappers and `VAR=value` prefixes (basename of the program)."""
     i = 0
@@ -160,8 +188,11 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
         if t is None:
             break
         base = os.path.basename(t)
-        if base == "eval" and all(w.text is not None and not _SHELL_SYNTAX.search(w.text) for w in words[i + 1 :]):
-            i += 1  # `eval $CMD` of plain words: bash parses them again into the same words
+        if base == "eval":
+            again = _parsed_again(words[i + 1 :])
+            if again is None:
+                break
+            words = [*words[:i], *again]
             continue
         if base in _WRAPPERS:
             i += 1

@@ -13,7 +13,7 @@ import tree_sitter as ts
 from ..model import Diagnostic, Span, Unknown, Word
 from ..rules.script import VARIABLE_USED_BEFORE_ASSIGNMENT
 from .source import Source
-from .values import Seg, State, Var, field_word, shorten
+from .values import Seg, State, Var, expanded_seg, field_word, shorten, split_unquoted
 
 _ARITH_OPS = {
     "+": lambda a, b: a + b,
@@ -342,10 +342,10 @@ class Expander:
         if index in ("@", "*"):
             words = var.words
             if index == "*" and quoted:
-                return [[_expanded_seg(_join_with_spaces(words, span), span)]]
+                return [[expanded_seg(_join_with_spaces(words, span), span)]]
             if quoted:
-                return [[_expanded_seg(w, w.span)] for w in words]
-            return [f for w in words for f in _split_unquoted(w)]
+                return [[expanded_seg(w, w.span)] for w in words]
+            return [f for w in words for f in split_unquoted(w)]
         if index is not None:
             if index.isdigit() and int(index) < len(var.words):
                 w = var.words[int(index)]
@@ -356,8 +356,8 @@ class Expander:
         else:
             w = var.words[0] if var.words else Word("", span)
         if quoted:
-            return [[_expanded_seg(w, w.span)]]
-        return _split_unquoted(w)
+            return [[expanded_seg(w, w.span)]]
+        return split_unquoted(w)
 
     def _directory_of(self, text: str, state: State, span: Span) -> Seg | None:
         """The value of a substitution that only names a directory of the launch: `$(pwd)`, and
@@ -379,17 +379,17 @@ class Expander:
             return [[Seg(None, span, Unknown(f"script argument ${name}"), True)]]
         if name in ("@", "*"):
             if quoted and name == "@":
-                return [[_expanded_seg(w, w.span)] for w in state.positional]
+                return [[expanded_seg(w, w.span)] for w in state.positional]
             if quoted:  # "$*": one word
-                return [[_expanded_seg(_join_with_spaces(state.positional, span), span)]]
+                return [[expanded_seg(_join_with_spaces(state.positional, span), span)]]
             # Unquoted $@ / $*: every argument, each split on whitespace.
-            return [f for w in state.positional for f in _split_unquoted(w)]
+            return [f for w in state.positional for f in split_unquoted(w)]
         i = int(name)
         if i == 0:
             return [[Seg(self.src.path, span)]]
         if i <= len(state.positional):
             w = state.positional[i - 1]
-            return [[_expanded_seg(w, w.span)]] if quoted else _split_unquoted(w)
+            return [[expanded_seg(w, w.span)]] if quoted else split_unquoted(w)
         return [[Seg("", span)]]
 
     def _unset(self, name: str, node: ts.Node, span: Span) -> Seg:
@@ -510,20 +510,6 @@ class Expander:
         if w.text is None:
             return w.unknown or Unknown(f"${name} is unknown")
         return _arith_text(w.text, state)
-
-
-def _expanded_seg(w: Word, span: Span) -> Seg:
-    return Seg(w.text, span, w.unknown, w.from_caller, expanded=True, cwd=w.cwd)
-
-
-def _split_unquoted(w: Word) -> list[list[Seg]]:
-    """Unquoted expansion: bash splits the value on whitespace."""
-    if w.text is None:
-        return [[_expanded_seg(w, w.span)]]
-    parts = w.text.split()
-    if len(parts) == 1 and parts[0] == w.text:
-        return [[Seg(w.text, w.span, expanded=True, cwd=w.cwd)]]
-    return [[Seg(p, w.span, expanded=True, cwd=w.cwd)] for p in parts]
 
 
 def _join_with_spaces(words: list[Word], span: Span) -> Word:

@@ -3,6 +3,7 @@ written), variables, the state at a point of the script, and the commands it fin
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import tree_sitter as ts
@@ -21,6 +22,7 @@ class Seg:
     from_caller: bool = False
     expanded: bool = False  # came from a variable: its span is where the value was written
     cwd: str | None = None  # Word.cwd: built on this assumed working directory
+    parts: tuple[Word, ...] = ()  # Word.parts of the unknown value it was expanded from
 
 
 
@@ -103,7 +105,9 @@ def field_word(f: list[Seg], span: Span) -> Word:
     # A word that is exactly one expanded value points where that value was written.
     if len(f) == 1 and f[0].expanded:
         s = f[0]
-        return Word(s.text, s.span, s.unknown, s.from_caller, cwd=s.cwd)
+        return Word(s.text, s.span, s.unknown, s.from_caller, cwd=s.cwd, parts=s.parts)
+    if f and all(s.expanded and s.span == f[0].span for s in f):  # pieces of one split value
+        span = f[0].span
     unknown = next((s.unknown for s in f if s.unknown is not None), None)
     if unknown is not None:
         prefix = []
@@ -111,8 +115,36 @@ def field_word(f: list[Seg], span: Span) -> Word:
             if s.text is None:
                 break
             prefix.append(s.text)
-        return Word(None, span, unknown, any(s.from_caller for s in f), "".join(prefix))
+        parts = tuple(p for s in f for p in (s.parts or (Word(s.text, s.span, s.unknown, s.from_caller),)))
+        return Word(None, span, unknown, any(s.from_caller for s in f), "".join(prefix), parts=parts)
     return Word("".join(s.text or "" for s in f), span, cwd=next((s.cwd for s in f if s.cwd), None))
+
+
+def expanded_seg(w: Word, span: Span) -> Seg:
+    return Seg(w.text, span, w.unknown, w.from_caller, expanded=True, cwd=w.cwd, parts=w.parts)
+
+
+def split_unquoted(w: Word) -> list[list[Seg]]:
+    """Unquoted expansion: bash splits the value on whitespace. An unknown value is split in its
+    known pieces; each unknown piece is taken to stay inside one field."""
+    if w.text is None and len(w.parts) > 1:
+        fields: list[list[Seg]] = [[]]
+        for p in w.parts:
+            if p.text is None:
+                fields[-1].append(Seg(None, w.span, p.unknown, p.from_caller, expanded=True))
+                continue
+            for k, piece in enumerate(re.split(r"(\s+)", p.text)):
+                if k % 2:
+                    fields.append([])
+                elif piece:
+                    fields[-1].append(Seg(piece, w.span, expanded=True))
+        return [f for f in fields if f]
+    if w.text is None:
+        return [[expanded_seg(w, w.span)]]
+    parts = w.text.split()
+    if len(parts) == 1 and parts[0] == w.text:
+        return [[Seg(w.text, w.span, expanded=True, cwd=w.cwd)]]
+    return [[Seg(p, w.span, expanded=True, cwd=w.cwd)] for p in parts]
 
 
 def join_words(a: Word, b: Word, span: Span) -> Word:
