@@ -371,17 +371,22 @@ def test_launch_forms_that_were_dropped_are_analysed_or_say_why(lint):
 def test_an_entry_point_kept_in_a_variable_is_the_launch_it_reaches(lint):
     """`ENTRY="-m ..."` joined into `CMD="torchrun ... ${ENTRY}"`, run as `$CMD`: the launch is
     analysed, and the line naming the entry point is that launch's, not an unseen one. The other
-    branch's entry point never reaches a command under the script's own values: VL007 there."""
+    branch's entry point reaches `$CMD` only when that branch is taken (verl's own
+    run_sft_engine.sh): the script is evaluated again with it taken, and its findings say so."""
     report = lint(
         "mode=${mode:-spmd}\n"
         'if [ "$mode" = spmd ]; then\n'
-        '  ENTRY=${ENTRY:-"-m verl.trainer.main_ppo"}\n'
+        '  ENTRY=${ENTRY:-"-m verl.trainer.sft_trainer"}\n'
         '  CMD="torchrun --standalone --nproc-per-node=${N:-1} ${ENTRY}"\n'
         "else\n"
-        '  ENTRY=${ENTRY:-"-m verl.trainer.main_generation"}\n'
+        '  ENTRY=${ENTRY:-"-m verl.trainer.sft_trainer_ray"}\n'
         '  CMD="python3 ${ENTRY}"\n'
         "fi\n"
         "$CMD trainer.nnodez=1\n"
+        'if [ "$mode" != spmd ]; then\n'
+        '  ENTRY="-m verl.trainer.main_ppo"\n'  # not taken either, and no later command runs it
+        "fi\n"
     )
-    assert [(d.code, d.span.line) for d in report.diagnostics] == [("VL007", 6), ("VL101", 9)], report.diagnostics
-    assert report.launches == 1
+    found = [(d.code, d.span.line, d.message.endswith("(in the branch at line 5, which the script's own values do not take)")) for d in report.diagnostics]
+    assert found == [("VL101", 9, False), ("VL101", 9, True), ("VL007", 11, False)], report.diagnostics
+    assert report.launches == 2

@@ -16,8 +16,7 @@ from omegaconf import OmegaConf
 from .check import UsageError, load, options_for
 from .config.context import Context
 from .model import FileReport
-from .launch.recognise import launches
-from .pipeline import evaluate, launch_context
+from .pipeline import launch_context, script_launches
 from .runner import process_composer, read_script
 from .settings import SettingsFinder
 from .terminal import safe, usage_error
@@ -77,9 +76,9 @@ def views(path: str, options, line: int | None) -> tuple[list[View], list[str]]:
     text, err, _notes = read_script(Path(path), options.max_bytes)
     if err is not None or text is None:
         raise UsageError(f"{path}: {err.message if err else 'not analysed (too large)'}")
-    script_dir, result = evaluate(path, text, options)
+    script_dir, _, found = script_launches(path, text, options)
     out, skipped = [], []
-    found = [la for la in launches(result.commands, path) if line is None or la.span.line <= line <= la.span.end_line]
+    found = [la for la in found if line is None or la.span.line <= line <= la.span.end_line]
     if line is not None and not found:
         raise UsageError(f"{path}:{line}: no launch of a verl entry point on that line")
     report = FileReport(path, text=text)

@@ -29,9 +29,8 @@ def lint_text(
 ) -> FileReport:
     """Lint one script's text. `positional`: its arguments ("$@", unknown when None); `cwd`: where it runs."""
     report = FileReport(path, text=text)
-    script_dir, result = evaluate(path, text, options, positional, cwd)
+    script_dir, result, found = script_launches(path, text, options, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
-    found = launch_mod.launches(result.commands, path, text)
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found))
     variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings
@@ -55,12 +54,28 @@ def lint_text(
     return report
 
 
-def evaluate(path: str, text: str, options: Options, positional: list[Word] | None = None, cwd: str | None = None):
-    """(the script's directory, what the shell evaluator makes of the script)."""
+def script_launches(path: str, text: str, options: Options, positional: list[Word] | None = None, cwd: str | None = None):
+    """(the script's directory, what the shell evaluator makes of the script, its launches)."""
     cwd = cwd or options.cwd
     script_dir = Path(path).resolve().parent if not path.startswith("<") else Path(cwd or Path.cwd())
     roots = list(options.allowed_roots) or list(dict.fromkeys([script_dir, Path(cwd).resolve() if cwd else script_dir]))
-    return script_dir, shell.evaluate(path, text, roots, positional, cwd)
+    result = shell.evaluate(path, text, roots, positional, cwd)
+    found = launch_mod.launches(result.commands, path, text)
+    # An entry point named only in an if-arm the script's own values do not take (`ENTRY=-m ...`
+    # under `else`, run later as `$CMD`): evaluated again with that arm taken, the launch it
+    # reaches is analysed, and says under which arm it holds.
+    for arm in result.untaken:
+        unseen = [la for la in found if la.not_analysable and la.span.path == path and arm.span.line <= la.span.line <= arm.span.end_line]
+        names = {la.module or la.file for la in unseen}
+        if not names:
+            continue
+        again = shell.evaluate(path, text, roots, positional, cwd, frozenset({arm.key}))
+        reached = [la for la in launch_mod.launches(again.commands, path) if la.not_analysable is None and la.note is None and (la.module or la.file) in names]
+        for la in reached:
+            la.note = arm.note
+        reached_names = {la.module or la.file for la in reached}
+        found = [la for la in found if la not in unseen or (la.module or la.file) not in reached_names] + reached
+    return script_dir, result, found
 
 
 def launch_findings(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> tuple[list[Diagnostic], bool]:

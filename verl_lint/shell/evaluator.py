@@ -24,7 +24,7 @@ from ..model import EnvVar, Word
 from ..rules.script import BROKEN_LINE_CONTINUATION
 from .expand import Expander
 from .source import Source, syntax_errors
-from .values import Command, ScriptResult, State, Var, field_word, join_words, shorten, unknown_word
+from .values import Command, ScriptResult, State, UntakenArm, Var, field_word, join_words, shorten, unknown_word
 
 MAX_SOURCE_DEPTH = 8
 MAX_CALL_DEPTH = 16
@@ -38,8 +38,9 @@ _OVERRIDE_LIKE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@
 class Evaluator:
     """Walks one source's statements in order over a State (see the module docstring)."""
 
-    def __init__(self, source: Source, allowed_roots: list[Path], depth: int = 0):
+    def __init__(self, source: Source, allowed_roots: list[Path], depth: int = 0, forced: frozenset[int] = frozenset()):
         self.src = source
+        self.forced = forced  # UntakenArm keys: take these arms whatever their conditions say
         self.allowed_roots = allowed_roots
         self.depth = depth
         self.result = ScriptResult(source)
@@ -127,20 +128,22 @@ class Evaluator:
                     in_body = True
                 elif x.is_named and x.type not in ("elif_clause", "else_clause", "comment"):
                     (body if in_body else cond).append(x)
-            arms.append((cond, body, self.src.node_span(c).line))
+            arms.append((cond, body, self.src.node_span(c).line, c.start_byte))
         else_clause = next((c for c in n.children if c.type == "else_clause"), None)
         if else_clause is not None:
             else_body = [x for x in else_clause.named_children if x.type != "comment"]
+        keys = [key for *_, key in arms] + ([else_clause.start_byte] if else_clause is not None else [])
+        forced = next((key for key in keys if key in self.forced), None)
         outcomes, labels = [], []
         decided = False
-        for cond, body, line in arms:
+        for cond, body, line, key in arms:
             if decided:
-                self._untaken(body, state, line)
+                self._untaken(body, state, line, key)
                 continue
-            verdict = self._condition(cond, state)
+            verdict = self._condition(cond, state) if forced is None else key == forced
             self._block(cond, state)  # the condition itself runs
             if verdict is False:
-                self._untaken(body, state, line)
+                self._untaken(body, state, line, key)
                 continue
             branch = state.copy()
             self._block(body, branch)
@@ -155,19 +158,22 @@ class Evaluator:
             line = self.src.node_span(else_clause if else_clause is not None else n).line
             labels.append(f"when line {line}: not `{self._text(arms[0][0])}`" if len(arms) == 1 else f"when line {line}: else")
         elif else_body:
-            self._untaken(else_body, state, self.src.node_span(else_clause).line)
+            self._untaken(else_body, state, self.src.node_span(else_clause).line, else_clause.start_byte)
         self._merge(state, outcomes, "set in a branch of an if", labels)
 
     def _text(self, nodes: list[ts.Node]) -> str:
         return shorten(" ".join(self.src.node_text(c) for c in nodes), 60)
 
-    def _untaken(self, body: list[ts.Node], state: State, line: int) -> None:
+    def _untaken(self, body: list[ts.Node], state: State, line: int, key: int) -> None:
         """An arm the script's own values do not take: its launches are still checked (the
-        user may run it with other values), on a copy of the state, and say so."""
+        user may run it with other values), on a copy of the state, and say so. What it assigns
+        reaches later commands only when the script is evaluated again with it taken (`forced`)."""
         if not body:
             return
         saved = self._note
         self._note = saved or f"in the branch at line {line}, which the script's own values do not take"
+        if saved is None and self.depth == 0:
+            self.result.untaken.append(UntakenArm(key, self.src.span(body[0].start_byte, body[-1].end_byte), self._note))
         self._block(body, state.copy())
         self._note = saved
 
@@ -507,9 +513,15 @@ class Evaluator:
 
 
 def evaluate(
-    path: str, text: str, allowed_roots: list[Path] | None = None, positional: list[Word] | None = None, cwd: str | None = None
+    path: str,
+    text: str,
+    allowed_roots: list[Path] | None = None,
+    positional: list[Word] | None = None,
+    cwd: str | None = None,
+    forced: frozenset[int] = frozenset(),
 ) -> ScriptResult:
-    """Evaluate a script. `positional` are its arguments ("$@"; None: unknown), `cwd` where it runs."""
+    """Evaluate a script. `positional` are its arguments ("$@"; None: unknown), `cwd` where it
+    runs, `forced` the keys of untaken arms (ScriptResult.untaken) to take instead."""
     src = Source(path, text)
     roots = allowed_roots if allowed_roots is not None else [Path(path).resolve().parent]
     if cwd or path.startswith("<"):  # the caller's directory (--cwd, `verl-lint run`, a command line)
@@ -517,7 +529,7 @@ def evaluate(
     else:
         run_from = working_dirs(Path(path))
         state = State(positional=positional, cwd=run_from[0], cwd_base=run_from[0], run_from=run_from)
-    result, _ = Evaluator(src, [r.resolve() for r in roots]).run(state)
+    result, _ = Evaluator(src, [r.resolve() for r in roots], forced=forced).run(state)
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import tree_sitter as ts
 
@@ -75,6 +76,15 @@ class Command:
     variant: tuple[str, ...] | None = None  # expanded with these branch values, one per variable, or per group the same branches set ("when line 4: `[ ... ]`")
 
 
+class UntakenArm(NamedTuple):
+    """An if-arm the script's own values do not take: where it starts (`Evaluator.forced` takes
+    it), the lines of its body, and the note its launches carry."""
+
+    key: int
+    span: Span
+    note: str
+
+
 @dataclass
 class ScriptResult:
     source: Source
@@ -84,6 +94,7 @@ class ScriptResult:
     # Where the script may assign variables the evaluator does not see (a `source` of a file it
     # does not read, `eval` of a string it does not read, `export $(...)`): VL011 stays silent.
     hidden_assignments: list[Span] = field(default_factory=list)
+    untaken: list[UntakenArm] = field(default_factory=list)
 
 
 def unknown_word(span: Span, reason: str, from_caller: bool = False) -> Word:
