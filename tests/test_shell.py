@@ -71,7 +71,7 @@ def test_quotes_and_concatenation(tmp_path):
 
 def test_unknowns_carry_reasons(tmp_path):
     text = (
-        "D=$(date +%s)\nread R\nfor i in 1 2; do L=$i; done\n"
+        "D=$(date +%s)\nread R\nfor i in $(seq 2); do L=$i; done\n"
         'python3 -m m a=$D b=$R c=$L d=$NOT_SET e=`hostname` "$@"\n'
     )
     la, _ = one_launch(text, tmp_path)
@@ -340,12 +340,12 @@ def test_eval_parses_the_words_again_as_bash_does():
 
 
 def test_eval_of_a_value_with_unknown_parts_keeps_what_is_known(tmp_path):
-    """A value built with `$@` and a loop variable (Logic-RL's curriculum script): split on its
-    known blanks, each unknown part stays inside its word, and the launch is analysed."""
+    """A value built with `$@` and `$RUN` (Logic-RL's curriculum script): split on its known
+    blanks, each unknown part stays inside its word, and the launch is analysed, once per iteration."""
     text = (
         'BASE="data.train_batch_size=8 trainer.logger=[\'wandb\']"\n'
         "for ppl in 3 4; do\n"
-        '  CMD="python3 -m verl.trainer.main_ppo ${BASE} data.train_files=./data/${ppl}/train.parquet \\\n'
+        '  CMD="python3 -m verl.trainer.main_ppo ${BASE} data.train_files=./data/${ppl}/${RUN}.parquet \\\n'
         "      actor_rollout_ref.model.path='\\\"m\\\"' $@\"\n"
         "  eval ${CMD}\n"
         "  eval ${CMD} \\'\n"  # a quote nothing closes: bash fails, not analysable
@@ -353,11 +353,12 @@ def test_eval_of_a_value_with_unknown_parts_keeps_what_is_known(tmp_path):
     )
     p = tmp_path / "s.sh"
     p.write_text(text)
-    first, second = launches(evaluate(str(p), text).commands, str(p), text)
+    first, second, *later = launches(evaluate(str(p), text).commands, str(p), text)
     assert [(w.text, w.prefix) for w in first.overrides] == [
-        ("data.train_batch_size=8", ""), ("trainer.logger=[wandb]", ""), (None, "data.train_files=./data/"),
+        ("data.train_batch_size=8", ""), ("trainer.logger=[wandb]", ""), (None, "data.train_files=./data/3/"),
         ('actor_rollout_ref.model.path="m"', ""),
     ]
+    assert first.variant == ("in the iteration of line 2 where `ppl=3`",) and len(later) == 2  # once per iteration
     assert first.caller_args is not None and first.not_analysable is None
     assert second.not_analysable is not None
 

@@ -3,6 +3,8 @@ analysed once per combination of values, through the real pipeline (verl 0.9.1, 
 
 from __future__ import annotations
 
+from verl_lint.shell import evaluate
+
 LAUNCH = (
     "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1 trainer.n_gpus_per_node=8 \\\n"
     "  actor_rollout_ref.rollout.tensor_model_parallel_size=$TP trainer.totally_wrong=1\n"
@@ -67,3 +69,22 @@ def test_variables_one_if_sets_vary_together(lint):
     [message] = [m for c, _, _, m in found(report) if c == "VL306"]
     assert message.endswith(" (when line 2: else)") and "3×1×1 = 3" in message
     assert "VL300" not in [c for c, *_ in found(report)]
+
+
+def test_a_loop_over_known_words_checks_each_iteration_in_order(lint):
+    """`for TP in 4 3`: the launch inside runs once per word, with what earlier iterations left
+    (bash's order); a finding of one iteration says which. A loop over words only known at run
+    time (or a glob) keeps its variable unknown, as before."""
+    text = (
+        "#!/bin/bash\nX=1\nfor TP in 4 3; do\n"
+        + LAUNCH.replace("trainer.totally_wrong=1", "+x=$X").replace("python3", "  python3")
+        + "  X=2\ndone\n"
+        "for TP in *.conf; do\n" + LAUNCH.replace("trainer.totally_wrong=1", "") + "done\n"
+    )
+    report = lint(text)
+    assert [(c, line, m.endswith(" (in the iteration of line 3 where `TP=3`)")) for c, line, _, m in found(report)] == [
+        ("VL306", 5, True), ("VL300", 10, False),
+    ], found(report)
+    assert report.launches == 2
+    xs = [c.words[-1].text for c in evaluate("/tmp/loop.sh", text).commands if c.span.line == 4]
+    assert xs == ["+x=1", "+x=2"]

@@ -107,13 +107,17 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
 
 def across_variants(variants: list[tuple[tuple[str, ...], list[Diagnostic]]]) -> list[Diagnostic]:
     """The findings of one launch analysed once per combination of branch values (one label per
-    variable): one that holds in every variant once, as it is; one that holds in some says under
-    which branches, leaving out a variable whose every branch it holds under."""
+    variable) or per iteration of a loop: one that holds in every variant once, as it is; one that
+    holds in some says under which branches, leaving out a variable whose every branch it holds
+    under."""
     holds: dict[tuple, tuple[Diagnostic, list[tuple[str, ...]]]] = {}
     for labels, diags in variants:
         for d in diags:
             holds.setdefault((d.code, d.span, d.message, d.key), (d, []))[1].append(labels)
-    every = [{labels[i] for labels, _ in variants} for i in range(len(variants[0][0]))]
+    # An iteration of a loop may read variables with branch values that another does not: its
+    # labels are then not one per variable, and a finding names its variants whole.
+    width = {len(labels) for labels, _ in variants}
+    every = [{labels[i] for labels, _ in variants} for i in range(min(width))]
     out = []
     for d, where in holds.values():
         where = list(dict.fromkeys(where))
@@ -121,9 +125,9 @@ def across_variants(variants: list[tuple[tuple[str, ...], list[Diagnostic]]]) ->
             out.append(d)
             continue
         seen = [{w[i] for w in where} for i in range(len(every))]
-        product = len(where) == math.prod(map(len, seen))  # then a fully covered variable says nothing
-        keep = [i for i in range(len(every)) if not product or seen[i] != every[i]]
-        when = " or ".join(dict.fromkeys("; ".join(w[i] for i in keep) for w in where))
+        product = len(width) == 1 and len(where) == math.prod(map(len, seen))  # then a fully covered variable says nothing
+        keep = [i for i in range(max(width)) if not product or seen[i] != every[i]]
+        when = " or ".join(dict.fromkeys("; ".join(w[i] for i in keep if i < len(w)) for w in where))
         out.append(replace(d, message=f"{d.message} ({when})"))
     return out
 

@@ -5,8 +5,9 @@ subset of bash (assignments, export/local/readonly/declare, parameter expansion
 with defaults, `$(( ))` arithmetic, arrays, quoting, functions, `source` of files
 inside the allowed roots). Whatever it cannot know becomes an explicit `Unknown`
 carrying its reason. A variable the branches of an if/case set differently keeps each branch's
-value (`Var.variants`): a command that reads it is expanded once per combination. It never executes anything: command substitutions, `eval`,
-process substitutions and here-docs are only ever read as syntax.
+value (`Var.variants`): a command that reads it is expanded once per combination; a `for` over
+known words runs its body once per word. It never executes anything: command substitutions,
+`eval`, process substitutions and here-docs are only ever read as syntax.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Evaluator:
         self._call_depth = 0
         self._called: set[str] = set()
         self._note: str | None = None  # set while evaluating an if-arm that is not taken
+        self._iteration: tuple[str, ...] = ()  # set while evaluating one iteration of a loop over known words
 
     # -- entry --------------------------------------------------------------
     def run(self, state: State | None = None) -> tuple[ScriptResult, State]:
@@ -221,7 +223,20 @@ class Evaluator:
         self._merge(state, outcomes, "set in a branch of a case", labels)
 
     def _loop(self, n: ts.Node, state: State) -> None:
+        """A `for` over known words runs its body once per word, in order, as bash does: each
+        command inside is a variant per iteration. Any other loop runs its body once, with the
+        loop variable unknown, and what it changes is unknown after it."""
         var = n.child_by_field_name("variable")
+        values = self._iterations(n, var, state)
+        if values is not None:
+            name, line = self.src.node_text(var), self.src.node_span(n).line
+            body = next(c for c in n.named_children if c.type == "do_group")
+            for w in values:
+                state.vars[name] = Var([w], assigned_at=w.span)
+                self._iteration = (f"in the iteration of line {line} where `{name}={shorten(w.text or '')}`",)
+                self._stmt(body, state)
+            self._iteration = ()
+            return
         body_state = state.copy()
         if var is not None:
             name = self.src.node_text(var)
@@ -230,9 +245,23 @@ class Evaluator:
         for c in n.named_children:
             if c.type == "do_group":
                 self._stmt(c, body_state)
-            elif c is not var:
+            elif c != var:
                 self.expander.expand_all([c], body_state)
         self._merge(state, [body_state, state.copy()], "changes inside a loop")
+
+    def _iterations(self, n: ts.Node, var: ts.Node | None, state: State) -> list[Word] | None:
+        """The words a `for VAR in WORDS` loop (not nested in another such loop) iterates over,
+        when all are known, none would be brace- or pathname-expanded, and there are at most
+        MAX_VARIANTS; else None."""
+        items = [c for c in n.named_children if c != var and c.type not in ("do_group", "comment")]
+        if n.type != "for_statement" or var is None or not items or self._iteration or not any(c.type == "do_group" for c in n.named_children):
+            return None
+        words = [field_word(f, self.src.node_span(c)) for c in items for f in self.expander.expand(c, state)]
+        if len(words) > MAX_VARIANTS or any(w.text is None or re.search(r"[*?\[{]", w.text) for w in words):
+            return None
+        if any(_descendants(c, "brace_expression") for c in items):
+            return None
+        return words
 
     def _merge(self, state: State, outcomes: list[State], reason: str, labels: list[str] | None = None) -> None:
         """Variables the outcomes disagree on become unknown; after an if/case (`labels`: each
@@ -350,7 +379,7 @@ class Evaluator:
                     "above ended early, so this line and the ones continuing it never reach it", words[0].span, help="remove the comment or blank line inside the command, and end every line of it with `\\` "
                     "(nothing after the backslash, not even a space)", key=words[0].text.split("=", 1)[0].lstrip("+~"))
             )
-        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note)
+        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note, variant=self._iteration or None)
         script = self._script_argument(words) if words else None  # `"${EMPTY[@]}"` names no command
         if script is not None:  # `bash -c "..."`, `eval "$CMD"`: its commands are read instead
             cmd.nested = True
@@ -360,7 +389,7 @@ class Evaluator:
         variants = [] if cmd.nested else self._variants(self.expander.reads, state)
         for label, branch in variants:  # once per combination of the branch values it reads
             prefix, words, _ = self._expand_command(n, branch)
-            self.result.commands.append(Command(n, cmd.span, prefix, words, branch, self._note, variant=label))
+            self.result.commands.append(Command(n, cmd.span, prefix, words, branch, self._note, variant=(*self._iteration, *label)))
         if not variants:
             self.result.commands.append(cmd)
         self._builtin(cmd, state)
@@ -448,7 +477,7 @@ class Evaluator:
         if self.depth >= MAX_SOURCE_DEPTH or start >= end:
             return
         sub = Evaluator(self.src.region(start, end), self.allowed_roots, self.depth + 1)
-        sub._note = self._note
+        sub._note, sub._iteration = self._note, self._iteration
         sub._block(sub.src.tree.root_node.children, state)
         self.result.commands.extend(sub.result.commands)
         self.result.diagnostics.extend(sub.result.diagnostics)
@@ -504,6 +533,7 @@ class Evaluator:
         except OSError:
             return False
         sub = Evaluator(Source(str(path), text), self.allowed_roots, self.depth + 1)
+        sub._note, sub._iteration = self._note, self._iteration
         sub._block(sub.src.tree.root_node.children, state)
         self.result.commands.extend(sub.result.commands)
         self.result.diagnostics.extend(sub.result.diagnostics)
@@ -544,6 +574,10 @@ def _variants(vals: list[Var | None], labels: list[str]) -> list[tuple[str, Var 
         key = None if var is None else (var.is_array, tuple(w.text for w in var.words))
         merged[key] = (f"{merged[key][0]} or {label}", merged[key][1]) if key in merged else (label, var)
     return list(merged.values())
+
+
+def _descendants(node: ts.Node, type_: str) -> bool:
+    return node.type == type_ or any(_descendants(c, type_) for c in node.children)
 
 
 def _common_start(arrays: list[list[Word]]) -> list[Word]:
