@@ -322,6 +322,25 @@ def test_ansi_c_quoting_matches_bash():
     assert "".join(w.text + "|" for w in cmd.words[2:]).encode() == real.stdout
 
 
+EDITS = (
+    "${X#*/} ${X##*/} ${X%/*} ${X%%.*} ${X/Qwen/q} ${X//Qwen/q} ${X^^} ${X,,} ${X^} ${A,} ${X:1:7} ${X: -3} ${X:2} "
+    "${X: -40} ${X:3:-4} ${X/%gz/xz} ${X/#?models/m} ${X//[0-9]/N} ${X#?} ${A//X} ${A/X} ${E#x} ${X##*[/.]} "
+    '${X/Qwen/c"$D"e} "${X#"/models"}" ${X//[Qq]wen/} "${X:0:0}"'
+)
+
+
+def test_string_editing_expansions_match_bash():
+    """`${X#p}`, `${X%%p}`, `${X//p/r}`, `${X^^}`, `${X:o:l}`... on known values give bash's
+    words (an empty unquoted result is no word); a pattern the grammar splits wrongly (an escape,
+    quotes inside it) or an extglob stays unknown rather than guessed."""
+    text = f'X=/models/Qwen/Qwen2.5-7B.tar.gz\nA=aXbXc\nE=""\nD=dd\nprintf "%s|" {EDITS}\n'
+    unsure = 'printf "%s|" ${X/#\\/models/m} "${X#*"$D"}" ${X%%+([0-9])} ${X/a/&}\n'
+    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={}, capture_output=True, text=True, check=True)
+    known, unknown = (c.words[2:] for c in evaluate("/tmp/edits.sh", text + unsure).commands)
+    assert "".join(f"{w.text}|" for w in known) == real.stdout and len(known) == 25
+    assert [w.text for w in unknown] == [None] * 4 and all("not evaluated statically" in w.unknown.reason for w in unknown)
+
+
 EVAL_AGAIN = r"""BASE="a.b=8 c.d=['w'] e.f='G H' x\ y"
 M=Qwen
 CMD="printf %s^ ${BASE} g.h='\"${M}\"' k=\"x  y\" l=a\\\\b"

@@ -12,6 +12,7 @@ import tree_sitter as ts
 
 from ..model import Diagnostic, Span, Unknown, Word
 from ..rules.script import VARIABLE_USED_BEFORE_ASSIGNMENT
+from . import patterns
 from .source import Source
 from .values import Seg, State, Var, expanded_seg, field_word, shorten, split_unquoted
 
@@ -309,6 +310,10 @@ class Expander:
             return self._positional(name, span, state, quoted)
         if name == "PWD" and name not in state.vars and op is None:
             return [[state.cwd_seg(span)]]
+        if op in patterns.STRING_OPS and not indirect and not length and index is None:
+            var = state.vars.get(name)
+            seg = patterns.edited(self, var, op, node, state, span) if var is not None else self._unset(name, node, span)
+            return [[seg]] if quoted or seg.text is None else split_unquoted(Word(seg.text, span))
         if indirect or (op is not None and op not in (":-", "-", ":=", "=", ":+", "+")):
             if op is None and not indirect and length:
                 pass
