@@ -130,11 +130,16 @@ def test_launch_forms(tmp_path):
         "nohup python3 recipe/x/main.py a=1 &\n": (None, "recipe/x/main.py"),
         "if true; then env A=1 python3 -m mod a=1; fi\n": ("mod", None),
         "PY=/isaac-sim/python.sh\n$PY -m verl.experimental.vla.main_ppo a=1\n": ("verl.experimental.vla.main_ppo", None),
+        # launchers that run the script themselves, with flags verl-lint does not all know
+        "deepspeed --num_gpus 8 --bind_cores_to_rank -m verl.trainer.main_ppo a=1\n": ("verl.trainer.main_ppo", None),
+        "srun -N1 accelerate launch --num_processes 8 --mixed_precision bf16 recipe/x/main_dapo.py a=1\n": (None, "recipe/x/main_dapo.py"),
+        "export CUDA_VISIBLE_DEVICES=0\nenv -u CUDA_VISIBLE_DEVICES B=1 python3 -m mod a=1\n": ("mod", None),
     }
     for i, (text, (module, file)) in enumerate(cases.items()):
         la, _ = one_launch(text, tmp_path, f"c{i}.sh")
         assert (la.module, la.file) == (module, file), text
         assert words(la) == ["a=1"], text
+        assert "CUDA_VISIBLE_DEVICES" not in la.env  # `env -u` takes it out
 
 
 def test_hydra_flags_are_not_overrides(tmp_path):

@@ -1,7 +1,7 @@
 """Recognise Python/Hydra launches among a script's commands.
 
-Handles `python[3] [flags] -m MOD | FILE.py`, `torchrun [opts] -m MOD | FILE.py`,
-`ray job submit [opts] -- [A=1] <launch>`, wrappers such as `nohup`, `env A=1`, `exec`,
+Handles `python[3] [flags] -m MOD | FILE.py`, `torchrun [opts] -m MOD | FILE.py`, `deepspeed` and
+`accelerate launch`, `ray job submit [opts] -- [A=1] <launch>`, wrappers such as `nohup`, `env -u X A=1`, `exec`,
 `time`, launchers whose options take values (`srun`, `apptainer exec`, `uv run`, ...),
 and `$PYTHON`-style interpreters. Hydra's own command-line flags
 (`--config-path/-cp`, `--config-name/-cn`, `--config-dir/-cd`) are separated
@@ -27,7 +27,7 @@ _WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "setsid", "command", "nu
 # launch starts at the first interpreter after them.
 _PREFIX_LAUNCHERS = {
     "srun", "mpirun", "mpiexec", "apptainer", "singularity", "docker", "podman", "uv", "conda", "mamba",
-    "micromamba", "pixi", "poetry", "timeout", "sudo", "accelerate",
+    "micromamba", "pixi", "poetry", "timeout", "sudo",
 }
 # A verl entry point named in a command: `-m verl.x` / `-m recipe.x` / `-m pkg.main_x` (a
 # project's own trainer, `verl_tool.trainer.main_ppo`), or a `main_*.py` file.
@@ -220,6 +220,10 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
                     env = dict(env)
                     env[k] = EnvVar(k, v, words[i].span)
                     i += 1
+                elif a in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):  # an option with a value
+                    if a in ("-u", "--unset") and i + 1 < len(words) and words[i + 1].text:
+                        env = {k: v for k, v in env.items() if k != words[i + 1].text}
+                    i += 2
                 elif a is not None and a.startswith("-"):
                     i += 1
                 else:
@@ -239,6 +243,8 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
         return None
     if t is not None and os.path.basename(t) in ("torchrun",):
         return _torchrun(words[i + 1 :], env, cmd, path)
+    if t is not None and (os.path.basename(t) == "deepspeed" or (os.path.basename(t) == "accelerate" and words[i + 1 : i + 2] and words[i + 1].text == "launch")):
+        return _script_launcher(words[i + 1 :], env, cmd, path)
     is_python = t is not None and _PYTHON.match(os.path.basename(t))
     # `$PYTHON -m ...` where the interpreter variable is unknown
     if t is None and i + 1 < len(words) and words[i + 1].text == "-m" and not head.from_caller:
@@ -300,6 +306,22 @@ def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
     return None
 
 
+def _script_launcher(words: list[Word], env, cmd, path) -> Launch | None:
+    """`deepspeed [opts] -m MOD args`, `accelerate launch [opts] FILE args`: the launcher's many
+    flags are not all known here, so the app starts at the first word naming a verl entry point
+    (a module after `-m`/`--module`, a `main_*.py` file)."""
+    module_mode = False
+    for j, w in enumerate(words):
+        t = w.text
+        if t in ("-m", "--module"):
+            module_mode = True
+        elif t is not None and module_mode and _ENTRY_MODULE.match(t):
+            return _app(t, None, w, words[j + 1 :], env, cmd, path)
+        elif t is not None and not t.startswith("-") and _ENTRY_FILE.search(t):
+            return _app(None, t, w, words[j + 1 :], env, cmd, path)
+    return None
+
+
 def _interpreter_after(words: list[Word], start: int) -> int | None:
     """The index of the first python interpreter, torchrun or `ray job submit` at or after `start`."""
     for k in range(start, len(words)):
@@ -307,7 +329,7 @@ def _interpreter_after(words: list[Word], start: int) -> int | None:
         if t is None:
             continue
         base = os.path.basename(t)
-        if _PYTHON.match(base) or base in ("torchrun", "deepspeed") or (base == "ray" and [w.text for w in words[k + 1 : k + 3]] == ["job", "submit"]):
+        if _PYTHON.match(base) or base in ("torchrun", "deepspeed", "accelerate") or (base == "ray" and [w.text for w in words[k + 1 : k + 3]] == ["job", "submit"]):
             return k
     return None
 
