@@ -122,6 +122,7 @@ def test_a_mandatory_value_of_a_built_section_left_unset(lint, version):
     # Set from a value only known at run time, or under a switch only known then: not judged.
     assert found(lint(launch.format("actor_rollout_ref.rollout.name=$ENGINE reward.reward_model.enable=$RM"), version), "VL109") == []
     assert found(lint(launch.format("actor_rollout_ref.rollout.name=sglang reward.reward_model.enable=False"), version), "VL109") == []
+    assert found(lint(launch.format('"$@"'), version), "VL109") == []  # the caller's arguments may set it
 
 
 @pytest.mark.slow

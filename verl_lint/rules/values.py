@@ -186,7 +186,8 @@ def mandatory_value_unset(ctx: Context):
     has that field. A node under a section with an `enable` switch is not judged: whether verl
     builds it depends on that switch and, in some releases, on more (`reward_model.rollout` is
     built in 0.7 only with `reward_model.use_reward_loop`). The finding points at the launch:
-    there is no line of yours that set the key.
+    there is no line of yours that set the key. A launch that passes the caller's arguments on
+    (`"$@"`) may get the value from there: it is not judged.
 
     ## Why is this bad?
     Hydra composes and starts the job with a `???` value; it raises only when the value is
@@ -204,8 +205,8 @@ def mandatory_value_unset(ctx: Context):
     `verl/utils/config.py:23-50` (`omega_conf_to_dataclass` instantiates a node with a `_target_`).
     """
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
-    if not root:
-        return
+    if not root or ctx.launch.caller_args is not None:
+        return  # the caller's arguments ("$@") may set it
     for key in _mandatory_unset(ctx.cfg):
         parent, _, name = key.rpartition(".")
         if ctx.comp.last_setter(key) is not None or ctx.user_set(key) or _under_a_switch(ctx, parent):
