@@ -72,6 +72,7 @@ ANCHORS = {
     "VL007": r"--config-path=\S*\$|\"python3",  # the word only known at run time
     "VL010": r"verl\.trainer\.main_ppo",  # the launch whose engine version is unknown
     "VL109": r"verl\.trainer\.main_ppo",  # the launch that leaves a mandatory value unset
+    "VL315": r"verl\.trainer\.main_ppo",  # the launch that leaves a micro batch size unset
     "VL011": r"\$\{?[a-z_]",  # the `$x` the script never assigns
 }
 

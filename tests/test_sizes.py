@@ -89,6 +89,25 @@ def test_the_critics_batches_are_checked_when_the_launch_trains_one(findings, ve
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.4.1", "0.7.1", "0.9.1"])
+def test_vl315_a_micro_batch_the_launch_forgot(findings, version):
+    """Neither `X` nor `X_per_gpu` for a role the launch runs, with dynamic batch size off: verl
+    raises when the trainer starts. Judged only in a launch that sets micro batch sizes, never
+    over a value only known at run time or arguments the caller may pass ("$@")."""
+    micro = (f"{A}.ppo_micro_batch_size_per_gpu=8", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")
+    assert only(findings(main_ppo(*micro), version), "VL315") == []
+    with_kl = main_ppo(*micro, f"{A}.use_kl_loss=True")
+    [ref] = only(findings(with_kl, version), "VL315")
+    assert ref.startswith("neither actor_rollout_ref.ref.log_prob_micro_batch_size nor log_prob_micro_batch_size_per_gpu is set")
+    assert only(findings(main_ppo(*micro, f"{A}.use_kl_loss=True", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MB"), version), "VL315") == []
+    assert only(findings(with_kl[:-1] + ' "$@"\n', version), "VL315") == []
+    assert only(findings(main_ppo(*micro[:2], "algorithm.adv_estimator=gae"), version), "VL315")  # verl's default estimator trains a critic
+    # The reward model's pair: validate_config lists it up to 0.6.
+    rm = only(findings(main_ppo(*micro, "reward_model.enable=True"), version), "VL315")
+    assert [m.split(" nor ")[0] for m in rm] == (["neither reward_model.micro_batch_size"] if version == "0.4.1" else [])
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.7.1", "0.9.1"])
 def test_critic_enable_decides_over_the_estimator(findings, version):
     sizes = ("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128")
@@ -233,11 +252,12 @@ def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
 
 def test_size_rules_split_by_theme_and_all_registered():
     """The 3xx rules live in modules under 600 lines with their imports at module level, and
-    the pack registers every one of VL300-VL314, each from the module of its theme."""
+    the pack registers every one of VL300-VL315, each from the module of its theme."""
     rules = Path(__file__).parent.parent / "verl_lint" / "rules"
-    for name in ("sizes.py", "batch_sizes.py", "parallel_sizes.py"):
+    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py"):
         assert len((rules / name).read_text().splitlines()) < 600, name
         assert local_imports(rules / name) == [], name
     where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
-    assert sorted(where) == [f"VL3{i:02d}" for i in range(15)]
+    assert sorted(where) == [f"VL3{i:02d}" for i in range(16)]
+    assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315"}
     assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314"}

@@ -153,66 +153,6 @@ def train_batch_vs_mini(ctx):
         )
 
 
-@rule(
-    "VL303",
-    "micro-batch-set-twice",
-    "error",
-    apps=VALIDATED_APPS,
-    evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"You have set both")],
-    bad=[
-        main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8"),
-        main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8"),
-    ],
-    good=[
-        main_ppo(f"{R}.log_prob_micro_batch_size_per_gpu=8"),
-        main_ppo("algorithm.adv_estimator=grpo", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8"),
-    ],
-)
-@validating_app
-def micro_batch_twice(ctx):
-    """Both the deprecated global micro batch size and its `_per_gpu` form are set.
-
-    ## What it does
-    Checks the pairs `rollout.log_prob_micro_batch_size{,_per_gpu}`,
-    `ref.log_prob_micro_batch_size{,_per_gpu}` (when a reference model is used) and
-    `actor.ppo_micro_batch_size{,_per_gpu}` when the actor's dynamic batch size is off, and
-    `critic.ppo_micro_batch_size{,_per_gpu}` when the launch trains a critic (`critic.enable`,
-    else a GAE advantage estimator) whose dynamic batch size is off.
-
-    ## Why is this bad?
-    verl raises "You have set both '...micro_batch_size' AND '..._per_gpu'".
-
-    ## Use instead
-    Only the `_per_gpu` key.
-
-    ## Where in verl
-    verl 0.9.1 `verl/utils/config.py:131-182`, `verl/workers/config/actor.py:244-257` and
-    `verl/workers/config/critic.py:103-156`; verl 0.7.1 `verl/utils/config.py:117-178`; verl 0.5.0
-    `verl/trainer/ppo/ray_trainer.py:422-493`.
-    """
-    pairs = []
-    if ctx.flag(f"{A}.use_dynamic_bsz") is False:
-        pairs += [(R, "log_prob_micro_batch_size"), (A, "ppo_micro_batch_size")]
-        if ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward"):
-            pairs.append(("actor_rollout_ref.ref", "log_prob_micro_batch_size"))
-    if uses_critic(ctx) and ctx.flag("critic.use_dynamic_bsz") is False:
-        pairs.append(("critic", "ppo_micro_batch_size"))
-    for section, name in pairs:
-        glob, per_gpu = ctx.get(f"{section}.{name}", None), ctx.get(f"{section}.{name}_per_gpu", None)
-        if isinstance(glob, int) and isinstance(per_gpu, int) and not isinstance(glob, bool):
-            # verl's critic config makes `_per_gpu` follow the global key (`${oc.select:.ppo_micro_batch_size,null}`)
-            follows = not ctx.set_by_override(f"{section}.{name}_per_gpu") and ctx.provenance(f"{section}.{name}_per_gpu") == "script"
-            yield report_unless_default(
-                ctx,
-                "VL303",
-                f"both {section}.{name}={glob} and {section}.{name}_per_gpu={per_gpu} are set"
-                + (f" (verl's config makes {name}_per_gpu follow {name})" if follows else "") + "; verl raises ValueError",
-                [f"{section}.{name}", f"{section}.{name}_per_gpu"],
-                f"{section}.{name}",
-                f"remove {section}.{name} (deprecated) and keep {name}_per_gpu",
-            )
-
-
 # The worker that runs the actor update, and the check each has on the mini batch.
 ENGINE_DP_ASSERT = Evidence(("verl/workers/engine_workers.py",), r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0")
 LEGACY_POSITIVE = Evidence(("verl/workers/fsdp_workers.py",), r"ppo_mini_batch_size > 0")

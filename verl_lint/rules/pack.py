@@ -19,6 +19,7 @@ from . import (  # noqa: F401 - each registers its rules
     engine_kwargs,
     env,
     hydra_keys,
+    micro_batches,
     overwritten,
     parallel_sizes,
     script,

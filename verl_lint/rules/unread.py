@@ -135,7 +135,7 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
     good=[
         main_ppo("+actor_rollout_ref.model.override_config.attention_dropout=0.0"),
         main_ppo("++actor_rollout_ref.rollout.engine_kwargs.vllm.block_size=16"),
-        main_ppo("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
+        main_ppo("actor_rollout_ref.actor.clip_ratio=0.2"),
     ],
 )
 def key_never_read(ctx: Context):

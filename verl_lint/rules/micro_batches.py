@@ -1,0 +1,146 @@
+"""3xx micro batch sizes: verl takes each role's micro batch as `X` (global, deprecated) or
+`X_per_gpu`, exactly one of them, when that role's dynamic batch size is off (VL303: both set,
+VL315: neither)."""
+
+from __future__ import annotations
+
+from ..config.source import Evidence
+from ..registry import main_ppo, rule
+from .sizes import A, R, VALIDATED_APPS, VALIDATION, report_unless_default, uses_critic, validating_app
+
+# Examples set the micro batch sizes a real launch sets (VL315 judges a launch that sets some).
+MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)
+MICRO_ROLLOUT = (f"{R}.log_prob_micro_batch_size_per_gpu=16",)
+# verl 0.4-0.6 also check the reward model's pair (in validate_config's list of sections).
+REWARD_MODEL_PAIR = Evidence(VALIDATION, r'"reward_model": "micro_batch_size"')
+
+
+@rule(
+    "VL303",
+    "micro-batch-set-twice",
+    "error",
+    apps=VALIDATED_APPS,
+    evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"You have set both")],
+    bad=[
+        main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8", *MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
+        main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8", *MICRO_ACTOR, *MICRO_ROLLOUT),
+    ],
+    good=[
+        main_ppo(*MICRO_ROLLOUT, *MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
+        main_ppo("algorithm.adv_estimator=grpo", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8", *MICRO_ACTOR, *MICRO_ROLLOUT),
+    ],
+)
+@validating_app
+def micro_batch_twice(ctx):
+    """Both the deprecated global micro batch size and its `_per_gpu` form are set.
+
+    ## What it does
+    Checks the pairs `rollout.log_prob_micro_batch_size{,_per_gpu}`,
+    `ref.log_prob_micro_batch_size{,_per_gpu}` (when a reference model is used) and
+    `actor.ppo_micro_batch_size{,_per_gpu}` when the actor's dynamic batch size is off, and
+    `critic.ppo_micro_batch_size{,_per_gpu}` when the launch trains a critic (`critic.enable`,
+    else a GAE advantage estimator) whose dynamic batch size is off.
+
+    ## Why is this bad?
+    verl raises "You have set both '...micro_batch_size' AND '..._per_gpu'".
+
+    ## Use instead
+    Only the `_per_gpu` key.
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:131-182`, `verl/workers/config/actor.py:244-257` and
+    `verl/workers/config/critic.py:103-156`; verl 0.7.1 `verl/utils/config.py:117-178`; verl 0.5.0
+    `verl/trainer/ppo/ray_trainer.py:422-493`.
+    """
+    for section, name in micro_batch_pairs(ctx):
+        glob, per_gpu = ctx.get(f"{section}.{name}", None), ctx.get(f"{section}.{name}_per_gpu", None)
+        if isinstance(glob, int) and isinstance(per_gpu, int) and not isinstance(glob, bool):
+            # verl's critic config makes `_per_gpu` follow the global key (`${oc.select:.ppo_micro_batch_size,null}`)
+            follows = not ctx.set_by_override(f"{section}.{name}_per_gpu") and ctx.provenance(f"{section}.{name}_per_gpu") == "script"
+            yield report_unless_default(
+                ctx,
+                "VL303",
+                f"both {section}.{name}={glob} and {section}.{name}_per_gpu={per_gpu} are set"
+                + (f" (verl's config makes {name}_per_gpu follow {name})" if follows else "") + "; verl raises ValueError",
+                [f"{section}.{name}", f"{section}.{name}_per_gpu"],
+                f"{section}.{name}",
+                f"remove {section}.{name} (deprecated) and keep {name}_per_gpu",
+            )
+
+
+def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
+    """The (section, key) pairs verl checks as "`key` or `key_per_gpu`, one of them" for this
+    launch: the rollout's and the actor's when the actor's dynamic batch size is off (and the
+    reference's when a reference model is used), the critic's when one is trained and the
+    reward model's when it is enabled, each when its own dynamic batch size is off."""
+    pairs = []
+    if ctx.flag(f"{A}.use_dynamic_bsz") is False:
+        pairs += [(R, "log_prob_micro_batch_size"), (A, "ppo_micro_batch_size")]
+        if ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward"):
+            pairs.append(("actor_rollout_ref.ref", "log_prob_micro_batch_size"))
+    if uses_critic(ctx) and ctx.flag("critic.use_dynamic_bsz") is False:
+        pairs.append(("critic", "ppo_micro_batch_size"))
+    if ctx.flag("reward_model.enable") and ctx.flag("reward_model.use_dynamic_bsz") is False and ctx.verl_has(REWARD_MODEL_PAIR):
+        pairs.append(("reward_model", "micro_batch_size"))
+    return pairs
+
+
+@rule(
+    "VL315",
+    "micro-batch-unset",
+    "error",
+    apps=VALIDATED_APPS,
+    evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"Please set at least one of")],
+    bad=[
+        main_ppo(*MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
+        main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, f"{A}.use_kl_loss=True", "algorithm.adv_estimator=grpo"),
+        main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=gae"),
+    ],
+    good=[
+        main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=grpo"),
+        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.use_kl_loss=True", "critic.ppo_micro_batch_size_per_gpu=8"),
+        main_ppo(f"{A}.use_kl_loss=True"),  # no micro batch size set at all: not judged
+    ],
+)
+@validating_app
+def micro_batch_unset(ctx):
+    """Neither the micro batch size nor its `_per_gpu` form is set, with dynamic batch size off.
+
+    ## What it does
+    Checks the same pairs as VL303 (`actor.ppo_micro_batch_size{,_per_gpu}`,
+    `rollout.log_prob_micro_batch_size{,_per_gpu}`, the reference's when a reference model is
+    used, the critic's when one is trained, the reward model's when enabled on verl 0.4-0.6),
+    each when its dynamic batch size is off, and reports a pair the composed config leaves both
+    null in a launch that sets micro batch sizes: one it forgot (`use_kl_loss=True` brings in
+    the reference's, a GAE estimator, verl's default, the critic's). A launch that sets none is
+    not judged, nor one that passes the caller's arguments on (`"$@"`): it may get them there.
+
+    ## Why is this bad?
+    verl's config ships both keys null. `validate_config` (or the role's config dataclass)
+    raises "[actor_rollout_ref.rollout] Please set at least one of
+    'actor_rollout_ref.rollout.log_prob_micro_batch_size' or '..._per_gpu'" once the trainer
+    starts, after Ray is up.
+
+    ## Use instead
+    Set the `_per_gpu` key, or turn on `use_dynamic_bsz` (then the token budget decides).
+
+    ## Where in verl
+    verl 0.9.1 `verl/utils/config.py:131-182` (ref, rollout), `verl/workers/config/actor.py:196-209`
+    (actor), `verl/workers/config/critic.py:103-156` (critic); verl 0.5.0
+    `verl/trainer/ppo/ray_trainer.py:422-493` (every role).
+    """
+    pairs = micro_batch_pairs(ctx)
+    if ctx.launch.caller_args is not None or not any(ctx.user_set(f"{s}.{n}{gpu}") for s, n in pairs for gpu in ("", "_per_gpu")):
+        return
+    for section, name in pairs:
+        # None: null in the composed config; an absent key or an unknown value is not None
+        glob, per_gpu = ctx.get(f"{section}.{name}", ...), ctx.get(f"{section}.{name}_per_gpu", ...)
+        if glob is None and per_gpu is None:
+            yield ctx.diag(
+                "VL315",
+                f"neither {section}.{name} nor {name}_per_gpu is set and dynamic batch size is off: verl raises "
+                f"ValueError \"[{section}] Please set at least one of ...\" when the trainer starts",
+                key=f"{section}.{name}_per_gpu",
+                span=ctx.launch.entry_span,
+                help=f"set {section}.{name}_per_gpu=..., or use_dynamic_bsz=True",
+            )
