@@ -170,6 +170,33 @@ def test_enable_expert_parallel_unconditional_in_091_conditional_in_071(verl_tre
     assert _overwrites(old)["data_parallel_size"] == {("self.config.expert_parallel_size > 1",)}
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.4.1", "0.5.0", "0.6.1", "0.9.1"])
+def test_vl706_a_keyword_the_sync_rollout_already_passes(lint, version):
+    """verl 0.5-0.6's sync rollout calls `LLM(..., enable_prefix_caching=True, **engine_kwargs)`:
+    the same key as an engine kwarg is a TypeError there; the async server (0.6's `mode=async`,
+    every mode from 0.7) builds a dict instead, where that is no TypeError. verl 0.4 imports one
+    of two rollouts by vLLM version, and only one names it: not judged there."""
+    launch = "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {}\n"
+    ek = "+actor_rollout_ref.rollout.engine_kwargs.vllm"
+    twice = [d for d in lint(launch.format(f"{ek}.enable_prefix_caching=False {ek}.max_num_seqs=256"), version).diagnostics if d.code == "VL706"]
+    if version in ("0.4.1", "0.9.1"):
+        assert twice == []
+        both = [d.key for d in lint(launch.format(f"{ek}.enforce_eager=True"), version).diagnostics if d.code == "VL706"]
+        assert both == (["actor_rollout_ref.rollout.engine_kwargs.vllm.enforce_eager"] if version == "0.4.1" else [])
+        return
+    # 0.6 also passes max_num_seqs from the rollout config
+    assert [d.key.rsplit(".", 1)[1] for d in twice] == ["enable_prefix_caching", *(["max_num_seqs"] if version == "0.6.1" else [])]
+    d = twice[0]
+    assert (d.span.line, d.span.col) == (2, 70)
+    assert "vllm_rollout_spmd.py:" in d.message and "LLM() got multiple values for keyword argument 'enable_prefix_caching'" in d.message
+    seen = lambda more: [d.code for d in lint(launch.format(f"{ek}.enforce_eager=True {more}"), version).diagnostics if d.code == "VL706"]  # noqa: E731
+    [help] = [d.help for d in lint(launch.format(f"{ek}.enforce_eager=True"), version).diagnostics if d.code == "VL706"]
+    assert help == "remove the engine kwarg and set `actor_rollout_ref.rollout.enforce_eager` instead"
+    if version == "0.6.1":
+        assert seen("actor_rollout_ref.rollout.mode=async") == [] and seen("actor_rollout_ref.rollout.mode=$MODE") == []
+
+
 def test_overwritten_keys_differ_exactly_as_the_source_says(verl_trees):
     new = _overwrites(assembly_of(str(verl_trees["0.9.1"].root), "vllm"))
     old = _overwrites(assembly_of(str(verl_trees["0.7.1"].root), "vllm"))

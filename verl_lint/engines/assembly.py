@@ -296,6 +296,44 @@ def assembly_of(root: str, engine: str) -> Assembly | None:
     return a if a is not None else fallback_assembly(engine, f"the shape of {rel} was not recognised")
 
 
+class SpreadCall(NamedTuple):
+    """A call that passes `**engine_kwargs` next to keywords of its own (`LLM(..., seed=0,
+    **engine_kwargs)`): an engine kwarg of the same name makes Python raise TypeError."""
+
+    path: str
+    line: int
+    callee: str
+    keywords: tuple[tuple[str, str, int], ...]  # (name, value source, line)
+
+
+@lru_cache(maxsize=16)
+def spread_calls(root: str, engine: str) -> tuple[SpreadCall, ...]:
+    """The calls in the modules of `verl/workers/rollout/<engine>_rollout/` that its package
+    imports (verl 0.4 imports one of two by vLLM version: both count) that spread the engine
+    kwargs (the synchronous rollout's `LLM(...)` up to verl 0.6); a key the function pops is
+    left out."""
+    calls: dict[tuple[str, int], SpreadCall] = {}  # by place: a nested function is walked twice
+    folder = Path(root, "verl/workers/rollout", f"{engine}_rollout")
+    init = parse_source(source_text(folder / "__init__.py"))
+    imported = {n.module for n in ast.walk(init) if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module} if init else set()
+    for p in sorted(folder.glob("*.py")) if folder.is_dir() else ():
+        if p.stem not in imported:
+            continue
+        tree = parse_source(source_text(p))
+        for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] if tree else ():
+            popped = {
+                const_str(c.args[0]) for c in ast.walk(fn)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "pop" and c.args
+                and isinstance(c.func.value, ast.Name) and "engine_kwargs" in c.func.value.id
+            }
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and any(k.arg is None and isinstance(k.value, ast.Name) and "engine_kwargs" in k.value.id for k in n.keywords):
+                    own = tuple((k.arg, ast.unparse(k.value), k.value.lineno) for k in n.keywords if k.arg is not None and k.arg not in popped)
+                    rel = str(p.relative_to(root))
+                    calls.setdefault((rel, n.lineno), SpreadCall(rel, n.lineno, ast.unparse(n.func), own))
+    return tuple(calls.values())
+
+
 def fallback_assembly(engine: str, why: str) -> Assembly | None:
     table = (load_data("engine_args/verl_assembly.yaml") or {}).get(engine)
     if not table:

@@ -6,6 +6,8 @@ defaults is one info per run):
 
 - against the engine release (`verl_lint.engines.schemas.schema_for`): `vllm serve` rejects an
   unknown option, SGLang's `ServerArgs(**args)` an unknown keyword (VL701);
+- against the synchronous rollout's own keywords (verl <= 0.6: `LLM(..., **engine_kwargs)`), where
+  a key given twice is a TypeError (VL706);
 - against how the linted verl tree assembles the server arguments
   (`verl_lint.engines.assembly.assembly_of`, read from its `launch_server` with ast): does your value
   replace something verl derives from its own config (VL702 when that breaks verl's worker
@@ -146,7 +148,7 @@ def analyse(ctx: Context) -> list[Finding]:
                 )
             )
             continue
-        f = _schema_finding(ctx, kw)
+        f = _schema_finding(ctx, kw) or _passed_twice(ctx, kw)
         if f is not None:
             out.append(f)
             continue
@@ -203,6 +205,29 @@ def _unknown_kwarg(kw: Kwarg, schema, note: str, severity: str | None) -> Findin
         else "remove it, or check the argument list of your engine release"
     )
     return Finding("VL701", kw, msg, help, severity)
+
+
+def _passed_twice(ctx: Context, kw: Kwarg) -> Finding | None:
+    """VL706: the synchronous rollout (verl <= 0.6, `mode=sync`) calls the engine with keywords
+    of its own and `**engine_kwargs`; every such call of the tree names the key."""
+    root = str(ctx.app.verl.root) if ctx.app.verl else ""
+    mode = ctx.get(f"{kw.section}.mode", MISSING)
+    if not root or (mode is not MISSING and mode != "sync"):
+        return None
+    calls = assembly.spread_calls(root, kw.engine)
+    given = [dict((name, (value, line)) for name, value, line in c.keywords).get(kw.key) for c in calls]
+    if not calls or None in given:
+        return None
+    c, (value, line) = calls[0], given[0]
+    knob = value.split("config.", 1)[1] if value.startswith(("config.", "self.config.")) and value.count("(") == 0 else None
+    return Finding(
+        "VL706",
+        kw,
+        f"`{kw.key}={expressions.show(kw.value)}` is passed twice: verl calls `{c.callee}(..., {kw.key}={value}, ..., **engine_kwargs)` "
+        f"({c.path}:{line}), so Python raises `TypeError: {c.callee}() got multiple values for keyword argument '{kw.key}'` "
+        "when the rollout starts",
+        f"remove the engine kwarg and set `{kw.section}.{knob}` instead" if knob else f"remove the engine kwarg: verl always passes `{kw.key}` itself",
+    )
 
 
 def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
@@ -566,6 +591,42 @@ def engine_kwarg_bypasses_verl(ctx: Context):
     `:302-326` and `:354-371`; 0.9.1 `verl/workers/rollout/sglang_rollout/async_sglang_server.py:314-340`.
     """
     yield from _emit(ctx, "VL704")
+
+
+@rule(
+    "VL706",
+    "engine-kwarg-passed-twice",
+    "error",
+    bad=[(main_ppo(_V, f"{_EK}.vllm.enable_prefix_caching=False"), ">=0.5,<0.7")],
+    good=[main_ppo(_V, f"{_EK}.vllm.kv_cache_dtype=fp8"), (main_ppo(_V, "actor_rollout_ref.rollout.enforce_eager=True"), ">=0.5,<0.7")],
+)
+def engine_kwarg_passed_twice(ctx: Context):
+    """An engine kwarg that verl's synchronous rollout already passes as a keyword of the same call.
+
+    ## What it does
+    Reads, with `ast`, the calls under the tree's `verl/workers/rollout/<engine>_rollout/` that
+    spread `**engine_kwargs` next to keywords of their own (`LLM(model=..., seed=...,
+    enable_prefix_caching=True, **engine_kwargs)` in verl 0.5's `vllm_rollout_spmd.py`), and
+    reports an engine kwarg that every such call already names, when the rollout runs in sync
+    mode (the mode those calls serve; verl 0.7 and later have none, and build the server's
+    arguments as a dict, where VL703 and VL704 apply). A key the function pops first is not
+    counted, nor a null value (verl drops those).
+
+    ## Why is this bad?
+    Python refuses a keyword given twice: `TypeError: LLM() got multiple values for keyword
+    argument 'enable_prefix_caching'` when the rollout worker builds its engine, after Ray, the
+    model download and the trainer workers are up.
+
+    ## Use instead
+    The rollout config key verl reads for it (`actor_rollout_ref.rollout.enforce_eager`, ...),
+    or nothing when verl hard-codes the value.
+
+    ## Where in verl
+    0.5.0 `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:165-185`; 0.6.1 the same file;
+    0.4.1 has a second call (`vllm_rollout.py`, for vLLM <= 0.6.3) without that keyword, so
+    there only keys both calls name are reported.
+    """
+    yield from _emit(ctx, "VL706")
 
 
 @rule(
