@@ -311,7 +311,8 @@ def _self_field(node: ast.expr) -> str | None:
 
 def code_choices(tree: ast.Module, rel: str) -> list[tuple[str, Choice]]:
     """(key, Choice) for the choice checks a module's functions make unconditionally (at the top
-    of their body) on a key of the root config: `assert config.a.b in [...]`."""
+    of their body) on a key of the root config: `assert config.a.b in [...]`, or an if/elif
+    chain on it whose `else` raises."""
     constants = _literal_assignments(tree.body)
     out = []
     for fn in statements(tree):
@@ -323,8 +324,11 @@ def code_choices(tree: ast.Module, rel: str) -> list[tuple[str, Choice]]:
 
 def _choice_checks(body: list, names: dict, rel: str, subject=_self_field, guarded: str | None = None):
     """(field, Choice) for each unconditional choice check among `body`'s statements on what
-    `subject` names (`self.F` -> F by default)."""
+    `subject` names (`self.F` -> F by default); none after a statement that may return (`if
+    resume_mode == "disable": return` makes a later check conditional)."""
     for stmt in body:
+        if any(isinstance(n, ast.Return) for n in _own_nodes(stmt)):
+            return
         if isinstance(stmt, ast.Assert):
             hit = _membership(stmt.test, names, False, subject)
             if hit and (guarded is None or hit[0] == guarded):
@@ -334,6 +338,10 @@ def _choice_checks(body: list, names: dict, rel: str, subject=_self_field, guard
             raises = _raised(stmt.body)
             if hit and raises and not stmt.orelse and (guarded is None or hit[0] == guarded):
                 yield hit[0], Choice(hit[1], raises, f"{rel}:{stmt.lineno}", guarded is not None)
+            elif guarded is None and stmt.orelse:
+                dispatch = _dispatch(stmt, names, subject)
+                if dispatch:
+                    yield dispatch[0], Choice(dispatch[1], dispatch[2], f"{rel}:{stmt.lineno}")
             elif guarded is None and not stmt.orelse:
                 field = _guard_field(stmt.test, subject)
                 if field:  # `if self.x is not None:` / `if self.x:` around checks of the same field
@@ -350,6 +358,41 @@ def _membership(test: ast.expr, names: dict, negated: bool, subject) -> tuple[st
     field = subject(test.left)
     values = _literals(test.comparators[0], names)
     return (field, values) if field and values else None
+
+
+def _on_self(node: ast.expr) -> bool:
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        node = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else getattr(node, "value", None)
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _own_nodes(stmt: ast.stmt):
+    """The nodes of `stmt`, not those of the functions or classes it defines."""
+    todo = [stmt]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo += [c for c in ast.iter_child_nodes(n) if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))]
+
+
+def _dispatch(stmt: ast.If, names: dict, subject) -> tuple[str, tuple, str] | None:
+    """`if K in {...}: ... elif K == "x": ... else: raise E`, every test on the same K: (K, the
+    values some branch takes, E). Any other value reaches the raise."""
+    field, values, node = None, [], stmt
+    while True:
+        t = node.test
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.In))):
+            return None
+        k = subject(t.left) if subject is _self_field or not _on_self(t.left) else None  # a worker's `self.config` is a section
+        taken = _literals(t.comparators[0], names) if isinstance(t.ops[0], ast.In) else _literals(ast.Tuple([t.comparators[0]]), names)
+        if not k or not taken or field not in (None, k):
+            return None
+        field, values = k, values + list(taken)
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            continue
+        raises = _raised(node.orelse)
+        return (field, tuple(dict.fromkeys(values)), raises) if raises and node is not stmt else None
 
 
 def _raised(body: list) -> str | None:

@@ -50,7 +50,7 @@ from ..terminal import Progress
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-6"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-7"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
@@ -62,7 +62,7 @@ _TO_CONTAINER = re.compile(r"to_container\(")
 # Which files to parse with ast for facts about keys (a few dozen of verl's ~900): a warning
 # whose first string says "deprecat", or a choice check on a config key; the ast decides.
 _DEPRECATION_HINT = re.compile(r"(?:warn|warning|print)\(\s*[fF]?[\"'][^\"'\n]*[Dd]eprecat")
-_CHOICE_HINT = re.compile(r"assert [^\n]*?config\.[\w.]+ in |config\.[\w.]+ not in ")
+_CHOICE_HINT = re.compile(r"assert [^\n]*?config\.[\w.]+ in |config\.[\w.]+ not in |\belse:\s*\n\s*raise \w+")
 # A class field typed as a free-form dict (`lora: dict[str, Any] = field(...)`): verl keeps its
 # keys as given and hands them on; nothing checks their names.
 _DICT_FIELD = re.compile(r"\n[ \t]+([A-Za-z_]\w*)[ \t]*:[ \t]*(?:Optional\[)?(?:dict|Dict|DictConfig|Mapping|MutableMapping)\b[^\n]*")

@@ -51,7 +51,10 @@ def value_not_accepted(ctx: Context):
     (and its base classes) and collects the checks its `__post_init__` makes on a field's
     value unconditionally: `assert self.F in [...]` and `if self.F not in [...]: raise ...`.
     The same checks at the top of a function of `verl/` on a key of the root config count
-    too (`assert config.actor_rollout_ref.actor.loss_agg_mode in [...]` in the 0.4-0.5 trainer).
+    too (`assert config.actor_rollout_ref.actor.loss_agg_mode in [...]` in the 0.4-0.5 trainer),
+    and so does an `if K in {...}: ... elif K == "x": ... else: raise NotImplementedError`
+    chain there (0.4-0.7's `main_ppo` picks the actor's and the critic's workers by strategy);
+    a check after a statement that may return first is not unconditional, and is left out.
     A `Literal[...]` annotation is no such check: OmegaConf cannot build a dataclass with one,
     so those classes go through `hydra.utils.instantiate`, which does not look at annotations.
     A value you set (in the script or your own config file) that is not among the allowed
