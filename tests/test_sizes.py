@@ -108,6 +108,26 @@ def test_vl315_a_micro_batch_the_launch_forgot(findings, version):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.4.1", "0.7.1"])
+def test_vl316_the_sft_batch_over_torchruns_processes(findings, version):
+    """fsdp_sft_trainer (0.4-0.6) splits data.train_batch_size over nproc_per_node × nnodes /
+    ulysses SP ranks, then into micro batches: both asserted after torchrun started. 0.7.1 no
+    longer ships that trainer (VL426 says so); a process count only known at run time is not judged."""
+    sft = "#!/bin/bash\ntorchrun {} -m verl.trainer.fsdp_sft_trainer {}\n"
+    bad = findings(sft.format("--standalone --nproc_per_node=8", "data.train_batch_size=100"), version)
+    if version == "0.7.1":
+        assert only(bad, "VL316") == [] and only(bad, "VL426")
+        return
+    [m] = only(bad, "VL316")
+    assert m.startswith("data.train_batch_size=100 is not divisible by the data-parallel size 8 (nproc_per_node × nnodes = 8)")
+    [m] = only(findings(sft.format("--nnodes 2 --nproc-per-node 8", "data.train_batch_size=64 data.micro_batch_size_per_gpu=3"), version), "VL316")
+    assert m.startswith("each of the 16 data-parallel ranks gets data.train_batch_size=64 / 16 = 4, which is not divisible by")
+    good = sft.format("--standalone --nproc_per_node=8", "data.train_batch_size=64 data.micro_batch_size_per_gpu=4 ulysses_sequence_parallel_size=2")
+    assert only(findings(good, version), "VL316") == []
+    assert only(findings(sft.format("--standalone --nproc_per_node=$NPROC", "data.train_batch_size=100"), version), "VL316") == []
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.7.1", "0.9.1"])
 def test_critic_enable_decides_over_the_estimator(findings, version):
     sizes = ("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128")
@@ -252,12 +272,13 @@ def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
 
 def test_size_rules_split_by_theme_and_all_registered():
     """The 3xx rules live in modules under 600 lines with their imports at module level, and
-    the pack registers every one of VL300-VL315, each from the module of its theme."""
+    the pack registers every one of VL300-VL316, each from the module of its theme."""
     rules = Path(__file__).parent.parent / "verl_lint" / "rules"
-    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py"):
+    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py"):
         assert len((rules / name).read_text().splitlines()) < 600, name
         assert local_imports(rules / name) == [], name
     where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
-    assert sorted(where) == [f"VL3{i:02d}" for i in range(16)]
+    assert sorted(where) == [f"VL3{i:02d}" for i in range(17)]
+    assert where["VL316"] == "sft_sizes"
     assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315"}
     assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314"}

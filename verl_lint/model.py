@@ -144,6 +144,8 @@ class Launch:
     # from, most likely first (`cwd` is built on the first).
     run_from: tuple = ()
     caller_args: Span | None = None  # where "$@" adds unknown overrides
+    # torchrun's options that size the job, as written: "nproc_per_node", "nnodes" (`--standalone`: 1)
+    processes: dict[str, Word] = field(default_factory=dict)
     ray: RayAttach | None = None
     note: str | None = None  # the branch it is in, when the script's own values do not take it
     prints_only: str | None = None  # `--cfg job`, `--help`, ...: Hydra composes and prints, the app never runs

@@ -282,12 +282,16 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
 def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
     j = 0
     module_mode = False
+    processes: dict[str, Word] = {}
     while j < len(words):
         a = words[j].text
         if a is None:
             # `--nproc_per_node=$N`: an option all the same; a bare `$X` could be the entry point.
             if not words[j].prefix.startswith("-") or "=" not in words[j].prefix:
                 return None
+            flag = words[j].prefix.split("=", 1)[0]
+            if flag.lstrip("-").replace("-", "_") in ("nproc_per_node", "nnodes"):
+                processes[flag.lstrip("-").replace("-", "_")] = words[j]._replace(prefix="")
             j += 1
             continue
         if a in ("-m", "--module"):
@@ -295,14 +299,17 @@ def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
             j += 1
             continue
         if a.startswith("-"):
-            if "=" in a or a in _TORCHRUN_FLAGS:
-                j += 1
-            else:
-                j += 2
+            flag, eq, inline = a.partition("=")
+            name = flag.lstrip("-").replace("-", "_")
+            if name in ("nproc_per_node", "nnodes"):
+                processes[name] = words[j]._replace(text=inline) if eq else (words[j + 1] if j + 1 < len(words) else words[j])
+            elif name == "standalone":
+                processes["nnodes"] = words[j]._replace(text="1")
+            j += 1 if eq or a in _TORCHRUN_FLAGS else 2
             continue
-        if module_mode:
-            return _app(a, None, words[j], words[j + 1 :], env, cmd, path)
-        return _app(None, a, words[j], words[j + 1 :], env, cmd, path)
+        launch = _app(a if module_mode else None, None if module_mode else a, words[j], words[j + 1 :], env, cmd, path)
+        launch.processes = processes
+        return launch
     return None
 
 

@@ -23,6 +23,7 @@ from . import (  # noqa: F401 - each registers its rules
     overwritten,
     parallel_sizes,
     script,
+    sft_sizes,
     sizes,
     tables,
     unread,
