@@ -184,6 +184,9 @@ def test_vl706_a_keyword_the_sync_rollout_already_passes(lint, version):
         assert twice == []
         both = [d.key for d in lint(launch.format(f"{ek}.enforce_eager=True"), version).diagnostics if d.code == "VL706"]
         assert both == (["actor_rollout_ref.rollout.engine_kwargs.vllm.enforce_eager"] if version == "0.4.1" else [])
+        if version == "0.4.1":  # the vLLM version picks the module `vllm_rollout/__init__.py` imports
+            picked = lambda v: [d.key.rsplit(".", 1)[1] for d in lint(launch.format(f"{ek}.enable_prefix_caching=False"), version, versions={"vllm": v}).diagnostics if d.code == "VL706"]  # noqa: E731
+            assert picked("0.8.4") == ["enable_prefix_caching"] and picked("0.6.3") == []
         return
     # 0.6 also passes max_num_seqs from the rollout config
     assert [d.key.rsplit(".", 1)[1] for d in twice] == ["enable_prefix_caching", *(["max_num_seqs"] if version == "0.6.1" else [])]

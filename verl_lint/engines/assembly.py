@@ -8,7 +8,8 @@ hand-listed. When the shape is not recognised, the bundled `rules/engine_args/ve
 (derived from verl 0.9.1) answers and says so. The conditions are decided on the composed config
 by `verl_lint.engines.expressions`.
 
-Also read from the tree: the constant defaults of verl's `RolloutConfig`, and the engine
+Also read from the tree: the synchronous rollout's `LLM(..., **engine_kwargs)` calls up to verl
+0.6 (`spread_calls`), the constant defaults of verl's `RolloutConfig`, and the engine
 environment variables verl itself reads or sets.
 """
 
@@ -20,6 +21,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from packaging.version import InvalidVersion, Version
 
 from ..cache import memo
 from ..config.source import source_text
@@ -307,15 +310,15 @@ class SpreadCall(NamedTuple):
 
 
 @lru_cache(maxsize=16)
-def spread_calls(root: str, engine: str) -> tuple[SpreadCall, ...]:
+def spread_calls(root: str, engine: str, version: str | None = None) -> tuple[SpreadCall, ...]:
     """The calls in the modules of `verl/workers/rollout/<engine>_rollout/` that its package
-    imports (verl 0.4 imports one of two by vLLM version: both count) that spread the engine
-    kwargs (the synchronous rollout's `LLM(...)` up to verl 0.6); a key the function pops is
-    left out."""
+    imports (verl 0.4 imports one of two by the engine's version: the one `version` picks, both
+    when it is not known) that spread the engine kwargs (the synchronous rollout's `LLM(...)` up
+    to verl 0.6); a key the function pops is left out."""
     calls: dict[tuple[str, int], SpreadCall] = {}  # by place: a nested function is walked twice
     folder = Path(root, "verl/workers/rollout", f"{engine}_rollout")
     init = parse_source(source_text(folder / "__init__.py"))
-    imported = {n.module for n in ast.walk(init) if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module} if init else set()
+    imported = _imported(init.body, Version(version) if version else None) if init else set()
     for p in sorted(folder.glob("*.py")) if folder.is_dir() else ():
         if p.stem not in imported:
             continue
@@ -332,6 +335,33 @@ def spread_calls(root: str, engine: str) -> tuple[SpreadCall, ...]:
                     rel = str(p.relative_to(root))
                     calls.setdefault((rel, n.lineno), SpreadCall(rel, n.lineno, ast.unparse(n.func), own))
     return tuple(calls.values())
+
+
+def _imported(body: list[ast.stmt], version: Version | None) -> set[str]:
+    """The sibling modules `from .X import ...` statements in `body` import; under `if
+    Version(v) <= Version("0.6.3"):` only the branch `version` takes (both when unknown)."""
+    out: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.level == 1 and stmt.module:
+            out.add(stmt.module)
+        elif isinstance(stmt, ast.If):
+            taken = _version_test(stmt.test, version)
+            out |= (_imported(stmt.body, version) if taken is not False else set()) | (_imported(stmt.orelse, version) if taken is not True else set())
+    return out
+
+
+def _version_test(test: ast.expr, version: Version | None) -> bool | None:
+    """`Version(x) <op> Version("0.6.3")` decided for `version`; None when unknown or not that shape."""
+    compare = {ast.LtE: Version.__le__, ast.Lt: Version.__lt__, ast.GtE: Version.__ge__, ast.Gt: Version.__gt__, ast.Eq: Version.__eq__}
+    if version is None or not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in compare):
+        return None
+    right = test.comparators[0]
+    if not (isinstance(right, ast.Call) and len(right.args) == 1 and const_str(right.args[0])):
+        return None
+    try:
+        return compare[type(test.ops[0])](version, Version(const_str(right.args[0])))
+    except InvalidVersion:
+        return None
 
 
 def fallback_assembly(engine: str, why: str) -> Assembly | None:

@@ -214,7 +214,8 @@ def _passed_twice(ctx: Context, kw: Kwarg) -> Finding | None:
     mode = ctx.get(f"{kw.section}.mode", MISSING)
     if not root or (mode is not MISSING and mode != "sync"):
         return None
-    calls = assembly.spread_calls(root, kw.engine)
+    pinned = ctx.versions.get(kw.engine)
+    calls = assembly.spread_calls(root, kw.engine, str(pinned) if pinned else None)
     given = [dict((name, (value, line)) for name, value, line in c.keywords).get(kw.key) for c in calls]
     if not calls or None in given:
         return None
@@ -623,8 +624,9 @@ def engine_kwarg_passed_twice(ctx: Context):
 
     ## Where in verl
     0.5.0 `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:165-185`; 0.6.1 the same file;
-    0.4.1 has a second call (`vllm_rollout.py`, for vLLM <= 0.6.3) without that keyword, so
-    there only keys both calls name are reported.
+    0.4.1 imports `vllm_rollout.py` instead for vLLM <= 0.6.3 (`vllm_rollout/__init__.py`), whose
+    call lacks that keyword: there the vLLM version decides which call runs (installed, or
+    `--vllm`), and without it only keys both calls name are reported.
     """
     yield from _emit(ctx, "VL706")
 
