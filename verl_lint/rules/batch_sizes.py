@@ -157,6 +157,8 @@ def train_batch_vs_mini(ctx):
 ENGINE_DP_ASSERT = Evidence(("verl/workers/engine_workers.py",), r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0")
 LEGACY_POSITIVE = Evidence(("verl/workers/fsdp_workers.py",), r"ppo_mini_batch_size > 0")
 LEGACY_CHOICE = Evidence(("verl/trainer/main_ppo.py",), r"use_legacy_worker_impl")
+# The legacy FSDP CriticWorker's normalization and micro-batch assert (0.4-0.7).
+LEGACY_CRITIC = Evidence(("verl/workers/fsdp_workers.py",), r"ppo_mini_batch_size \*= self\.config\.rollout_n[\s\S]*normalized ppo_mini_batch_size")
 LEGACY_IMPORT = Evidence(("verl/trainer/main_ppo.py",), r"verl\.workers\.fsdp_workers import")
 
 
@@ -179,6 +181,9 @@ def _actor_worker(ctx) -> str | None:
         (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"), ">=0.8"),  # engine worker
         (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=4", "data.train_batch_size=96"), "<0.8"),  # legacy: 4 // 8 GPUs = 0
         (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"), "<0.8"),  # legacy: truncated to 1 (a warning)
+        (main_ppo("algorithm.adv_estimator=gae", "data.train_batch_size=96", "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+                  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
+                  "critic.ppo_mini_batch_size=16", "critic.ppo_micro_batch_size_per_gpu=4"), "<0.8"),  # the legacy critic: 16 / 8 = 2 per GPU
     ],
     good=[
         main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=96"),
@@ -196,7 +201,10 @@ def mini_batch_dp(ctx):
     the per-GPU mini batch `ppo_mini_batch_size × rollout.n // dp` and asserts only that it is
     positive (the legacy Megatron worker checks neither): a remainder there is a warning, since
     the mini batch silently shrinks. Then the per-GPU mini batch must be a multiple of
-    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off.
+    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off. The critic the legacy FSDP
+    worker trains (when the launch trains one) gets the same split with its own
+    `critic.ulysses_sequence_parallel_size`, and its per-GPU mini batch must be a positive
+    multiple of `critic.ppo_micro_batch_size_per_gpu` when that is set.
 
     ## Why is this bad?
     verl 0.9 asserts `mini_batch_size % dp == 0` at the first actor update — after a full
@@ -210,13 +218,16 @@ def mini_batch_dp(ctx):
     ## Where in verl
     verl 0.9.1 `verl/workers/engine_workers.py:266-270` (`train_batch`) and
     `verl/trainer/ppo/v1/trainer_base.py` (`mini_batch_size = ppo_mini_batch_size × n`);
-    verl 0.7.1 `verl/workers/fsdp_workers.py:249-268`; verl 0.4.1 `verl/workers/fsdp_workers.py:156-166`.
+    verl 0.7.1 `verl/workers/fsdp_workers.py:249-268` (actor) and `:1337-1358` (critic); verl 0.4.1
+    `verl/workers/fsdp_workers.py:156-166`.
     verl 0.1-0.3 divides before multiplying by `n` and checks neither: the rule does not apply.
     """
+    worker = _actor_worker(ctx)
+    if worker == "legacy" and uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(LEGACY_CRITIC):
+        yield from _legacy_critic_mini_batch(ctx)
     strategy = ctx.text(f"{A}.strategy")
     if strategy not in ("fsdp", "fsdp2", "megatron"):
         return
-    worker = _actor_worker(ctx)
     if worker is None or not ctx.verl_has(ENGINE_DP_ASSERT if worker == "engine" else LEGACY_POSITIVE):
         return
     if strategy == "megatron":
@@ -272,6 +283,44 @@ def mini_batch_dp(ctx):
             [*inputs, f"{A}.ppo_micro_batch_size_per_gpu"],
             anchor_key(ctx, f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_mini_batch_size"),
             f"use a ppo_micro_batch_size_per_gpu that divides {total // dp}",
+        )
+
+
+def _legacy_critic_mini_batch(ctx):
+    """VL304 for the critic the legacy FSDP CriticWorker trains (0.4-0.7): it normalizes
+    `critic.ppo_mini_batch_size × rollout_n // (n_gpus / critic SP)` and, when
+    `ppo_micro_batch_size_per_gpu` is set, asserts the result is a positive multiple of it."""
+    own = ("critic.ppo_mini_batch_size", "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu")
+    if not any(ctx.set_by_override(k) or ctx.provenance(k) == "user-file" for k in own):
+        return  # the critic's sizes follow the actor's (verl's critic config): the actor's finding says it
+    n_gpus, _ = gpu_count(ctx)
+    sp, mini = parallel_size(ctx, "critic.ulysses_sequence_parallel_size"), ctx.int("critic.ppo_mini_batch_size")
+    n, micro = ctx.int("critic.rollout_n") or ctx.int(f"{R}.n"), ctx.int("critic.ppo_micro_batch_size_per_gpu")
+    if None in (n_gpus, sp, mini, n) or n_gpus <= 0 or sp <= 0 or n_gpus % sp:
+        return
+    dp, total = n_gpus // sp, mini * n
+    per_gpu = total // dp
+    inputs = ["critic.ppo_mini_batch_size", f"{R}.n", *GPUS, "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu"]
+    split = f"critic.ppo_mini_batch_size={mini} × rollout.n={n} = {total} over {dp} data-parallel ranks (n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})"
+    if micro and (per_gpu % micro or per_gpu // micro == 0):
+        yield report_unless_default(
+            ctx,
+            "VL304",
+            f"{split} gives each rank {per_gpu}, which is not a positive multiple of critic.ppo_micro_batch_size_per_gpu={micro}: "
+            "the critic worker asserts on it when it starts",
+            inputs,
+            anchor_key(ctx, "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_mini_batch_size", f"{R}.n"),
+            f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp * micro}",
+        )
+    elif total % dp:
+        yield report_unless_default(
+            ctx,
+            "VL304",
+            f"{split} does not split evenly: the critic worker silently truncates each rank's mini batch to {total} // {dp} = {per_gpu}",
+            inputs,
+            anchor_key(ctx, "critic.ppo_mini_batch_size", f"{R}.n", *GPUS),
+            f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp}",
+            Severity.WARNING,
         )
 
 
