@@ -224,8 +224,9 @@ class Evaluator:
 
     def _loop(self, n: ts.Node, state: State) -> None:
         """A `for` over known words runs its body once per word, in order, as bash does: each
-        command inside is a variant per iteration. Any other loop runs its body once, with the
-        loop variable unknown, and what it changes is unknown after it."""
+        command inside is a variant per iteration (a `break` is not followed: the iterations
+        after it are still checked, as runs that may happen). Any other loop runs its body once,
+        with the loop variable unknown, and what it changes is unknown after it."""
         var = n.child_by_field_name("variable")
         values = self._iterations(n, var, state)
         if values is not None:
