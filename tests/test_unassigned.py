@@ -82,3 +82,24 @@ def test_silent_when_the_script_may_set_it_or_expects_it_unset(lint, before, use
 def test_a_sourced_file_that_is_read_sets_it(lint, tmp_path):
     (tmp_path / "env.sh").write_text("ngpus=8\n")
     assert vl011(lint, f"#!/bin/bash\nsource ./env.sh\n{LAUNCH} trainer.n_gpus_per_node=$ngpus trainer.nnodes=$nodes\n") == [(3, 116, "nodes", "warning")]
+
+
+def test_a_command_name_never_assigned_before_overrides(lint):
+    """`$COMMAND data.x=1 ...` with COMMAND assigned nowhere (verl's own run_mimo_*_megatron.sh,
+    0.7.1-0.9.0): bash runs the first override as the command. An `export A=$X:$Y/b`, which the
+    grammar splits in two, is no hidden assignment that would silence the rule."""
+    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", "$COMMAND data.train_files=x trainer.nnodes=1"],
+                          env={}, capture_output=True, text=True)
+    assert real.returncode == 127 and "data.train_files=x: command not found" in real.stderr
+    text = (
+        "#!/bin/bash\n"
+        "export PYTHONPATH=$PYTHONPATH:$PYPATH/mbridge:$PYPATH/Megatron-LM\n"
+        'ENTRYPOINT=${ENTRYPOINT:-"-m verl.trainer.sft_trainer"}\n'
+        "$COMMAND \\\n  data.train_files=$HOME/x trainer.nnodes=1\n"  # 4
+        "$PYTHON_BIN prepare.py --out=x\n"  # not overrides: a program the environment names
+    )
+    [(line, col, key, severity)] = vl011(lint, text)
+    assert (line, col, key, severity) == (4, 1, "COMMAND", "warning")
+    message = next(d.message for d in lint(text, select=("VL011",)).diagnostics)
+    assert "bash runs `data.train_files=...` as the command (command not found)" in message
+    assert vl011(lint, text.replace("#!/bin/bash\n", '#!/bin/bash\nCOMMAND="torchrun ${ENTRYPOINT}"\n')) == []

@@ -32,7 +32,7 @@ def lint_text(
     script_dir, result, found = script_launches(path, text, options, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
-        report.diagnostics.extend(never_assigned(found))
+        report.diagnostics.extend(never_assigned(found, [c.words for c in result.commands if c.span.path == path]))
     variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings
     counted: set[Span] = set()  # commands with variants: counted as one launch
     for la in found:

@@ -2,7 +2,7 @@
 
 import re
 
-from ..model import Diagnostic, Launch, Severity, Span
+from ..model import Diagnostic, Launch, Severity, Span, Word
 from ..registry import declare
 
 BASH_PARSE_ERROR = declare(
@@ -256,7 +256,10 @@ NEVER_ASSIGNED = declare(
     (`${X:+-$X}`, `[ -z "$X" ]`). A name in upper case is by convention an environment variable
     the user exports (projects document `export BASE_MODEL=...` before `bash train.sh`): it is
     reported as info; a lower-case name is a shell variable of the script, and one it never
-    assigns is almost always a typo or a leftover (`$pwd` for `$PWD`): a warning.
+    assigns is almost always a typo or a leftover (`$pwd` for `$PWD`): a warning. A command
+    whose name is such a `$X`, followed by Hydra overrides (`$COMMAND data.x=1 ...`), is a
+    warning whatever the case: unless the environment sets X, bash runs the first override
+    as the command.
 
     ## Why is this bad?
     The launch gets whatever the caller's environment holds: an empty string when nobody
@@ -283,9 +286,28 @@ ENVIRONMENT = re.compile(
 )
 
 
-def never_assigned(launches: list[Launch]) -> list[Diagnostic]:
-    """VL011 at each `$X` the script never assigns whose value reaches one of the launches."""
+# A Hydra override (`a.b=1`, `+a.b=1`, `~a.b`): no command name.
+OVERRIDE_LIKE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@\-]+)+(=|$)")
+
+
+def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> list[Diagnostic]:
+    """VL011 at each `$X` the script never assigns whose value reaches one of the launches, and
+    at a command word `$X` followed by Hydra overrides (of `commands`, each command's words):
+    unless the environment sets X, bash runs the first override as the command."""
     seen: dict[tuple[str, Span], Diagnostic] = {}
+    for words in commands:
+        u = words[0].unknown if words and words[0].text is None else None
+        if u is None or u.unassigned is None or u.unassigned in seen or words[0].prefix:
+            continue
+        first = (words[1].text if words[1].text is not None else words[1].prefix) if len(words) > 1 else ""
+        if "=" not in first or not OVERRIDE_LIKE.match(first):  # `key=value`: not a file such as `prepare.py`
+            continue
+        name, span = u.unassigned
+        seen[u.unassigned] = NEVER_ASSIGNED.finding(
+            f"`${name}` is never assigned in this script, and it is this command's name: unless the environment sets it, "
+            f"bash runs `{first.split('=', 1)[0]}=...` as the command (command not found) and the launch never starts", span,
+            help=f"assign {name} in the script (the launch it should hold), or give it a default (`${{{name}:-...}}`)", key=name,
+        )
     for la in launches:
         unknowns = [w.unknown for w in la.words] + [e.unknown for e in la.env.values()]
         for u in unknowns:

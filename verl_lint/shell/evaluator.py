@@ -22,7 +22,7 @@ import tree_sitter as ts
 
 from ..launch.locate import places, working_dirs
 from ..model import EnvVar, Word
-from ..rules.script import BROKEN_LINE_CONTINUATION
+from ..rules.script import BROKEN_LINE_CONTINUATION, OVERRIDE_LIKE
 from .expand import Expander
 from .source import Source, syntax_errors
 from .values import Command, ScriptResult, State, UntakenArm, Var, field_word, join_words, shorten, unknown_word
@@ -31,9 +31,6 @@ MAX_SOURCE_DEPTH = 8
 MAX_CALL_DEPTH = 16
 MAX_VARIANTS = 8  # combinations of branch values a command is expanded with; beyond, they stay unknown
 
-# A Hydra override (`a.b=1`, `+a.b=1`, `~a.b`) cannot be a command name: seen as one, the
-# command it belonged to was cut off above it.
-_OVERRIDE_LIKE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@\-]+)+(=|$)")
 
 
 class Evaluator:
@@ -343,7 +340,17 @@ class Evaluator:
             c.type == "word" and self.src.node_text(c).startswith("-") and "x" in self.src.node_text(c) for c in n.children
         )
         array = any(c.type == "word" and re.fullmatch(r"-[a-zA-Z]*[aA][a-zA-Z]*", self.src.node_text(c)) for c in n.children)
+        prev = None
         for c in n.named_children:
+            if prev is not None and prev.type == "variable_assignment" and c.start_byte == prev.end_byte:
+                # tree-sitter-bash splits `A=$X:$Y/b` after a bare `$` into two nodes (see `glue`):
+                # one value, which is not followed here
+                name = self.src.node_text(prev.child_by_field_name("name") or prev).split("[")[0]
+                span = self.src.span(prev.start_byte, c.end_byte)
+                state.vars[name] = Var([unknown_word(span, f"`{shorten(self.src.node_text(prev) + self.src.node_text(c))}` is not understood statically")], exported=exported, assigned_at=span)
+                prev = c
+                continue
+            prev = c
             if c.type not in ("variable_assignment", "variable_name", "word", "comment"):  # `export $(cat .env)`
                 self.result.hidden_assignments.append(self.src.node_span(c))
             if c.type == "variable_assignment":
@@ -374,7 +381,8 @@ class Evaluator:
                 if c.type == "variable_assignment":
                     self._assign(c, state)
             return
-        if words and words[0].text and _OVERRIDE_LIKE.match(words[0].text):
+        # A Hydra override cannot be a command name: seen as one, the command it belonged to was cut off above it.
+        if words and words[0].text and OVERRIDE_LIKE.match(words[0].text):
             self.result.diagnostics.append(
                 BROKEN_LINE_CONTINUATION.finding(f"`{shorten(words[0].text)}` runs as a command of its own (bash: command not found): the launch "
                     "above ended early, so this line and the ones continuing it never reach it", words[0].span, help="remove the comment or blank line inside the command, and end every line of it with `\\` "
