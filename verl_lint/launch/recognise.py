@@ -289,9 +289,9 @@ def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
             # `--nproc_per_node=$N`: an option all the same; a bare `$X` could be the entry point.
             if not words[j].prefix.startswith("-") or "=" not in words[j].prefix:
                 return None
-            flag = words[j].prefix.split("=", 1)[0]
-            if flag.lstrip("-").replace("-", "_") in ("nproc_per_node", "nnodes"):
-                processes[flag.lstrip("-").replace("-", "_")] = words[j]._replace(prefix="")
+            name = words[j].prefix.split("=", 1)[0].lstrip("-").replace("-", "_")
+            if name in ("nproc_per_node", "nnodes"):
+                processes[name] = words[j]._replace(prefix="")
             j += 1
             continue
         if a in ("-m", "--module"):

@@ -254,10 +254,10 @@ class Evaluator:
         items = [c for c in n.named_children if c != var and c.type not in ("do_group", "comment")]
         if n.type != "for_statement" or var is None or not items or self._iteration or not any(c.type == "do_group" for c in n.named_children):
             return None
+        if any(_descendants(c, "brace_expression") for c in items):
+            return None  # before expanding: the fallback expands the list itself
         words = [field_word(f, self.src.node_span(c)) for c in items for f in self.expander.expand(c, state)]
         if len(words) > MAX_VARIANTS or any(w.text is None or re.search(r"[*?\[{]", w.text) for w in words):
-            return None
-        if any(_descendants(c, "brace_expression") for c in items):
             return None
         return words
 
