@@ -485,15 +485,20 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
 
 
 @pytest.mark.slow
-def test_keys_nobody_reads_are_checked_only_when_selected(tmp_path, verl_trees):
-    """VL230/VL231 read an index of the whole verl tree (~35 ms at job start), VL108/VL110 verl's
-    config classes: opt-in here."""
-    knob = "+trainer.no_such_knob=1"
-    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", knob)
-    assert proc.returncode == 0 and marker is not None and "VL230" not in output(proc), output(proc)
-    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", f"{CB}.select=[VL230]", knob)
+@pytest.mark.parametrize(
+    "code, override, says",
+    [
+        ("VL230", "+trainer.no_such_knob=1", "no_such_knob"),  # an index of the whole verl tree (~35 ms at job start)
+        ("VL233", "algorithm.kl_ctrl.kl_coef=0.01", "use_kl_in_reward"),  # the code around each read of a set key, parsed
+    ],
+)
+def test_rules_reading_the_whole_tree_are_checked_only_when_selected(tmp_path, verl_trees, code, override, says):
+    """VL230/VL231 and VL233 read the whole verl tree, VL108/VL110 verl's config classes: opt-in here."""
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", override)
+    assert proc.returncode == 0 and marker is not None and code not in output(proc), output(proc)
+    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", f"{CB}.select=[{code}]", override)
     assert proc.returncode == 1 and marker is None, output(proc)
-    assert "VL230 [warning]" in proc.stderr and "no_such_knob" in proc.stderr
+    assert f"{code} [warning]" in proc.stderr and says in proc.stderr
 
 
 @pytest.mark.slow

@@ -55,6 +55,12 @@ def test_a_bad_setting_is_one_line_and_exit_2(tmp_path, setting, says):
     assert says in lines[0], lines[0]
 
 
+def test_a_retired_code_still_loads(tmp_path):
+    """A setting written for an older verl-lint that ignores VL220 (now reported as VL233) loads."""
+    proc = check(tmp_path, 'ignore = ["VL219", "VL220"]', "--select", "VL201,VL3")
+    assert proc.returncode != 2 and "error" not in proc.stderr, proc.stderr
+
+
 def test_a_bad_flag_code_names_the_flag(tmp_path):
     proc = check(tmp_path, "", "--select", "VL3,unknown-config-keys")
     assert proc.returncode == 2

@@ -68,12 +68,12 @@ def test_max_model_len_overwrite_follows_the_server_code(verl_trees, composer, t
 
 @pytest.mark.slow
 def test_kl_in_reward_settings_follow_the_trainer_guard(verl_trees, composer, tmp_path):
-    """VL220 fires on 0.9.1, whose trainers build the KL controller only under the switch; a tree
+    """VL233 fires on 0.9.1, whose trainers build the KL controller only under the switch; a tree
     whose legacy trainer no longer has that guard gets no finding."""
-    assert "VL220" in _lint(tmp_path, composer, verl_trees[NEWEST].root, "algorithm.kl_ctrl.kl_coef=0.01")
+    assert "VL233" in _lint(tmp_path, composer, verl_trees[NEWEST].root, "algorithm.kl_ctrl.kl_coef=0.01")
     root = _copy(verl_trees, NEWEST, tmp_path)
     _edit(root, "verl/trainer/ppo/ray_trainer.py", "if self.config.algorithm.use_kl_in_reward", "if True or self.config.algorithm.use_kl_in_reward")
-    assert "VL220" not in _lint(tmp_path, composer, root, "algorithm.kl_ctrl.kl_coef=0.01")
+    assert "VL233" not in _lint(tmp_path, composer, root, "algorithm.kl_ctrl.kl_coef=0.01")
 
 
 @pytest.mark.slow
@@ -116,12 +116,12 @@ def test_removed_entry_point_needs_its_replacement_in_the_tree(verl_trees, compo
 @pytest.mark.parametrize("value", ["0", "0.0", "0.000"])
 def test_zero_kl_coef_with_the_kl_off_is_not_a_finding(lint, value):
     """`kl_coef=0` while use_kl_in_reward is off agrees with what happens: how users say "off"."""
-    assert "VL220" not in codes(lint(f"python3 -m verl.trainer.main_ppo algorithm.kl_ctrl.kl_coef={value}\n"))
-    assert "VL219" not in codes(lint(f"python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.kl_loss_coef={value}\n"))
+    assert "VL233" not in codes(lint(f"python3 -m verl.trainer.main_ppo algorithm.kl_ctrl.kl_coef={value}\n"))
+    assert "VL233" not in codes(lint(f"python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.kl_loss_coef={value}\n"))
 
 
 def test_nonzero_kl_coef_with_the_kl_off_still_fires(lint):
-    assert "VL220" in codes(lint("python3 -m verl.trainer.main_ppo algorithm.kl_ctrl.kl_coef=0.001\n"))
+    assert "VL233" in codes(lint("python3 -m verl.trainer.main_ppo algorithm.kl_ctrl.kl_coef=0.001\n"))
 
 
 def test_disabled_value_of_a_dead_key_is_silent(lint):

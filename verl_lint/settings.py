@@ -23,7 +23,7 @@ from typing import Any
 from .cache import memo
 from .engines.versions import version_problem
 from .model import Severity
-from .registry import REGISTRY, Registry
+from .registry import REGISTRY, RETIRED, Registry
 from .terminal import safe
 
 if sys.version_info >= (3, 11):
@@ -88,7 +88,7 @@ def code_problem(code: str) -> str | None:
 
     The one check of rule codes, for flags, settings and the Hydra callback's parameters."""
     rules = rule_names()
-    if code and any(c.startswith(code) or name == code for c, name in rules.items()):
+    if code and any(c.startswith(code) or name == code for c, name in rules.items()) or code in RETIRED:
         return None
     known = [*rules, *rules.values()]
     return f"unknown rule code or name {show(code)}{did_you_mean(code, known)} (see `verl-lint rules`)"

@@ -18,6 +18,7 @@ from . import (  # noqa: F401 - each registers its rules
     deprecated,
     engine_kwargs,
     env,
+    guarded,
     hydra_keys,
     micro_batches,
     overwritten,
@@ -55,6 +56,7 @@ def check(ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Excepti
     rejected = {d.span for d in found if d.code == "VL110"}
     # A deprecated key derived from the code (VL232) is said better by a curated record of the same
     # override (VL2xx ineffective, VL4xx renamed: they know what each release's workers do with it).
+    # So is a key read only under a condition that is off (VL233): the record says why in words.
     curated = {d.span for d in found if d.code in tables.CODES}
-    found = [d for d in found if not (d.code == "VL230" and d.span in rejected) and not (d.code == "VL232" and d.span in curated)]
+    found = [d for d in found if not (d.code == "VL230" and d.span in rejected) and not (d.code in ("VL232", "VL233") and d.span in curated)]
     return [d for d in ctx.comp.diagnostics if not (d.code in ("VL101", "VL105") and d.span in explained)] + found

@@ -1,0 +1,112 @@
+"""VL233 key-read-only-under-off-condition: the reads of a key and the conditions around them,
+found in a tree's code (config/guards.py), on a small tree written here and on real releases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import across_releases, codes
+from verl_lint.config.guards import Sources
+from verl_lint.registry import main_ppo
+
+
+def _sources(tmp_path: Path, code: str) -> Sources:
+    pkg = tmp_path / "tree" / "verl" / "trainer"
+    pkg.mkdir(parents=True)
+    (pkg / "trainer.py").write_text(code)
+    return Sources(tmp_path / "tree")
+
+
+def _guards(read) -> list[tuple[str, bool]]:
+    return [(text, want) for _, want, text in read.guards]
+
+
+def test_conditions_around_each_read(tmp_path):
+    src = _sources(
+        tmp_path,
+        "def fit(self, config):\n"
+        '    """kl_ctrl in a docstring is no read."""\n'
+        "    if config.algorithm.use_kl_in_reward:\n"
+        "        a = config.algorithm.kl_ctrl\n"
+        "    elif config.algorithm.mode == 'x':\n"
+        "        b = config.algorithm['kl_ctrl']\n"
+        "    else:\n"
+        "        c = config.algorithm.get('kl_ctrl')\n"
+        "    d = config.flag and getattr(config.algorithm, 'kl_ctrl')\n"
+        "    e = config.algorithm.kl_ctrl if not config.off else None\n"
+        "    if config.algorithm.use_kl_in_reward:\n"
+        "        def later():\n"
+        "            return config.algorithm.kl_ctrl\n"
+        "    kl_ctrl = make(kl_ctrl=1)\n"
+        "    core.kl_ctrl(kl_ctrl)\n"
+        "    config.algorithm.kl_ctrl = None\n"
+        "    log('kl_ctrl is off')\n",
+    )
+    uses = src.uses("kl_ctrl")
+    got = [(r.line, r.chain, _guards(r)) for r in uses.reads]
+    assert got == [
+        (4, ("config", "algorithm", "kl_ctrl"), [("config.algorithm.use_kl_in_reward", True)]),
+        (6, ("config", "algorithm", "kl_ctrl"), [("config.algorithm.use_kl_in_reward", False), ("config.algorithm.mode == 'x'", True)]),
+        (8, ("config", "algorithm", "kl_ctrl"), [("config.algorithm.use_kl_in_reward", False), ("config.algorithm.mode == 'x'", False)]),
+        (9, ("config", "algorithm", "kl_ctrl"), [("config.flag", True)]),
+        (10, ("config", "algorithm", "kl_ctrl"), [("not config.off", True)]),
+        (13, ("config", "algorithm", "kl_ctrl"), []),  # a function body runs when called
+        (17, None, []),  # a string naming the key: not followed, it may be a read
+    ]
+    assert uses.writes == ("verl/trainer/trainer.py:16",)
+    # Variables, keyword arguments and called functions of that name are not reads.
+
+
+def test_unparseable_file_may_read_anything(tmp_path):
+    src = _sources(tmp_path, "if config.x:\n    config.kl_ctrl\n(((\n")
+    [r] = src.uses("kl_ctrl").reads
+    assert r.chain is None and r.guards == ()
+
+
+def _found(report, code="VL233"):
+    return [d for d in report.diagnostics if d.code == code]
+
+
+KL_IN_REWARD = "\n".join(
+    [
+        "#!/bin/bash",
+        "python3 -m verl.trainer.main_ppo \\",
+        "    trainer.nnodes=1 \\",
+        "    algorithm.kl_ctrl.kl_coef=0.01 \\",
+        "    actor_rollout_ref.actor.kl_loss_type=mse",
+        "",
+    ]
+)
+
+
+@pytest.mark.parametrize("version", [*across_releases(), pytest.param("0.4.1", marks=pytest.mark.slow)])
+def test_derived_from_the_release(lint, version):
+    """What VL219 and VL220 said by hand, derived from each release's own code."""
+    r = lint(KL_IN_REWARD, version)
+    found = sorted(_found(r), key=lambda d: d.span.line)
+    assert [(d.span.line, d.span.col, d.key) for d in found] == [
+        (4, 5, "algorithm.kl_ctrl.kl_coef"),
+        (5, 5, "actor_rollout_ref.actor.kl_loss_type"),
+    ], [d.message for d in r.diagnostics]
+    kl, loss = found
+    assert f"verl {version} reads `algorithm.kl_ctrl`, the node above `algorithm.kl_ctrl.kl_coef`, only when" in kl.message
+    assert "use_kl_in_reward` is true (verl/trainer/ppo/ray_trainer.py:" in kl.message
+    assert "`algorithm.use_kl_in_reward=False` (the default)" in kl.message
+    assert "`actor_rollout_ref.actor.use_kl_loss=False` (the default)" in loss.message
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_silent_when_the_condition_holds_or_is_unknown(lint, version):
+    on = KL_IN_REWARD.replace("trainer.nnodes=1", "algorithm.use_kl_in_reward=True actor_rollout_ref.actor.use_kl_loss=True")
+    assert _found(lint(on, version)) == []
+    # Turned off by the user: a template's leftover, not a mistake.
+    off = KL_IN_REWARD.replace("trainer.nnodes=1", "algorithm.use_kl_in_reward=False actor_rollout_ref.actor.use_kl_loss=False")
+    assert _found(lint(off, version)) == []
+    # Known only at run time, or left to the caller.
+    unknown = KL_IN_REWARD.replace("trainer.nnodes=1", "algorithm.use_kl_in_reward=$KL actor_rollout_ref.actor.use_kl_loss=$KL")
+    assert _found(lint(unknown, version)) == []
+    assert _found(lint(KL_IN_REWARD.replace("kl_loss_type=mse", 'kl_loss_type=mse "$@"'), version)) == []
+    # What happens anyway.
+    assert _found(lint(main_ppo("algorithm.kl_ctrl.kl_coef=0"), version)) == []

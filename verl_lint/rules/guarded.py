@@ -1,0 +1,251 @@
+"""2xx, derived from code: keys the user sets that verl reads only under a condition this launch turns off.
+
+The evidence is the code of the verl tree being linted (`config/guards.py`): every place that
+reads the key (or a node above it), and the `if`s around each. When every such read sits
+under a condition on other keys of the same config that the composed config makes false, the
+setting changes nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from ..config import guards
+from ..config.context import Context
+from ..config.guards import Cond, Read
+from ..config.keys import all_keys
+from ..config.reader import app_sources
+from ..model import Unknown
+from ..registry import main_ppo, rule
+from .unread import _custom_dataset, _index, _passed_whole
+
+
+def _children(ctx: Context, path: tuple[str, ...]) -> frozenset[str]:
+    """The keys of the config node at `path` (none where it is not a node, or cannot be resolved)."""
+    node = OmegaConf.select(ctx.cfg, ".".join(path), throw_on_resolution_failure=False) if path else ctx.cfg
+    return frozenset(str(k) for k in node.keys()) if isinstance(node, DictConfig) else frozenset()
+
+
+def _anchor(ctx: Context, chain: tuple[str, ...], q: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:
+    """Where a read's chain meets the config, if the read may be of the key `q`: (j, path) such
+    that `chain[:j]` is the config node at `path` (`self.config` -> the actor, reading
+    `self.config.use_kl_loss`). None when the read is of another node: a name of `q`'s parent's
+    siblings stands where `q`'s parent would (`self.config.ref.x` is not `...actor.x`)."""
+    k = 0
+    while k < min(len(chain), len(q)) and chain[-1 - k] == q[-1 - k]:
+        k += 1
+    if k < len(chain) and k < len(q) and chain[-1 - k] in _children(ctx, q[: -k - 1]):
+        return None
+    j = max(1, len(chain) - k)
+    return j, q[: len(q) - (len(chain) - j)]
+
+
+class _Judge:
+    """Evaluates the conditions of reads against one launch's config."""
+
+    def __init__(self, ctx: Context, src: guards.Sources):
+        self.ctx, self.src = ctx, src
+
+    def value(self, key: str):
+        """The guard key's value as the code sees it, or Unknown: absent, left to run time, set by
+        the caller (`"$@"`), or assigned somewhere by the code itself."""
+        ctx = self.ctx
+        if not ctx.has(key):
+            return Unknown("absent")
+        if ctx.launch.caller_args is not None and not ctx.user_set(key):
+            return Unknown("the caller may set it")
+        uses = self.src.uses(key.rsplit(".", 1)[-1])
+        if uses is None or uses.writes:
+            return Unknown("the code assigns it, or may")
+        v = ctx.get(key)
+        return v if isinstance(v, (bool, int, float, str, type(None))) else Unknown("not a scalar")
+
+    def holds(self, cond: Cond, anchor: tuple[int, tuple[str, ...]], chain: tuple[str, ...], used: list[str]) -> bool | None:
+        """The condition's truth at the read (None: not known), appending the keys it read to `used`."""
+        kind = cond[0]
+        if kind == "not":
+            v = self.holds(cond[1], anchor, chain, used)
+            return None if v is None else not v
+        if kind in ("and", "or"):
+            vals = [self.holds(c, anchor, chain, used) for c in cond[1]]
+            stop = kind == "or"  # the value that decides
+            if stop in vals:
+                return stop
+            return None if None in vals else not stop
+        if kind != "test":
+            return None
+        _, gchain, op, consts, _text = cond
+        j, path = anchor
+        if gchain[:j] != chain[:j] or len(gchain) <= j:
+            return None  # not a key of the same config object
+        key = ".".join((*path, *gchain[j:]))
+        v = self.value(key)
+        if isinstance(v, Unknown):
+            return None
+        used.append(key)
+        if op == "truth":
+            return bool(v)
+        if op in ("is", "is not"):
+            return (v is consts[0]) == (op == "is")
+        same = any(v == c and isinstance(v, bool) == isinstance(c, bool) for c in consts)
+        return same if op in ("==", "in") else not same
+
+    def off(self, read: Read, q: tuple[str, ...]) -> tuple[str, list[str]] | None | bool:
+        """For a read that may be of `q`: (the condition's text, its keys) when a condition it
+        runs under is false; None when it may run; False when it reads another node."""
+        if read.chain is None:
+            return None
+        anchor = _anchor(self.ctx, read.chain, q)
+        if anchor is None:
+            return False
+        for cond, want, text in read.guards:
+            used: list[str] = []
+            if self.holds(cond, anchor, read.chain, used) is (not want):
+                return (text if want else f"not ({text})"), used
+        return None
+
+
+def _interpolated_names(ctx: Context) -> set[str]:
+    """Names inside the config's interpolations: a key one of them reads is read whenever the
+    key holding it is."""
+    import re
+
+    names: set[str] = set()
+    for key in all_keys(ctx.cfg):
+        node = ctx.cfg
+        try:
+            for p in key.split("."):
+                node = node._get_node(p) if isinstance(node, (DictConfig, ListConfig)) else None
+        except Exception:  # noqa: BLE001 - a node OmegaConf cannot walk: nothing to learn here
+            continue
+        if node is not None and node._is_interpolation():
+            names.update(re.findall(r"[A-Za-z_]\w*", str(node._value())))
+    return names
+
+
+def _silent_value(v) -> bool:
+    """0, False, null, "" or an empty node: how users say "off", what happens anyway."""
+    if isinstance(v, (DictConfig, ListConfig)):
+        return len(v) == 0
+    return not isinstance(v, Unknown) and not v
+
+
+@rule(
+    "VL233",
+    "key-read-only-under-off-condition",
+    "warning",
+    bad=[main_ppo("algorithm.kl_ctrl.kl_coef=0.01"), main_ppo("actor_rollout_ref.actor.kl_loss_type=mse")],
+    good=[
+        main_ppo("algorithm.use_kl_in_reward=True", "algorithm.kl_ctrl.kl_coef=0.01"),
+        main_ppo("algorithm.kl_ctrl.kl_coef=0"),
+        main_ppo("actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.kl_loss_type=mse"),
+    ],
+)
+def key_read_only_under_off_condition(ctx: Context):
+    """A key you set that verl reads only under a condition your config turns off.
+
+    ## What it does
+    For each key the command line sets, finds every place in the verl tree being linted (and
+    the entry point's own packages) that reads it, or a node above it (`algorithm.kl_ctrl` for
+    `algorithm.kl_ctrl.kl_coef`), with the conditions each read runs under (`if`, `elif`,
+    `else`, `while`, `x if c else y`, `a and b`, within its function). When every read sits
+    under a condition on keys of the same config object (`self.config.algorithm.use_kl_in_reward`
+    next to `self.config.algorithm.kl_ctrl`) that the composed config makes false, the key is
+    reported with that condition and where it is.
+
+    It stays silent when it cannot tell: a read through something it does not follow (a key
+    named in a string, a function called only under a condition), a condition key the code
+    itself assigns, one left to run time or one a launch passing `"$@"` may get from its caller,
+    a node read whole (`**`, iteration, `to_container`, `*_kwargs`), a name an interpolation
+    reads; when the value is what happens anyway (`0`, `False`, `null`, empty); and when you
+    turned the switch off yourself (`algorithm.use_kl_in_reward=False` next to
+    `algorithm.kl_ctrl.kl_coef=0.001` is a template's leftover, not a mistake; a switch you
+    turned on that makes the key moot, such as a dynamic batch size, is reported). A curated
+    record of the same override (VL2xx) wins: it knows more about the release.
+
+    ## Why is this bad?
+    Hydra composes the value and verl never looks at it: `kl_ctrl.kl_coef=0.01` without
+    `algorithm.use_kl_in_reward=True` trains with no KL penalty in the reward, and nothing says so.
+
+    ## Use instead
+    Turn on the condition the finding names (`algorithm.use_kl_in_reward=True`), or drop the key.
+
+    ## Where in verl
+    Derived from the tree itself (`verl_lint/config/guards.py`). In verl 0.9.1, for example,
+    `algorithm.kl_ctrl` is read only under `if self.config.algorithm.use_kl_in_reward:`
+    (`verl/trainer/ppo/ray_trainer.py:364`, `verl/trainer/ppo/v1/trainer_base.py:126`), and
+    `kl_loss_type` only under `if config.use_kl_loss:` (`verl/workers/utils/losses.py:131`).
+    """
+    if ctx.app.verl is None:
+        return
+    index = _index(ctx)
+    src = guards.sources(ctx.app.verl.root, app_sources(ctx.app))
+    judge = _Judge(ctx, src)
+    interpolated: set[str] | None = None
+    seen: set[str] = set()
+    for o in ctx.comp.overrides:
+        if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None or o.key in seen:
+            continue
+        seen.add(o.key)
+        parts = tuple(o.key.split("."))
+        if parts[0] == "hydra" or len(parts) < 2 or not all(p.isidentifier() for p in parts) or _passed_whole(list(parts), index):
+            continue
+        if parts[0] == "data" and _custom_dataset(ctx) or _silent_value(ctx.get(o.key, None)):
+            continue
+        if interpolated is None:
+            interpolated = _interpolated_names(ctx)
+        for depth in range(len(parts), 1, -1):  # the key, then the nodes above it
+            q = parts[:depth]
+            if q[-1] in interpolated or index.built(q[-1]):
+                continue  # read by an interpolation or through an f-string: not followed
+            uses = src.uses(q[-1])
+            found = _all_off(judge, uses.reads, q) if uses is not None else None
+            if found:
+                if not any(ctx.user_set(k) and not ctx.get(k) for _, _, used in found for k in used):
+                    yield _finding(ctx, o, q, found)
+                break
+
+
+def _all_off(judge: _Judge, reads: tuple[Read, ...], q: tuple[str, ...]) -> list[tuple[Read, str, list[str]]] | None:
+    """Each read that may be of `q`, with the false condition it runs under; None when one may run."""
+    out = []
+    for r in reads:
+        verdict = judge.off(r, q)
+        if verdict is None:
+            return None
+        if verdict is not False:
+            out.append((r, *verdict))
+    return out or None
+
+
+def _finding(ctx: Context, o, q: tuple[str, ...], found: list[tuple[Read, str, list[str]]]):
+    node = ".".join(q)
+    what = f"`{o.key}`" if node == o.key else f"`{node}`, the node above `{o.key}`,"
+    found = sorted(found, key=lambda f: _first(ctx, f[0]))
+    keys = list(dict.fromkeys(k for _, _, used in found for k in used))
+    values = ", ".join(f"`{k}={_show(ctx.get(k))}`" + ("" if ctx.user_set(k) else " (the default)") for k in keys)
+    r, cond, _ = found[0]
+    places = f"{r.file}:{r.line}" + (f" and {len(found) - 1} more place{'s' * (len(found) > 2)}" if len(found) > 1 else "")
+    where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
+    return ctx.diag(
+        "VL233",
+        f"{where} reads {what} only when `{cond}` is true ({places}); this launch has {values}: the setting has no effect",
+        key=o.key,
+        span=o.word.span,
+        help="set " + ", ".join(f"`{k}`" for k in keys) + f" so that `{cond}` holds, or remove the override",
+        related=keys,
+    )
+
+
+def _first(ctx: Context, r: Read) -> tuple:
+    """The order places are named in: the entry point's own package, verl's trainer, the rest."""
+    root = ctx.verl_root
+    app = Path(ctx.app.file).resolve().parent
+    own = root is not None and (root / r.file).resolve().is_relative_to(app)
+    return (not own, not r.file.startswith("verl/trainer/"), "experimental" in r.file, r.file, r.line)
+
+
+def _show(v) -> str:
+    return "null" if v is None else str(v)
