@@ -42,6 +42,7 @@ def test_conditions_around_each_read(tmp_path):
         "    kl_ctrl = make(kl_ctrl=1)\n"
         "    core.kl_ctrl(kl_ctrl)\n"
         "    config.algorithm.kl_ctrl = None\n"
+        "    config.algorithm.kl_ctrl += 1\n"
         "    log('kl_ctrl is off')\n",
     )
     uses = src.uses("kl_ctrl")
@@ -53,9 +54,10 @@ def test_conditions_around_each_read(tmp_path):
         (9, ("config", "algorithm", "kl_ctrl"), [("config.flag", True)]),
         (10, ("config", "algorithm", "kl_ctrl"), [("not config.off", True)]),
         (13, ("config", "algorithm", "kl_ctrl"), []),  # a function body runs when called
-        (17, None, []),  # a string naming the key: not followed, it may be a read
+        (17, ("config", "algorithm", "kl_ctrl"), []),  # reads as well as assigns
+        (18, None, []),  # a string naming the key: not followed, it may be a read
     ]
-    assert uses.writes == ("verl/trainer/trainer.py:16",)
+    assert uses.writes == ("verl/trainer/trainer.py:16", "verl/trainer/trainer.py:17")
     # Variables, keyword arguments and called functions of that name are not reads.
 
 
@@ -110,3 +112,9 @@ def test_silent_when_the_condition_holds_or_is_unknown(lint, version):
     assert _found(lint(KL_IN_REWARD.replace("kl_loss_type=mse", 'kl_loss_type=mse "$@"'), version)) == []
     # What happens anyway.
     assert _found(lint(main_ppo("algorithm.kl_ctrl.kl_coef=0"), version)) == []
+
+
+def test_a_dotted_string_names_each_key(tmp_path):
+    src = _sources(tmp_path, "def f(config):\n    if config.on:\n        return OmegaConf.select(config, 'algorithm.kl_ctrl')\n    return config['algorithm.kl_ctrl']\n")
+    got = [(r.line, r.chain, _guards(r)) for r in src.uses("kl_ctrl").reads]
+    assert got == [(3, ("config", "algorithm", "kl_ctrl"), [("config.on", True)]), (4, None, [])]

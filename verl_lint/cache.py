@@ -199,7 +199,7 @@ def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[t
 
 # -------------------------------------------------------------- clean ----
 
-DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader", "results", "fixes")  # cheap to rebuild: removed by `clean`
+DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader", "guards", "results", "fixes")  # cheap to rebuild: removed by `clean`
 # Files verl-lint writes in its folders: hash-named pickles, wheels, and their temp files
 # (compiled on first use by `re`: `clean` is rare, start-up is not).
 # (temp files: `.NAME.<hex>.tmp` from files.replacing, `NAME.<random>.tmp` from older releases)

@@ -21,13 +21,15 @@ unconditional, which can only hide a finding.
 from __future__ import annotations
 
 import ast
+import bisect
 import os
 import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..launch.locate import source_files, source_roots
+from ..cache import memo
+from ..launch.locate import files_digest, source_files, source_roots, tree_stamp
 
 # A condition: ("test", chain, op, values, text) | ("not", c) | ("and", cs) | ("or", cs) | ("?",)
 # `chain` is the attribute chain the test reads (`("self", "config", "use_kl_loss")`), `op` one
@@ -35,6 +37,7 @@ from ..launch.locate import source_files, source_roots
 Cond = tuple
 UNKNOWN: Cond = ("?",)
 MANY = 30  # files: a name mentioned in more is not followed
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,11 @@ def _const_str(args: list[ast.expr]) -> bool:
     return bool(args) and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
 
 
+def _key(args: list[ast.expr]) -> bool:
+    """The first argument is a string naming one key (`"kl_ctrl"`, not `"algorithm.kl_ctrl"`)."""
+    return _const_str(args) and args[0].value.isidentifier()
+
+
 def _constants(node: ast.Tuple | ast.List | ast.Set) -> tuple | None:
     """The constants of a literal `("a", "b")` / `["a"]` / `{"a"}`, else None."""
     if all(isinstance(e, ast.Constant) for e in node.elts):
@@ -108,28 +116,35 @@ def condition(test: ast.expr) -> Cond:
 
 
 class _Finder:
-    """Collects the reads and writes of `name` in one module, with the guards around each read."""
+    """A walk of a module for the reads and writes of a name, with the guards around each read.
+    It descends only into nodes whose lines hold the name (`lines`, sorted): the rest of the
+    module cannot read it, and walking all of it in Python costs ~5x the parse."""
 
-    def __init__(self, name: str, rel: str):
-        self.name, self.rel = name, rel
-        self.word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
-        self.reads: list[Read] = []
-        self.writes: list[str] = []
+    def __init__(self, rel: str, lines: list[int]):
+        self.rel, self.lines = rel, lines
+        self.reads: dict[str, list[Read]] = {}
+        self.writes: dict[str, list[str]] = {}
         self.counted: set[int] = set()  # nodes already judged: strings read as a key, called functions
 
-    def read(self, node: ast.AST, chain: tuple[str, ...] | None, guards: tuple, const: ast.AST | None = None) -> None:
-        self.reads.append(Read(self.rel, getattr(node, "lineno", 0), chain, guards))
+    def read(self, name: str, node: ast.AST, chain: tuple[str, ...] | None, guards: tuple, const: ast.AST | None = None) -> None:
+        self.reads.setdefault(name, []).append(Read(self.rel, getattr(node, "lineno", 0), chain, guards))
         if const is not None:
             self.counted.add(id(const))
 
-    def write(self, node: ast.AST, const: ast.AST | None = None) -> None:
-        self.writes.append(f"{self.rel}:{node.lineno}")
+    def write(self, name: str, node: ast.AST, const: ast.AST | None = None) -> None:
+        self.writes.setdefault(name, []).append(f"{self.rel}:{node.lineno}")
         if const is not None:
             self.counted.add(id(const))
 
     def visit(self, node: ast.AST, guards: tuple) -> None:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             return  # a docstring (or a bare string): no effect
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            first = min([first, *(d.lineno for d in getattr(node, "decorator_list", ()))])  # decorators sit above `def`
+            i = bisect.bisect_left(self.lines, first)
+            if i == len(self.lines) or self.lines[i] > (node.end_lineno or first):
+                return  # the name is on none of its lines
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             guards = ()  # the body runs when called, not where it is defined
         elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
@@ -148,41 +163,48 @@ class _Finder:
                 self.visit(v, (*guards, *before))
                 before = (*before, (condition(v), isinstance(node.op, ast.And), ast.unparse(v)))
             return
+        if isinstance(node, ast.AugAssign):  # `x.name += 1` reads it as well as assigning it
+            target = node.target
+            name = target.attr if isinstance(target, ast.Attribute) else target.slice.value if isinstance(target, ast.Subscript) and _key([target.slice]) else None
+            if name is not None:
+                self.read(name, target, chain_of(target), guards)
         self._note(node, guards)
         for child in ast.iter_child_nodes(node):
             self.visit(child, guards)
 
     def _note(self, node: ast.AST, guards: tuple) -> None:
-        name = self.name
-        if isinstance(node, ast.Attribute) and node.attr == name:
+        if isinstance(node, ast.Attribute):
             if id(node) in self.counted:
-                pass  # a method or module function called `name`: config values are not called
+                pass  # a method or module function: config values are not called
             elif isinstance(node.ctx, ast.Store):
-                self.write(node)
+                self.write(node.attr, node)
             else:
-                self.read(node, chain_of(node), guards)
-        elif isinstance(node, ast.Subscript) and _is(node.slice, name):
+                self.read(node.attr, node, chain_of(node), guards)
+        elif isinstance(node, ast.Subscript) and _key([node.slice]):
+            name = node.slice.value
             if isinstance(node.ctx, ast.Store):
-                self.write(node, node.slice)
+                self.write(name, node, node.slice)
             else:
-                self.read(node, chain_of(node), guards, node.slice)
+                self.read(name, node, chain_of(node), guards, node.slice)
         elif isinstance(node, ast.Call):
             f, args = node.func, node.args
             self.counted.add(id(f))
             fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-            if fname in ("get", "pop") and isinstance(f, ast.Attribute) and args and _is(args[0], name):
-                self.read(node, _extend(chain_of(f.value), name), guards, args[0])
-            elif fname in ("getattr", "hasattr") and len(args) >= 2 and _is(args[1], name):
-                self.read(node, _extend(chain_of(args[0]), name), guards, args[1])
-            elif fname == "setattr" and len(args) >= 2 and _is(args[1], name):
-                self.write(node, args[1])
-            elif fname == "select" and len(args) >= 2 and _const_str(args[1:]) and name in args[1].value.split("."):
+            if fname in ("get", "pop") and isinstance(f, ast.Attribute) and _key(args):
+                self.read(args[0].value, node, _extend(chain_of(f.value), args[0].value), guards, args[0])
+            elif fname in ("getattr", "hasattr") and len(args) >= 2 and _key(args[1:]):
+                self.read(args[1].value, node, _extend(chain_of(args[0]), args[1].value), guards, args[1])
+            elif fname == "setattr" and len(args) >= 2 and _key(args[1:]):
+                self.write(args[1].value, node, args[1])
+            elif fname == "select" and len(args) >= 2 and _const_str(args[1:]) and all(p.isidentifier() for p in args[1].value.split(".")):
                 path = args[1].value.split(".")
-                self.read(node, _extend(chain_of(args[0]), *path[: path.index(name) + 1]), guards, args[1])
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and _is(node.left, name):
-            self.read(node, _extend(chain_of(node.comparators[0]), name), guards, node.left)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.counted and self.word.search(node.value):
-            self.read(node, None, guards)  # a key list, a message, a dotted path: not followed
+                for i, name in enumerate(path):
+                    self.read(name, node, _extend(chain_of(args[0]), *path[: i + 1]), guards, args[1])
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and _key([node.left]):
+            self.read(node.left.value, node, _extend(chain_of(node.comparators[0]), node.left.value), guards, node.left)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.counted:
+            for name in set(WORD.findall(node.value)):  # a key list, a message, a dotted path: not followed
+                self.read(name, node, None, guards)
 
 
 def _is(node: ast.AST, name: str) -> bool:
@@ -197,7 +219,8 @@ class Sources:
     """The Python sources of a tree (and of an entry point's own packages), read once per process."""
 
     def __init__(self, tree_root: Path, extra: tuple[Path, ...] = ()):
-        self.root = tree_root
+        self.root, self.extra = tree_root, extra
+        self._stamp: str | None = None
         self.files = [f for f in source_files(source_roots(tree_root, extra)) if f.suffix == ".py"]
         self._texts: dict[Path, str] = {}
         self._trees: dict[Path, ast.Module | None] = {}
@@ -213,6 +236,9 @@ class Sources:
             self._texts[f] = t
         return t
 
+    def _rel(self, f: Path) -> str:
+        return os.path.relpath(f, self.root) if self.root in f.parents else str(f)
+
     def _tree(self, f: Path) -> ast.Module | None:
         if f not in self._trees:
             try:
@@ -225,29 +251,35 @@ class Sources:
 
     def uses(self, name: str) -> Uses | None:
         """Every read and write of a node called `name` in the sources; None for a name more than
-        MANY files mention (`actor`, `data`, `enable`): some read of it runs unconditionally, and
-        parsing them all would cost seconds."""
-        if name in self._uses:
-            return self._uses[name]
+        MANY files mention (`actor`, `data`, `enable`): some read of it runs unconditionally.
+        Kept on disk per tree and name (`cache.memo`, folder `guards/`): the first run over a
+        tree parses the files (~2 s for the keys of a large script set), later runs read the answers."""
+        if name not in self._uses:
+            if self._stamp is None:  # (an installed wheel is stamped by its RECORD, a checkout by its files)
+                self._stamp = files_digest(self.root, self.files) if self.extra else tree_stamp(self.root)
+            ident = "\0".join([str(self.root), *map(str, self.extra), self._stamp, name])  # (and verl-lint's code: cache.entry)
+            self._uses[name] = memo("guards", ident, lambda: self._collect(name), lambda v: v is None or isinstance(v, Uses))
+        return self._uses[name]
+
+    def _collect(self, name: str) -> Uses | None:
         word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
         files = [f for f in self.files if name in self._text(f) and word.search(self._text(f))]
         if len(files) > MANY:
-            self._uses[name] = None
             return None
         reads: list[Read] = []
         writes: list[str] = []
         for f in files:
-            rel = os.path.relpath(f, self.root) if self.root in f.parents else str(f)
             tree = self._tree(f)
             if tree is None:
-                reads.append(Read(rel, 0, None, ()))  # unparseable: it may read anything
+                reads.append(Read(self._rel(f), 0, None, ()))  # unparseable: it may read anything
                 continue
-            finder = _Finder(name, rel)
+            text = self._text(f)
+            lines = sorted({text.count("\n", 0, m.start()) + 1 for m in word.finditer(text)})
+            finder = _Finder(self._rel(f), lines)
             finder.visit(tree, ())
-            reads += finder.reads
-            writes += finder.writes
-        hit = self._uses[name] = Uses(tuple(reads), tuple(writes))
-        return hit
+            reads += finder.reads.get(name, ())
+            writes += finder.writes.get(name, ())
+        return Uses(tuple(reads), tuple(writes))
 
 
 _SOURCES: dict[tuple[Path, tuple[Path, ...]], Sources] = {}
@@ -262,4 +294,4 @@ def sources(tree_root: Path, extra: tuple[Path, ...] = ()) -> Sources:
     return hit
 
 
-__all__ = ["Cond", "Read", "Sources", "UNKNOWN", "Uses", "chain_of", "condition", "sources"]
+__all__ = ["Cond", "Read", "Sources", "UNKNOWN", "Uses", "WORD", "chain_of", "condition", "sources"]

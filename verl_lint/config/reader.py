@@ -50,7 +50,7 @@ from ..terminal import Progress
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-8"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-9"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
@@ -85,6 +85,7 @@ class ReaderIndex:
     used: frozenset[str] = frozenset()
     deprecated: tuple[Deprecation, ...] = ()  # keys from the root the code warns about as deprecated
     choices: tuple[tuple[str, Choice], ...] = ()  # (key from the root, the values the code allows)
+    interpolated: frozenset[str] = frozenset()  # names in the YAML files' `${...}`: read whenever the key holding them is
 
     def reads(self, name: str) -> bool:
         """`name` is mentioned, or built by an f-string from names that are (`ppo_micro_batch_size`
@@ -226,7 +227,7 @@ def _add_whole(snippet: str, whole: set[str]) -> None:
         whole.add(n)
 
 
-def _yaml_reads(text: str, names: set[str]) -> None:
+def _yaml_reads(text: str, names: set[str], interpolated: set[str]) -> None:
     """Keys that interpolations read: `${a.b.c}`, `${oc.select:a.b,default}`, `${..x}`."""
     for body in _INTERP.findall(text):
         if ":" in body:  # a resolver: its arguments may be keys
@@ -235,6 +236,7 @@ def _yaml_reads(text: str, names: set[str]) -> None:
             arg = arg.strip().lstrip(".")
             if _DOTTED.fullmatch(arg):
                 names.update(arg.split("."))
+                interpolated.update(arg.split("."))
 
 
 def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
@@ -243,6 +245,7 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
     patterns: set[str] = set()
     whole: set[str] = set()
     used: set[str] = set()
+    interpolated: set[str] = set()
     deprecated: list[Deprecation] = []
     choices: list[tuple[str, Choice]] = []
     own = tree_root / "verl"
@@ -259,9 +262,9 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
             if own in f.parents and (_DEPRECATION_HINT.search(text) or _CHOICE_HINT.search(text)):
                 _key_facts(text, os.path.relpath(f, tree_root), deprecated, choices)
         else:
-            _yaml_reads(text, names)
+            _yaml_reads(text, names, interpolated)
     found = (frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
-    return ReaderIndex(*found, tuple(deprecated), tuple(choices))
+    return ReaderIndex(*found, tuple(deprecated), tuple(choices), frozenset(interpolated))
 
 
 def _key_facts(text: str, rel: str, deprecated: list[Deprecation], choices: list[tuple[str, Choice]]) -> None:

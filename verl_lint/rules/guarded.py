@@ -14,8 +14,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..config import guards
 from ..config.context import Context
-from ..config.guards import Cond, Read
-from ..config.keys import all_keys
+from ..config.guards import WORD, Cond, Read
 from ..config.reader import app_sources
 from ..model import Unknown
 from ..registry import main_ppo, rule
@@ -107,21 +106,13 @@ class _Judge:
         return None
 
 
-def _interpolated_names(ctx: Context) -> set[str]:
-    """Names inside the config's interpolations: a key one of them reads is read whenever the
-    key holding it is."""
-    import re
-
-    names: set[str] = set()
-    for key in all_keys(ctx.cfg):
-        node = ctx.cfg
-        try:
-            for p in key.split("."):
-                node = node._get_node(p) if isinstance(node, (DictConfig, ListConfig)) else None
-        except Exception:  # noqa: BLE001 - a node OmegaConf cannot walk: nothing to learn here
-            continue
-        if node is not None and node._is_interpolation():
-            names.update(re.findall(r"[A-Za-z_]\w*", str(node._value())))
+def _interpolated_names(ctx: Context, index) -> set[str]:
+    """Names inside interpolations (the tree's and the entry point's YAML files, the launch's
+    overrides): a key one of them reads is read whenever the key holding it is."""
+    names = set(index.interpolated)
+    for o in ctx.comp.overrides:
+        if "${" in o.line:
+            names.update(WORD.findall(o.line.split("=", 1)[-1]))
     return names
 
 
@@ -195,7 +186,7 @@ def key_read_only_under_off_condition(ctx: Context):
         if parts[0] == "data" and _custom_dataset(ctx) or _silent_value(ctx.get(o.key, None)):
             continue
         if interpolated is None:
-            interpolated = _interpolated_names(ctx)
+            interpolated = _interpolated_names(ctx, index)
         for depth in range(len(parts), 1, -1):  # the key, then the nodes above it
             q = parts[:depth]
             if q[-1] in interpolated or index.built(q[-1]):
