@@ -61,6 +61,29 @@ def test_conditions_around_each_read(tmp_path):
     # Variables, keyword arguments and called functions of that name are not reads.
 
 
+def test_an_early_exit_guards_the_rest_of_its_block(tmp_path):
+    src = _sources(
+        tmp_path,
+        "def f(config):\n"
+        "    if not config.use_kl_loss:\n"
+        "        return 0\n"
+        "    for x in y:\n"
+        "        if x.skip:\n"
+        "            log()\n"
+        "            continue\n"
+        "        a = config.kl_loss_coef\n"
+        "    if config.other:\n"
+        "        if config.deeper:\n"
+        "            return 1\n"  # not every path of the if exits
+        "    b = config.kl_loss_coef\n",
+    )
+    got = [(r.line, _guards(r)) for r in src.uses("kl_loss_coef").reads]
+    assert got == [
+        (8, [("not config.use_kl_loss", False), ("x.skip", False)]),
+        (12, [("not config.use_kl_loss", False)]),
+    ]
+
+
 def test_unparseable_file_may_read_anything(tmp_path):
     src = _sources(tmp_path, "if config.x:\n    config.kl_ctrl\n(((\n")
     [r] = src.uses("kl_ctrl").reads
@@ -117,4 +140,4 @@ def test_silent_when_the_condition_holds_or_is_unknown(lint, version):
 def test_a_dotted_string_names_each_key(tmp_path):
     src = _sources(tmp_path, "def f(config):\n    if config.on:\n        return OmegaConf.select(config, 'algorithm.kl_ctrl')\n    return config['algorithm.kl_ctrl']\n")
     got = [(r.line, r.chain, _guards(r)) for r in src.uses("kl_ctrl").reads]
-    assert got == [(3, ("config", "algorithm", "kl_ctrl"), [("config.on", True)]), (4, None, [])]
+    assert got == [(3, ("config", "algorithm", "kl_ctrl"), [("config.on", True)]), (4, None, [("config.on", False)])]

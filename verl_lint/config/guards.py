@@ -2,8 +2,9 @@
 
 For one name at a time, the files whose text has it are parsed, and every place that reads a
 config node of that name is kept with the conditions it runs under: the tests of the `if`s,
-`elif`s, `while`s and conditional expressions around it, and the left side of an `and`/`or`
-before it, within its own function. VL233 then asks, for a key the user set, whether every
+`elif`s, `while`s and conditional expressions around it, the left side of an `and`/`or`
+before it, and an earlier `if c: ... return` (raise, continue, break) of its block, within its
+own function. VL233 then asks, for a key the user set, whether every
 read of it (or of a node above it) sits under a condition the launch's config makes false.
 
 A read is any of: `x.name` loaded (also `x.name += 1`), `x["name"]`, `x.get("name")`,
@@ -150,12 +151,10 @@ class _Finder:
         elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
             self.visit(node.test, guards)
             cond, text = condition(node.test), ast.unparse(node.test)
-            for child in node.body if isinstance(node.body, list) else [node.body]:
-                self.visit(child, (*guards, (cond, True, text)))
+            self._block(node.body if isinstance(node.body, list) else [node.body], (*guards, (cond, True, text)))
             if not isinstance(node, ast.While):  # a loop's else runs whenever it ends without break
                 guards = (*guards, (cond, False, text))
-            for child in node.orelse if isinstance(node.orelse, list) else [node.orelse]:
-                self.visit(child, guards)
+            self._block(node.orelse if isinstance(node.orelse, list) else [node.orelse], guards)
             return
         elif isinstance(node, ast.BoolOp):  # `a and b`: b runs only when a is true (false for `or`)
             before: tuple = ()
@@ -169,8 +168,23 @@ class _Finder:
             if name is not None:
                 self.read(name, target, chain_of(target), guards)
         self._note(node, guards)
-        for child in ast.iter_child_nodes(node):
-            self.visit(child, guards)
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                self._block(value, guards)
+            elif isinstance(value, list):
+                for child in value:
+                    if isinstance(child, ast.AST):
+                        self.visit(child, guards)
+            elif isinstance(value, ast.AST):
+                self.visit(value, guards)
+
+    def _block(self, body: list, guards: tuple) -> None:
+        """The statements of a block, in order: after `if c: ... return` (or raise, continue,
+        break) with no else, the rest of the block runs only when c is false."""
+        for stmt in body:
+            self.visit(stmt, guards)
+            if isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+                guards = (*guards, (condition(stmt.test), False, ast.unparse(stmt.test)))
 
     def _note(self, node: ast.AST, guards: tuple) -> None:
         if isinstance(node, ast.Attribute):
