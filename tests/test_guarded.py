@@ -43,6 +43,7 @@ def test_conditions_around_each_read(tmp_path):
         "    core.kl_ctrl(kl_ctrl)\n"
         "    config.algorithm.kl_ctrl = None\n"
         "    config.algorithm.kl_ctrl += 1\n"
+        "    replace(config.algorithm, kl_ctrl=None)\n"
         "    log('kl_ctrl is off')\n",
     )
     uses = src.uses("kl_ctrl")
@@ -55,9 +56,9 @@ def test_conditions_around_each_read(tmp_path):
         (10, ("config", "algorithm", "kl_ctrl"), [("not config.off", True)]),
         (13, ("config", "algorithm", "kl_ctrl"), []),  # a function body runs when called
         (17, ("config", "algorithm", "kl_ctrl"), []),  # reads as well as assigns
-        (18, None, []),  # a string naming the key: not followed, it may be a read
+        (19, None, []),  # a string naming the key: not followed, it may be a read
     ]
-    assert uses.writes == ("verl/trainer/trainer.py:16", "verl/trainer/trainer.py:17")
+    assert uses.writes == ("verl/trainer/trainer.py:16", "verl/trainer/trainer.py:17", "verl/trainer/trainer.py:18")
     # Variables, keyword arguments and called functions of that name are not reads.
 
 
@@ -141,3 +142,13 @@ def test_a_dotted_string_names_each_key(tmp_path):
     src = _sources(tmp_path, "def f(config):\n    if config.on:\n        return OmegaConf.select(config, 'algorithm.kl_ctrl')\n    return config['algorithm.kl_ctrl']\n")
     got = [(r.line, r.chain, _guards(r)) for r in src.uses("kl_ctrl").reads]
     assert got == [(3, ("config", "algorithm", "kl_ctrl"), [("config.on", True)]), (4, None, [("config.on", False)])]
+
+
+def test_a_read_other_sections_fit_too_says_so(lint):
+    """verl 0.9.1 reads `mtp.speculative_num_steps` through the sglang server's `self.config`,
+    which the actor's and the critic's `model` nodes both fit: no effect either way, but turning
+    on `enable_rollout` under the critic would not make it read."""
+    [d] = _found(lint(main_ppo("critic.model.mtp.speculative_num_steps=3")))
+    assert "(in code that may be given another section with the same keys)" in d.message
+    assert "`critic.model.mtp.enable_rollout=False` (the default)" in d.message
+    assert d.help.startswith("remove the override: nothing else reads it")

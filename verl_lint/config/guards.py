@@ -12,9 +12,10 @@ A read is any of: `x.name` loaded (also `x.name += 1`), `x["name"]`, `x.get("nam
 `OmegaConf.select(x, "a.name")`; each keeps the chain it reads through
 (`self.config.algorithm.kl_ctrl`). Any other string with the name in it (a key list, a message)
 is a read with no known chain, which nothing can rule out: it keeps the key judged as read.
-Assignments (`x.name = v`, `x["name"] = v`, `setattr(x, "name", v)`) are kept apart: a
-condition on a key the code assigns is not judged from the config. Variables, parameters and
-keyword arguments named like the key are not reads of it, nor are docstrings. Conditions do not
+Assignments (`x.name = v`, `x["name"] = v`, `setattr(x, "name", v)`, `replace(x, name=v)`,
+`OmegaConf.update(x, "a.name", v)`) are kept apart: a condition on a key the code assigns is not
+judged from the config. Variables, parameters and other keyword arguments named like the key
+are not reads of it, nor are docstrings. Conditions do not
 cross a function boundary: a read in a function called only under a condition counts as
 unconditional, which can only hide a finding.
 """
@@ -214,6 +215,12 @@ class _Finder:
                 path = args[1].value.split(".")
                 for i, name in enumerate(path):
                     self.read(name, node, _extend(chain_of(args[0]), *path[: i + 1]), guards, args[1])
+            elif fname == "update" and len(args) >= 2 and _const_str(args[1:]):  # OmegaConf.update(cfg, "a.name", v)
+                self.write(args[1].value.rsplit(".", 1)[-1], node, args[1])
+            if fname in ("replace", "update", "_replace"):  # dataclasses.replace(cfg, name=v), d.update(name=v)
+                for kw in node.keywords:
+                    if kw.arg is not None:
+                        self.write(kw.arg, node)
         elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and _key([node.left]):
             self.read(node.left.value, node, _extend(chain_of(node.comparators[0]), node.left.value), guards, node.left)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.counted:

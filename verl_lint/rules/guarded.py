@@ -14,6 +14,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..config import guards
 from ..config.context import Context
+from ..config.keys import all_keys
 from ..config.guards import WORD, Cond, Read
 from ..config.reader import app_sources
 from ..model import Unknown
@@ -46,6 +47,7 @@ class _Judge:
 
     def __init__(self, ctx: Context, src: guards.Sources):
         self.ctx, self.src = ctx, src
+        self._keys: list[str] | None = None
 
     def value(self, key: str):
         """The guard key's value as the code sees it, or Unknown: absent, left to run time, set by
@@ -91,9 +93,10 @@ class _Judge:
         same = any(v == c and isinstance(v, bool) == isinstance(c, bool) for c in consts)
         return same if op in ("==", "in") else not same
 
-    def off(self, read: Read, q: tuple[str, ...]) -> tuple[str, list[str]] | None | bool:
-        """For a read that may be of `q`: (the condition's text, its keys) when a condition it
-        runs under is false; None when it may run; False when it reads another node."""
+    def off(self, read: Read, q: tuple[str, ...]) -> tuple[str, list[str], bool] | None | bool:
+        """For a read that may be of `q`: (the condition's text, its keys, whether other config
+        nodes fit the read as well as `q`'s) when a condition it runs under is false; None when it
+        may run; False when it reads another node."""
         if read.chain is None:
             return None
         anchor = _anchor(self.ctx, read.chain, q)
@@ -102,8 +105,16 @@ class _Judge:
         for cond, want, text in read.guards:
             used: list[str] = []
             if self.holds(cond, anchor, read.chain, used) is (not want):
-                return (text if want else f"not ({text})"), used
+                return (text if want else f"not ({text})"), used, self.fits(read.chain[anchor[0] :]) > 1
         return None
+
+    def fits(self, tail: tuple[str, ...]) -> int:
+        """How many config nodes have the keys `tail` below them (`self.config.mtp.x` fits the
+        actor's model and the critic's): more than one, and the code may be given another."""
+        if self._keys is None:
+            self._keys = all_keys(self.ctx.cfg)
+        path = ".".join(tail)
+        return sum(1 for k in self._keys if k == path or k.endswith("." + path))
 
 
 def _interpolated_names(ctx: Context, index) -> set[str]:
@@ -194,12 +205,12 @@ def key_read_only_under_off_condition(ctx: Context):
             uses = src.uses(q[-1])
             found = _all_off(judge, uses.reads, q) if uses is not None else None
             if found:
-                if not any(ctx.user_set(k) and not ctx.get(k) for _, _, used in found for k in used):
+                if not any(ctx.user_set(k) and not ctx.get(k) for _, _, used, _ in found for k in used):
                     yield _finding(ctx, o, q, found)
                 break
 
 
-def _all_off(judge: _Judge, reads: tuple[Read, ...], q: tuple[str, ...]) -> list[tuple[Read, str, list[str]]] | None:
+def _all_off(judge: _Judge, reads: tuple[Read, ...], q: tuple[str, ...]) -> list[tuple[Read, str, list[str], bool]] | None:
     """Each read that may be of `q`, with the false condition it runs under; None when one may run."""
     out = []
     for r in reads:
@@ -211,21 +222,27 @@ def _all_off(judge: _Judge, reads: tuple[Read, ...], q: tuple[str, ...]) -> list
     return out or None
 
 
-def _finding(ctx: Context, o, q: tuple[str, ...], found: list[tuple[Read, str, list[str]]]):
+def _finding(ctx: Context, o, q: tuple[str, ...], found: list[tuple[Read, str, list[str], bool]]):
     node = ".".join(q)
     what = f"`{o.key}`" if node == o.key else f"`{node}`, the node above `{o.key}`,"
     found = sorted(found, key=lambda f: _first(ctx, f[0]))
-    keys = list(dict.fromkeys(k for _, _, used in found for k in used))
+    keys = list(dict.fromkeys(k for _, _, used, _ in found for k in used))
     values = ", ".join(f"`{k}={_show(ctx.get(k))}`" + ("" if ctx.user_set(k) else " (the default)") for k in keys)
-    r, cond, _ = found[0]
+    r, cond, _, _ = found[0]
     places = f"{r.file}:{r.line}" + (f" and {len(found) - 1} more place{'s' * (len(found) > 2)}" if len(found) > 1 else "")
     where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
+    help = "set " + ", ".join(f"`{k}`" for k in keys) + f" so that `{cond}` holds, or remove the override"
+    if any(ambiguous for *_, ambiguous in found):
+        # The code reads a node of that shape, maybe another section's: that `q` is read nowhere
+        # else holds either way; that the condition would make it read does not.
+        where += " (in code that may be given another section with the same keys)"
+        help = "remove the override: nothing else reads it, and whether that condition would make verl read it depends on which section the code is given"
     return ctx.diag(
         "VL233",
         f"{where} reads {what} only when `{cond}` is true ({places}); this launch has {values}: the setting has no effect",
         key=o.key,
         span=o.word.span,
-        help="set " + ", ".join(f"`{k}`" for k in keys) + f" so that `{cond}` holds, or remove the override",
+        help=help,
         related=keys,
     )
 
