@@ -107,6 +107,13 @@ KL_IN_REWARD = "\n".join(
 )
 
 
+def test_the_last_override_of_a_key_is_located(lint):
+    script = main_ppo("algorithm.kl_ctrl.kl_coef=0", "trainer.nnodes=1", "algorithm.kl_ctrl.kl_coef=0.1")
+    [d] = _found(lint(script))
+    line = script.splitlines()[1]
+    assert (d.span.line, d.span.col) == (2, line.index("algorithm.kl_ctrl.kl_coef=0.1") + 1)
+
+
 @pytest.mark.parametrize("version", [*across_releases(), pytest.param("0.4.1", marks=pytest.mark.slow)])
 def test_derived_from_the_release(lint, version):
     """What VL219 and VL220 said by hand, derived from each release's own code."""
@@ -134,8 +141,9 @@ def test_silent_when_the_condition_holds_or_is_unknown(lint, version):
     unknown = KL_IN_REWARD.replace("trainer.nnodes=1", "algorithm.use_kl_in_reward=$KL actor_rollout_ref.actor.use_kl_loss=$KL")
     assert _found(lint(unknown, version)) == []
     assert _found(lint(KL_IN_REWARD.replace("kl_loss_type=mse", 'kl_loss_type=mse "$@"'), version)) == []
-    # What happens anyway.
+    # What happens anyway, also when a later override says so.
     assert _found(lint(main_ppo("algorithm.kl_ctrl.kl_coef=0"), version)) == []
+    assert _found(lint(main_ppo("algorithm.kl_ctrl.kl_coef=0.1", "algorithm.kl_ctrl.kl_coef=0"), version)) == []
 
 
 def test_a_dotted_string_names_each_key(tmp_path):

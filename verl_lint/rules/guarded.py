@@ -187,10 +187,12 @@ def key_read_only_under_off_condition(ctx: Context):
     judge = _Judge(ctx, src)
     interpolated: set[str] | None = None
     seen: set[str] = set()
-    for o in ctx.comp.overrides:
-        if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None or o.key in seen:
+    for o in reversed(ctx.comp.overrides):  # the last override of a key is the one that sets it
+        if o.key in seen:
             continue
         seen.add(o.key)
+        if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None:
+            continue
         parts = tuple(o.key.split("."))
         if parts[0] == "hydra" or len(parts) < 2 or not all(p.isidentifier() for p in parts) or _passed_whole(list(parts), index):
             continue
