@@ -117,6 +117,11 @@ def condition(test: ast.expr) -> Cond:
     return ("test", chain, "truth", (), ast.unparse(test)) if chain is not None and len(chain) > 1 else UNKNOWN
 
 
+def _guard(test: ast.expr, want: bool) -> tuple[Cond, bool, str]:
+    """What runs only when `test` is `want`: (its condition, `want`, its source text)."""
+    return condition(test), want, ast.unparse(test)
+
+
 class _Finder:
     """A walk of a module for the reads and writes of a name, with the guards around each read.
     It descends only into nodes whose lines hold the name (`lines`, sorted): the rest of the
@@ -151,17 +156,16 @@ class _Finder:
             guards = ()  # the body runs when called, not where it is defined
         elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
             self.visit(node.test, guards)
-            cond, text = condition(node.test), ast.unparse(node.test)
-            self._block(node.body if isinstance(node.body, list) else [node.body], (*guards, (cond, True, text)))
+            self._block(node.body if isinstance(node.body, list) else [node.body], (*guards, _guard(node.test, True)))
             if not isinstance(node, ast.While):  # a loop's else runs whenever it ends without break
-                guards = (*guards, (cond, False, text))
+                guards = (*guards, _guard(node.test, False))
             self._block(node.orelse if isinstance(node.orelse, list) else [node.orelse], guards)
             return
         elif isinstance(node, ast.BoolOp):  # `a and b`: b runs only when a is true (false for `or`)
             before: tuple = ()
             for v in node.values:
                 self.visit(v, (*guards, *before))
-                before = (*before, (condition(v), isinstance(node.op, ast.And), ast.unparse(v)))
+                before = (*before, _guard(v, isinstance(node.op, ast.And)))
             return
         if isinstance(node, ast.AugAssign):  # `x.name += 1` reads it as well as assigning it
             target = node.target
@@ -185,7 +189,7 @@ class _Finder:
         for stmt in body:
             self.visit(stmt, guards)
             if isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
-                guards = (*guards, (condition(stmt.test), False, ast.unparse(stmt.test)))
+                guards = (*guards, _guard(stmt.test, False))
 
     def _note(self, node: ast.AST, guards: tuple) -> None:
         if isinstance(node, ast.Attribute):

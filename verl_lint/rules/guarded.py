@@ -14,12 +14,12 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..config import guards
 from ..config.context import Context
-from ..config.keys import all_keys
 from ..config.guards import WORD, Cond, Read
+from ..config.keys import all_keys
 from ..config.reader import app_sources
 from ..model import Unknown
 from ..registry import main_ppo, rule
-from .unread import _custom_dataset, _index, _passed_whole
+from .unread import read_unseen, tree_index
 
 
 def _children(ctx: Context, path: tuple[str, ...]) -> frozenset[str]:
@@ -182,7 +182,7 @@ def key_read_only_under_off_condition(ctx: Context):
     """
     if ctx.app.verl is None:
         return
-    index = _index(ctx)
+    index = tree_index(ctx)
     src = guards.sources(ctx.app.verl.root, app_sources(ctx.app))
     judge = _Judge(ctx, src)
     interpolated: set[str] | None = None
@@ -194,9 +194,7 @@ def key_read_only_under_off_condition(ctx: Context):
         if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None:
             continue
         parts = tuple(o.key.split("."))
-        if parts[0] == "hydra" or len(parts) < 2 or not all(p.isidentifier() for p in parts) or _passed_whole(list(parts), index):
-            continue
-        if parts[0] == "data" and _custom_dataset(ctx) or _silent_value(ctx.get(o.key, None)):
+        if len(parts) < 2 or not all(p.isidentifier() for p in parts) or read_unseen(ctx, list(parts), index) or _silent_value(ctx.get(o.key, None)):
             continue
         if interpolated is None:
             interpolated = _interpolated_names(ctx, index)

@@ -49,7 +49,7 @@ def _unread_name(parts: list[str], index: ReaderIndex) -> str | None:
     return next((p for p in parts if p.isidentifier() and not index.reads(p)), None)
 
 
-def _index(ctx: Context) -> ReaderIndex | None:
+def tree_index(ctx: Context) -> ReaderIndex | None:
     """The reader index of the launch's verl tree (and its own sources), None without a tree."""
     if ctx.app.verl is None:
         return None
@@ -59,6 +59,12 @@ def _index(ctx: Context) -> ReaderIndex | None:
 def _custom_dataset(ctx: Context) -> bool:
     """A user dataset class (`data.custom_cls.path`) receives the whole `data` node."""
     return bool(ctx.text("data.custom_cls.path"))
+
+
+def read_unseen(ctx: Context, parts: list[str], index: ReaderIndex) -> bool:
+    """A key the index cannot judge: Hydra's own, one under a node handed on whole, or `data.*`
+    when a user dataset class receives the node."""
+    return parts[0] == "hydra" or _passed_whole(parts, index) is not None or parts[0] == "data" and _custom_dataset(ctx)
 
 
 def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) -> str:
@@ -101,7 +107,7 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
 
 
 def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bool):
-    index = _index(ctx)
+    index = tree_index(ctx)
     if index is None:
         return
     where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
@@ -110,9 +116,7 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         if not o.ok or o.kind not in kinds or o.key in seen:
             continue
         parts = o.key.split(".")
-        if parts[0] == "hydra" or _passed_whole(parts, index):
-            continue
-        if parts[0] == "data" and _custom_dataset(ctx):
+        if read_unseen(ctx, parts, index):
             continue
         name = _unread_name(parts, index)
         if name is None:
