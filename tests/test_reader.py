@@ -43,6 +43,10 @@ def _tree(tmp_path: Path) -> Path:
         "    a = config.actor.ppo_mini_batch_size\n"
         "    b = config.get('use_kl_in_reward', False)\n"
         "    c = getattr(config, f'{role}_micro_batch_size_per_gpu')\n"
+        "    name = f'{role}_max_token_len'\n"
+        "    e = config.get(name)\n"
+        "    load_lora(lora_name=f'warmup_{lora_id}', style=1)\n"
+        "    metrics[f'{role}_std'] = 0.0\n"
         "    d = OmegaConf.select(config, 'algorithm.kl_penalty')\n"
         "    LLM(**OmegaConf.to_container(config.rollout.sampling_extras))\n"
         "    for k, v in config.reward_cfg_extra.items():\n"
@@ -61,6 +65,10 @@ def test_what_counts_as_read(tmp_path):
         assert ix.reads(name), name
     assert ix.reads("ppo_micro_batch_size_per_gpu") is False  # `ppo` is not a read name: the f-string does not build it
     assert ix.reads("actor_micro_batch_size_per_gpu")  # `actor` is
+    assert ix.reads("actor_max_token_len")  # an f-string assigned to a name that is used as a key
+    # f-strings that name no key read: a keyword's value, a key written into a metrics dict
+    assert ix.reads("style") and ix.reads("actor")
+    assert not ix.reads("warmup_style") and not ix.reads("actor_std")
     assert not ix.reads("only_a_test_reads_this")  # tests/ is not verl's code
     # A dict field, a node unpacked into a call, a node iterated: their keys are all read.
     assert {"engine_kwargs", "sampling_extras", "reward_cfg_extra"} <= ix.whole

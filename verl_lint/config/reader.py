@@ -15,7 +15,10 @@ deliberately generous: reading a name wrongly as "read" only costs a missed find
   `hasattr`, `"x" in cfg`, `cfg.pop("x")`, `OmegaConf.select(cfg, "a.b")`, keyword and
   parameter names, dataclass fields) at a quarter of the cost: `ast.parse` of verl 0.9.1 alone
   takes longer than the whole scan (~1 s on 2 busy cores);
-* built by an f-string from a read name (`getattr(cfg, f"{param}_per_gpu")`);
+* built by an f-string from a read name, where the f-string is used as a key
+  (`getattr(cfg, f"{param}_per_gpu")`, `cfg[f"..."]`, `.get(f"...")`, `f"..." in cfg`, or a
+  variable it is assigned to used so): the many other f-strings (file names, metric names, a
+  LoRA's `f"warmup_{lora_id}"`) would otherwise make nearly any `prefix_word` name read;
 * read by a `${a.b.c}` interpolation of the tree's YAML files: an interpolated key is read
   whenever the key holding the interpolation is.
 
@@ -50,7 +53,7 @@ from ..terminal import Progress
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-9"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-10"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
@@ -59,6 +62,12 @@ _FOR_IN = re.compile(r"for [^\n]*? in ")  # (patterns start with a literal: a le
 _STARSTAR = re.compile(r"\*\*")
 _FSTRING = re.compile(r"[fF](\"|')([^\"'\n]*\{[^\"'\n]*)\1")
 _TO_CONTAINER = re.compile(r"to_container\(")
+# What precedes a string used as a key: `getattr(x, `, `hasattr(x, `, `select(x, `, `.get(`, `.pop(`, `[`.
+_KEY_BEFORE = r"(?:\b(?:getattr|hasattr|select)\([^()\n]*,|\.(?:get|pop)\(|\[)\s*"
+_USED_AS_KEY = re.compile(_KEY_BEFORE + r"$")
+_STORE = re.compile(r"\s*\]\s*=(?!=)")  # `d[f"..."] = v` writes a key (a metric), it reads none
+_MEMBER = re.compile(r"\s+(?:not\s+)?in\b")
+_ASSIGNED = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*$")
 # Which files to parse with ast for facts about keys (a few dozen of verl's ~900): a warning
 # whose first string says "deprecat", or a choice check on a config key; the ast decides.
 _DEPRECATION_HINT = re.compile(r"(?:warn|warning|print)\(\s*[fF]?[\"'][^\"'\n]*[Dd]eprecat")
@@ -189,13 +198,31 @@ def _fstring_names(body: str, names: set[str], patterns: set[str]) -> None:
             patterns.add(".*".join(re.escape(p) for p in piece.split("\0")))
 
 
+def _used_as_key(text: str, m: re.Match) -> bool:
+    """The f-string at `m` names a key that is read: passed to getattr/get/select, subscripted,
+    tested with `in`, or assigned to a variable that the file uses so."""
+    line, col = _line_of(text, m.start())
+    before = line[:col]
+    after = text[m.end() : m.end() + 40]
+    if _USED_AS_KEY.search(before):
+        return not (before.rstrip().endswith("[") and _STORE.match(after))
+    if _MEMBER.match(after):
+        return True
+    var = _ASSIGNED.search(before)
+    if var is None:
+        return False
+    v = re.escape(var.group(1))
+    return re.search(rf"{_KEY_BEFORE}\b{v}\b(?!\s*\]\s*=(?!=))|\b{v}\s+(?:not\s+)?in\b", text) is not None
+
+
 def _python_reads(text: str, names: set[str], patterns: set[str], whole: set[str], used: set[str] | None) -> None:
     tokens = _NAME.findall(text)
     names.update(tokens)  # every identifier token (see the module docstring)
     if used is not None:
         used.update(tokens)
     for m in _FSTRING.finditer(text):
-        _fstring_names(m.group(2), names, patterns)
+        if _used_as_key(text, m):
+            _fstring_names(m.group(2), names, patterns)
     for m in _TO_CONTAINER.finditer(text):  # handed on as a plain dict (to Ray, to a library); may span lines
         _add_whole("to_container" + _expr_after(text[m.end() - 1 : m.end() + 400].replace("\n", " "), 0), whole)
     # The few places a node is read whole, found with regexes over the whole text (a Python loop
