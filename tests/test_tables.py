@@ -129,6 +129,12 @@ def test_disabled_value_of_a_dead_key_is_silent(lint):
     assert "VL214" not in codes(lint("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.freeze_vision_tower=False\n"))
 
 
+def test_a_value_known_only_at_run_time_may_agree(lint):
+    """`skip.rollout.enable=$S` may be False, what happens anyway: silent; a known True fires."""
+    assert "VL221" not in codes(lint('python3 -m verl.trainer.main_ppo skip.rollout.enable="$S"\n'))
+    assert "VL221" in codes(lint("python3 -m verl.trainer.main_ppo skip.rollout.enable=True\n"))
+
+
 # ------------------------------------------- no source: version range ----
 
 

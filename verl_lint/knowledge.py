@@ -447,7 +447,8 @@ class IneffectiveRecord(RuleRecord):
     apps: tuple[str, ...] = _field(_list(_text, nonempty=True), ("ppo_trainer", "ppo_megatron_trainer"))
     # Values that agree with what verl does anyway while the key is ignored (kl_coef=0 with the
     # KL off is how users say "off"): no finding. Compared with the composed value, numbers
-    # numerically (0 matches 0.0), booleans and null exactly, other values as text.
+    # numerically (0 matches 0.0), booleans and null exactly, other values as text. A value only
+    # known at run time (`$N`) may be one of them: no finding either.
     silent_values: tuple[Any, ...] = _field(_list(_scalar), ())
 
     @property

@@ -242,8 +242,8 @@ def _ineffective(rec: IneffectiveRecord):
             value = "<unknown>" if o.value_unknown else _value_text(o.line)
             if rec.value is not None and value != rec.value:
                 continue
-            if rec.silent_values and not o.value_unknown and _agrees(ctx.get(o.key, None), rec.silent_values):
-                continue  # e.g. kl_coef=0 with the KL off: how users say "off", not a mistake
+            if rec.silent_values and (o.value_unknown or _agrees(ctx.get(o.key, None), rec.silent_values)):
+                continue  # e.g. kl_coef=0 with the KL off: how users say "off", not a mistake; unknown: may be
             name = o.key.rsplit(".", 1)[-1]
             if name not in is_open:
                 is_open[name] = applies(rec, ctx, o.key)
