@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 from packaging.version import Version  # noqa: E402
 
 from verl_lint import download  # noqa: E402
+from verl_lint.config.context import config_has  # noqa: E402
 from verl_lint.knowledge import HEADER, RemovedRecord, load_table, table  # noqa: E402
 from verl_lint.launch.locate import LocateError, release_tree  # noqa: E402
 from verl_lint.rules.tables import facts_hold, release_in  # noqa: E402
@@ -41,12 +42,10 @@ TABLES = ("ineffective_keys.yaml", "removed_keys.yaml")
 def default_config_keys(root: Path):
     """`has_key` for the release's default ppo_trainer config, composed by Hydra."""
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
-    absent = object()
     with initialize_config_dir(str(root / "verl/trainer/config"), version_base=None):
         cfg = compose("ppo_trainer")
-    return lambda key: OmegaConf.select(cfg, key, default=absent, throw_on_missing=False) is not absent
+    return lambda key: config_has(cfg, key)
 
 
 def _holds(rec, root: Path, has_key) -> bool | None:

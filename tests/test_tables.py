@@ -222,7 +222,9 @@ def _refresh():
     return module
 
 
-@pytest.mark.parametrize("version", across_releases())
+# 0.6.1 as well: the only release of several records (VL223, VL224), whose `when:` names a
+# mandatory `???` key (rollout.name) that the default config has without a value.
+@pytest.mark.parametrize("version", [*across_releases(), pytest.param("0.6.1", marks=[pytest.mark.slow, pytest.mark.network])])
 def test_each_fallback_range_agrees_with_its_facts(verl_trees, version):
     """A record's `verl:`/`removed:` fallback decides only for a tree without source: it must say
     what the record's facts say in the real release (scripts/refresh_knowledge.py rewrites it).

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from contextvars import ContextVar
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
 from omegaconf.nodes import ValueNode
 from omegaconf.resolvers import oc
@@ -122,7 +122,7 @@ class Context:
         return v if isinstance(v, str) else None
 
     def has(self, key: str) -> bool:
-        return OmegaConf.select(self.cfg, key, default=_ABSENT, throw_on_missing=False, throw_on_resolution_failure=False) is not _ABSENT
+        return config_has(self.cfg, key)
 
     def set_by_override(self, key: str) -> bool:
         return self.comp.last_setter(key) is not None
@@ -215,6 +215,16 @@ class Context:
 
 _ABSENT = object()
 _REFERENCE = re.compile(r"\$\{(?:oc\.select:)?(\.*[A-Za-z_][\w.]*)[,}]")
+
+
+def config_has(cfg: DictConfig, key: str) -> bool:
+    """`key` is in `cfg`, a mandatory `???` value included (`OmegaConf.select` answers such a
+    key with its default, as if it were absent: verl >= 0.6 ships `rollout.name: ???`)."""
+    parent, _, last = key.rpartition(".")
+    node = OmegaConf.select(cfg, parent, default=None, throw_on_missing=False, throw_on_resolution_failure=False) if parent else cfg
+    if isinstance(node, DictConfig):
+        return last in node.keys()
+    return isinstance(node, ListConfig) and last.isdigit() and int(last) < len(node)
 
 
 def _references(cfg: DictConfig, key: str) -> list[str]:
