@@ -135,6 +135,13 @@ def test_a_value_known_only_at_run_time_may_agree(lint):
     assert "VL221" in codes(lint("python3 -m verl.trainer.main_ppo skip.rollout.enable=True\n"))
 
 
+def test_a_condition_left_to_the_caller_is_not_judged(lint):
+    """VL221 needs trainer.use_v1=True: a launch passing "$@" may get False from its caller,
+    unless the script sets the condition itself."""
+    assert "VL221" not in codes(lint('python3 -m verl.trainer.main_ppo skip.rollout.enable=True "$@"\n'))
+    assert "VL221" in codes(lint('python3 -m verl.trainer.main_ppo trainer.use_v1=True skip.rollout.enable=True "$@"\n'))
+
+
 # ------------------------------------------- no source: version range ----
 
 

@@ -436,7 +436,8 @@ class IneffectiveRecord(RuleRecord):
     # the 0.7.0 code).
     verl: str = _field(_range)
     # Conditions that must all hold on the composed, resolved config; values are the str() form
-    # of the config value ("True"/"False" for bools).
+    # of the config value ("True"/"False" for bools). In a launch passing "$@", a condition key
+    # the script does not set is its caller's to choose: no finding.
     when: tuple[tuple[str, str], ...] = _field(_conditions, ())
     value: str | None = _field(_null_or(_as_text), None)  # only overrides that set this value (str() form) trigger the record
     # The record stays silent when the launch itself overrides one of these keys (the user has
