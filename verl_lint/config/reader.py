@@ -62,12 +62,14 @@ _FOR_IN = re.compile(r"for [^\n]*? in ")  # (patterns start with a literal: a le
 _STARSTAR = re.compile(r"\*\*")
 _FSTRING = re.compile(r"[fF](\"|')([^\"'\n]*\{[^\"'\n]*)\1")
 _TO_CONTAINER = re.compile(r"to_container\(")
-# What precedes a string used as a key: `getattr(x, `, `hasattr(x, `, `select(x, `, `.get(`, `.pop(`, `[`.
-_KEY_BEFORE = r"(?:\b(?:getattr|hasattr|select)\([^()\n]*,|\.(?:get|pop)\(|\[)\s*"
-_USED_AS_KEY = re.compile(_KEY_BEFORE + r"$")
-_STORE = re.compile(r"\s*\]\s*=(?!=)")  # `d[f"..."] = v` writes a key (a metric), it reads none
+# Where a string or a name is used as a key: after `getattr(x, `, `hasattr(x, `, `select(x, `,
+# `.get(`, `.pop(` or `[` (the text before it, reversed, so the match is anchored at the use),
+# not written as `d[k] = v` (a metric's name reads no key); or before ` in `.
+_KEY_BEFORE = re.compile(r"\s*(?:,[^()\n]*\((?:rttateg|rttasah|tceles)\b|\((?:teg|pop)\.|\[)")
+_STORE = re.compile(r"\s*\]\s*=(?!=)")
 _MEMBER = re.compile(r"\s+(?:not\s+)?in\b")
 _ASSIGNED = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*$")
+_NEARBY = 3000  # characters after `name = f"..."` where a use of `name` as a key is looked for (its function)
 # Which files to parse with ast for facts about keys (a few dozen of verl's ~900): a warning
 # whose first string says "deprecat", or a choice check on a config key; the ast decides.
 _DEPRECATION_HINT = re.compile(r"(?:warn|warning|print)\(\s*[fF]?[\"'][^\"'\n]*[Dd]eprecat")
@@ -201,18 +203,22 @@ def _fstring_names(body: str, names: set[str], patterns: set[str]) -> None:
 def _used_as_key(text: str, m: re.Match) -> bool:
     """The f-string at `m` names a key that is read: passed to getattr/get/select, subscripted,
     tested with `in`, or assigned to a variable that the file uses so."""
-    line, col = _line_of(text, m.start())
-    before = line[:col]
-    after = text[m.end() : m.end() + 40]
-    if _USED_AS_KEY.search(before):
-        return not (before.rstrip().endswith("[") and _STORE.match(after))
-    if _MEMBER.match(after):
+    if _key_use(text, m.start(), m.end()):
         return True
-    var = _ASSIGNED.search(before)
+    line, col = _line_of(text, m.start())
+    var = _ASSIGNED.search(line[:col])
     if var is None:
         return False
-    v = re.escape(var.group(1))
-    return re.search(rf"{_KEY_BEFORE}\b{v}\b(?!\s*\]\s*=(?!=))|\b{v}\s+(?:not\s+)?in\b", text) is not None
+    uses = re.compile(rf"\b{re.escape(var.group(1))}\b").finditer(text, m.end(), m.end() + _NEARBY)
+    return any(_key_use(text, u.start(), u.end()) for u in uses)
+
+
+def _key_use(text: str, start: int, end: int) -> bool:
+    """The expression at text[start:end] is used as a key that is read."""
+    key = _KEY_BEFORE.match(text[max(0, start - 120) : start][::-1])
+    if key:
+        return not (key.group().endswith("[") and _STORE.match(text, end))
+    return _MEMBER.match(text, end) is not None
 
 
 def _python_reads(text: str, names: set[str], patterns: set[str], whole: set[str], used: set[str] | None) -> None:
