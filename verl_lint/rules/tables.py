@@ -245,7 +245,7 @@ def _ineffective(rec: IneffectiveRecord):
             if rec.value is not None and value != rec.value:
                 continue
             if rec.silent_values and (o.value_unknown or _agrees(ctx.get(o.key, None), rec.silent_values)):
-                continue  # e.g. kl_coef=0 with the KL off: how users say "off", not a mistake; unknown: may be
+                continue  # kl_coef=0 with the KL off is how users say "off"; a run-time value may be that
             name = o.key.rsplit(".", 1)[-1]
             if name not in is_open:
                 is_open[name] = applies(rec, ctx, o.key)
