@@ -124,6 +124,10 @@ class Context:
     def has(self, key: str) -> bool:
         return config_has(self.cfg, key)
 
+    def left_to_caller(self, key: str) -> bool:
+        """The launch passes `"$@"` and the script does not set `key`: its caller may."""
+        return self.launch.caller_args is not None and not self.user_set(key)
+
     def set_by_override(self, key: str) -> bool:
         return self.comp.last_setter(key) is not None
 

@@ -232,10 +232,6 @@ class _Finder:
                 self.read(name, node, None, guards)
 
 
-def _is(node: ast.AST, name: str) -> bool:
-    return isinstance(node, ast.Constant) and node.value == name
-
-
 def _extend(chain: tuple[str, ...] | None, *names: str) -> tuple[str, ...] | None:
     return None if chain is None else (*chain, *names)
 

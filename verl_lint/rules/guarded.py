@@ -55,7 +55,7 @@ class _Judge:
         ctx = self.ctx
         if not ctx.has(key):
             return Unknown("absent")
-        if ctx.launch.caller_args is not None and not ctx.user_set(key):
+        if ctx.left_to_caller(key):
             return Unknown("the caller may set it")
         uses = self.src.uses(key.rsplit(".", 1)[-1])
         if uses is None or uses.writes:

@@ -230,8 +230,8 @@ def _ineffective(rec: IneffectiveRecord):
         if any(ctx.set_by_override(k) for k in rec.unless_set):
             return
         for cond_key, expected in rec.when:
-            if ctx.launch.caller_args is not None and not ctx.user_set(cond_key):
-                return  # a launch passing "$@": its caller may set the condition otherwise
+            if ctx.left_to_caller(cond_key):
+                return  # the caller may set the condition otherwise
             got = ctx.get(cond_key, None)
             if got is None or _as_text(got) != expected:
                 return
