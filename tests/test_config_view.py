@@ -4,6 +4,7 @@ runs it (a real subprocess), checked against plain Hydra on the same release."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -77,8 +78,10 @@ def test_the_projects_own_config_file_is_an_origin(tmp_path, verl_trees):
     (tmp_path / "run.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/conf --config-name=mine trainer.total_epochs=2\n")
     p = _config(tmp_path, verl_trees[NEWEST], "run.sh", "--output-format", "json")
     [launch] = json.loads(p.stdout)
-    assert launch["values"]["trainer.project_name"] == {"value": "mine", "origin": "user-file", "line": None}
-    assert launch["values"]["trainer.total_epochs"] == {"value": 2, "origin": "script", "line": 2}
+    assert launch["values"]["trainer.project_name"] == {"value": "mine", "origin": "user-file", "line": 3, "file": "conf/mine.yaml"}
+    assert launch["values"]["trainer.total_epochs"] == {"value": 2, "origin": "script", "line": 2}  # the override wins over the file
+    text = _config(tmp_path, verl_trees[NEWEST], "run.sh").stdout
+    assert re.search(r"^trainer\.project_name: mine +# user-file, conf/mine\.yaml:3$", text, re.MULTILINE), text
 
 
 def test_diff_shows_only_what_differs(script, verl_trees):

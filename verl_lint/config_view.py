@@ -27,7 +27,7 @@ class View:
 
     def __init__(self, where: str, entry: str, verl: str | None, config_name: str | None, values: dict[str, tuple[object, str, int | None]]):
         self.where, self.entry, self.verl, self.config_name = where, entry, verl, config_name
-        self.values = values  # dotted key -> (value, origin, script line or None)
+        self.values = values  # dotted key -> (value, origin, line or None, config file or None)
 
     def as_dict(self, prefix: str) -> dict:
         return {
@@ -35,7 +35,7 @@ class View:
             "entry": self.entry,
             "verl": self.verl,
             "config_name": self.config_name,
-            "values": {k: {"value": v, "origin": o, "line": n} for k, (v, o, n) in self.values.items() if _under(k, prefix)},
+            "values": {k: {"value": v, "origin": o, "line": n, **({"file": f} if f else {})} for k, (v, o, n, f) in self.values.items() if _under(k, prefix)},
         }
 
 
@@ -52,20 +52,22 @@ def _leaves(node, prefix: str = ""):
         yield prefix, node
 
 
-def _origin(ctx: Context, key: str) -> tuple[str, int | None]:
+def _origin(ctx: Context, key: str) -> tuple[str, int | None, str | None]:
+    """Who chose the value of `key`, and the line (and, in a config file, the file) that says so."""
     kind = ctx.provenance(key)
     setter = ctx.comp.last_setter(key)
+    if setter is not None and setter.in_file:
+        return kind, setter.word.span.line, setter.word.span.path
     if setter is not None and kind in ("script", "unknown"):
-        return (kind if kind == "script" else f"unknown: {setter.value_unknown.reason}"), setter.word.span.line
-    return kind, None
+        return (kind if kind == "script" else f"unknown: {setter.value_unknown.reason}"), setter.word.span.line, None
+    return kind, None, None
 
 
 def view_of(ctx: Context, path: str) -> View:
     cfg = OmegaConf.to_container(ctx.cfg, resolve=False)
     values = {}
     for key, value in _leaves(cfg):
-        origin, line = _origin(ctx, key)
-        values[key] = (value, origin, line)
+        values[key] = (value, *_origin(ctx, key))
     la = ctx.launch
     where = f"{path}:{la.entry_span.line}" + (f" ({'; '.join(la.variant)})" if la.variant else "")  # one of the branches' values
     return View(where, la.module or la.file or "", ctx.app.verl_version, ctx.app.config_name, values)
@@ -106,8 +108,8 @@ def _show(value) -> str:
 
 
 def _where(value: tuple) -> str:
-    _, origin, line = value
-    return origin if line is None else f"{origin}, line {line}"
+    _, origin, line, file = value
+    return origin if line is None else f"{origin}, {file}:{line}" if file else f"{origin}, line {line}"
 
 
 def render_text(vs: list[View], prefix: str) -> str:

@@ -21,7 +21,6 @@ import pickle
 import re
 import warnings
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import omegaconf
@@ -30,7 +29,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from ..cache import entry, store
-from ..files import read_regular
 from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
 from ..model import Diagnostic, Span, Unknown, Word
 from ..rules.hydra_keys import (
@@ -42,6 +40,7 @@ from ..rules.hydra_keys import (
     UNKNOWN_CONFIG_KEY,
 )
 from .keys import closest_key
+from .user_files import FileValue, Merged, file_values, is_user_file, merged_file
 
 def _hydra():
     """Hydra's internals, imported and set up when the first launch is composed."""
@@ -60,6 +59,17 @@ class AppliedOverride:
     kind: str  # "set" | "add" | "force_add" | "delete" | "group" | "hydra"
     value_unknown: Unknown | None = None
     ok: bool = True
+    in_file: bool = False  # a value a project config file chose (`word.span` is its YAML line), not an override
+
+
+def file_setting(v: FileValue) -> AppliedOverride:
+    """A value a project config file chose, as the override it amounts to: the rules judge it as
+    they judge the command line's, at its line in the file (`add` where verl's config lacks the key)."""
+    line = f"{v.key}={v.text}"
+    cwd = os.getcwd()  # shown as the user would name it: relative to where verl-lint runs, when under it
+    path = os.path.relpath(v.path, cwd) if v.path.startswith(cwd + os.sep) else v.path
+    span = Span(path, v.line, v.col, v.end_line, v.end_col)
+    return AppliedOverride(Word(line, span), line, v.key, "add" if v.added else "set", in_file=True)
 
 
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
@@ -72,13 +82,18 @@ class Composition:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     base_lines: tuple[str, ...] = ()
     used_fallback: bool = False
-    # Dotted leaf keys that the user's own config files set (config dirs outside the verl tree):
-    # values there are the user's choice, unlike verl's shipped defaults.
-    user_keys: frozenset = frozenset()
+    # The values the project's own config files chose (outside verl's package), located in them:
+    # the user's choice, unlike verl's shipped defaults. Hydra merges them before the overrides.
+    file_settings: list[AppliedOverride] = field(default_factory=list)
+
+    @property
+    def settings(self) -> list[AppliedOverride]:
+        """Everything the user chose, in the order it takes effect: config files, then overrides."""
+        return [*self.file_settings, *self.overrides]
 
     def setters(self, key: str) -> list[AppliedOverride]:
-        """Overrides that set `key` or a parent of it, in command-line order."""
-        return [o for o in self.overrides if o.ok and o.kind != "group" and (key == o.key or key.startswith(o.key + "."))]
+        """Settings (file values, then overrides) that set `key` or a parent of it, in order."""
+        return [o for o in self.settings if o.ok and o.kind != "group" and (key == o.key or key.startswith(o.key + "."))]
 
     def last_setter(self, key: str) -> AppliedOverride | None:
         s = self.setters(key)
@@ -157,7 +172,7 @@ class Composer:
         h = _hydra()
         h.hydra.version.setbase(app.version_base)
         h.JobRuntime.instance().set("name", app.file.stem)
-        comp = Composition(app, None, user_keys=user_config_keys(app))
+        comp = Composition(app, None)
         searchpath = app.searchpath
         applied: list[tuple[AppliedOverride, object]] = []
         for w in words:
@@ -211,9 +226,11 @@ class Composer:
             base_lines.append("hydra.searchpath=[" + ",".join(searchpath or ()) + "]")
         comp.base_lines = tuple(base_lines)
         keep_hydra = any(ao.kind == "hydra" for ao, _ in value)
-        cfg = self._base(app, tuple(base_lines), comp, in_base, anchor, keep_hydra)
-        if cfg is None:
+        base = self._base(app, tuple(base_lines), comp, in_base, anchor, keep_hydra)
+        if base is None:
             return comp
+        cfg, located = base
+        comp.file_settings = [file_setting(v) for v in located]
         for ao, parsed in value:
             try:
                 h.ConfigLoaderImpl._apply_overrides_to_config([parsed], cfg)
@@ -249,7 +266,8 @@ class Composer:
 
     def _base(
         self, app: HydraApp, base_lines: tuple[str, ...], comp: Composition, applied, anchor: Span, keep_hydra: bool = False
-    ) -> DictConfig | None:
+    ) -> tuple[DictConfig, tuple[FileValue, ...]] | None:
+        """The composed base and the values the project's own files chose in it (None: it fails)."""
         key = (app.config_dirs, app.config_name, base_lines, app.version_base, keep_hydra)
         blob = self._bases.get(key)
         if blob is None:
@@ -273,6 +291,18 @@ class Composer:
     def _compose_base(self, app: HydraApp, base_lines: tuple[str, ...], keep_hydra: bool = False) -> bytes | Exception:
         h = _hydra()
         loader = h.ConfigLoaderImpl(config_search_path=self._search_path(app))
+        merged: list[Merged] = []
+        load_single = loader._load_single_config
+        verl_root = app.verl.root if app.verl else None
+
+        def recording(default, repo):  # the defaults list, in the order Hydra merges it
+            loaded = load_single(default=default, repo=repo)
+            file = merged_file(loaded.path, default.config_path)
+            if file is not None:
+                merged.append(Merged(file, default.config_path, default.package or "", is_user_file(file, verl_root)))
+            return loaded
+
+        loader._load_single_config = recording
         try:
             # Hydra warns about the user's configs (`Defaults list is missing _self_`) on stderr,
             # where they read as verl-lint's own noise: not shown.
@@ -287,7 +317,7 @@ class Composer:
         if not keep_hydra:  # kept only for launches with hydra.* value overrides to apply
             with open_dict(cfg):
                 cfg.pop("hydra", None)
-        return pickle.dumps(cfg, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((cfg, file_values(merged, verl_root)), protocol=pickle.HIGHEST_PROTOCOL)
 
     # -- on-disk cache of bases ------------------------------------------
     def _tree_digest(self, app: HydraApp) -> str:
@@ -317,59 +347,8 @@ class Composer:
         return entry("bases", ident, self.cache_root)
 
 
-def user_config_keys(app: HydraApp) -> frozenset[str]:
-    """The dotted leaf keys set by the YAML files of the app's config dirs that lie outside its
-    verl tree (a recipe's or project's own configs), each under its package."""
-    root = app.verl.root.resolve() if app.verl else None
-    dirs = (*app.config_dirs, *(Path(s[len("file://") :]) for s in app.searchpath or () if s.startswith("file://")))
-    out: set[str] = set()
-    for d in dirs:
-        d = Path(d).resolve()
-        if root is not None and (d == root or root in d.parents):
-            continue
-        out |= _yaml_keys(str(d))
-    return frozenset(out)
-
-
-@lru_cache(maxsize=64)
-def _yaml_keys(directory: str) -> frozenset[str]:
-    out: set[str] = set()
-    budget = 2000  # a config dir that is a whole repository is read only this far
-    for top, dnames, fnames in os.walk(directory):
-        dnames.sort()
-        group = os.path.relpath(top, directory)
-        for fn in sorted(fnames):
-            if not fn.endswith((".yaml", ".yml")):
-                continue
-            budget -= 1
-            if budget < 0:
-                return frozenset(out)
-            try:
-                text = read_regular(os.path.join(top, fn))[: 4 * 2**20].decode("utf-8", "replace")
-                data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            except (OSError, yaml.YAMLError, RecursionError):
-                continue
-            m = re.search(r"^#\s*@package\s+(\S+)", text, re.MULTILINE)
-            package = m.group(1) if m else ("" if group == "." else group.replace(os.sep, "."))
-            package = "" if package == "_global_" else package.replace("_group_", group.replace(os.sep, "."))
-            if isinstance(data, dict):
-                _collect(data, package, out)
-    return frozenset(out)
-
-
-def _collect(node: dict, prefix: str, out: set[str]) -> None:
-    for k, v in node.items():
-        if k in ("defaults", "hydra") and not prefix or not isinstance(k, str):
-            continue
-        key = f"{prefix}.{k}" if prefix else k
-        if isinstance(v, dict) and v:
-            _collect(v, key, out)
-        else:
-            out.add(key)  # leaves only: a section the file merely opens is not a value it chose
-
-
 def _load_disk(path: Path) -> bytes | ComposeError | None:
-    """A stored base (the pickled config) or a config's stored error; None for a missing,
+    """A stored base (the pickled config and its file values) or a config's stored error; None for a missing,
     corrupt or wrong-type entry (composed again and rewritten)."""
     try:
         data = path.read_bytes()
@@ -378,7 +357,7 @@ def _load_disk(path: Path) -> bytes | ComposeError | None:
         return None
     if isinstance(obj, ComposeError):
         return obj
-    return data if isinstance(obj, DictConfig) else None
+    return data if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], DictConfig) else None
 
 
 # ------------------------------------------------------------ errors ----

@@ -129,14 +129,15 @@ class Context:
         return self.launch.caller_args is not None and not self.user_set(key)
 
     def set_by_override(self, key: str) -> bool:
+        """The user chose `key` (or a parent): an override, or a value of the project's config files."""
         return self.comp.last_setter(key) is not None
 
     def rename_fix(self, o, new: str) -> Fix | None:
         """A safe rename of override `o` to the key `new`, unless the user set `new` too. The
         `+`/`++` prefix follows what the config ships: `+old=v` becomes `new=v` where `new`
         exists (Hydra refuses to add a key that is there), `old=v` stays unprefixed only where it does."""
-        if self.comp.last_setter(new) is not None or new in self.comp.user_keys:
-            return None
+        if self.comp.last_setter(new) is not None or o.in_file:
+            return None  # a key in a YAML file is renamed there (`yaml_rename_fix`), not on the command line
         if (o.kind == "set" and self.has(new)) or o.kind == "force_add" or (o.kind == "add" and not self.has(new)):
             return Fix(f"rename `{o.key}` to `{new}`", True, "rename-key", o.word.span, old=o.key, new=new)
         if o.kind == "add" and o.value_unknown is None:
@@ -145,7 +146,7 @@ class Context:
         return None
 
     def span(self, key: str) -> Span:
-        """The override token that set `key` (or a parent), else the launch's app word."""
+        """The override token (or config file line) that set `key` or a parent, else the launch's app word."""
         s = self.comp.last_setter(key)
         return s.word.span if s is not None else self.launch.entry_span
 
@@ -156,10 +157,7 @@ class Context:
         the provenance of what it reads, the user's choice winning."""
         s = self.comp.last_setter(key)
         if s is not None:
-            return "script" if s.value_unknown is None else "unknown"
-        parts = key.split(".")
-        if any(".".join(parts[:i]) in self.comp.user_keys for i in range(len(parts), 0, -1)):
-            return "user-file"
+            return "user-file" if s.in_file else "script" if s.value_unknown is None else "unknown"
         if _depth < 4:
             found = {self.provenance(ref, _depth + 1) for ref in _references(self.cfg, key)}
             for kind in ("script", "unknown", "user-file"):
@@ -180,6 +178,8 @@ class Context:
 
     def origin(self, key: str) -> str:
         s = self.comp.last_setter(key)
+        if s is not None and s.in_file:
+            return f"set to `{s.line.split('=', 1)[1]}` in {s.word.span.path}:{s.word.span.line}"
         if s is not None:
             return f"set by `{s.line}`" if s.value_unknown is None else "set from a value unknown before run time"
         return "the config default"
@@ -213,7 +213,8 @@ class Context:
             s = self.comp.last_setter(key)
             if s is None or s.word.span == primary or any(r.span == s.word.span for r in out):
                 continue
-            out.append(Related(key, s.word.span, f"`{s.line}` set here" if s.value_unknown is None else f"`{key}` set here (value known only at run time)"))
+            note = f"`{s.line}` set here" if s.value_unknown is None else f"`{key}` set here (value known only at run time)"
+            out.append(Related(key, s.word.span, note.replace("` set here", "` set here, in a config file", 1) if s.in_file else note))
         return tuple(out)
 
 

@@ -37,3 +37,15 @@ def tree_has(root: str, ev: Evidence) -> bool:
         if any(rx.search(source_text(p) or "") for p in paths):
             return True
     return False
+
+
+@lru_cache(maxsize=256)
+def sources_have(paths: tuple[Path, ...], pattern: str) -> bool:
+    """The Python files of `paths` (files, or packages walked) contain `pattern`: e.g. a project
+    built on verl that replaces one of verl's functions (read as text, never imported)."""
+    rx = re.compile(pattern)
+    for base in paths:
+        files = [base] if base.suffix == ".py" else sorted(base.rglob("*.py")) if base.is_dir() else []
+        if any(rx.search(source_text(f) or "") for f in files[:5000]):
+            return True
+    return False

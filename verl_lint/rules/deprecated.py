@@ -87,7 +87,7 @@ def deprecated_key(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return
-    chosen = {o.key for o in ctx.comp.overrides if o.ok and o.kind in ("set", "add", "force_add")} | ctx.comp.user_keys
+    chosen = {o.key for o in ctx.comp.settings if o.ok and o.kind in ("set", "add", "force_add")}
     for key in sorted(chosen):
         if _interpolated(ctx, key):
             continue

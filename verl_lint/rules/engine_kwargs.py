@@ -63,7 +63,7 @@ class Finding(NamedTuple):
 
 def _sections(ctx: Context) -> list[str]:
     out = [ACTOR]
-    for o in ctx.comp.overrides:
+    for o in ctx.comp.settings:
         if ".engine_kwargs" in (o.key or ""):
             out.append(o.key.split(".engine_kwargs")[0])
     return list(dict.fromkeys(out))
@@ -379,7 +379,7 @@ def _verl_default(ctx: Context, path: str) -> bool:
     `compilation_config`, filled in field by field) is set by the user."""
     if ctx.provenance(path) != "verl-default":
         return False
-    return not any(o.ok and (o.key or "").startswith(path + ".") for o in ctx.comp.overrides)
+    return not any(o.ok and (o.key or "").startswith(path + ".") for o in ctx.comp.settings)
 
 
 def _emit(ctx: Context, code: str):
@@ -392,7 +392,7 @@ def _emit(ctx: Context, code: str):
             if code != "VL705":
                 yield ctx.default_problem(code, f.message, f.kwarg.path, f.help)
             continue
-        under = [o for o in ctx.comp.overrides if o.ok and (o.key or "").startswith(f.kwarg.path + ".")]
+        under = [o for o in ctx.comp.settings if o.ok and (o.key or "").startswith(f.kwarg.path + ".")]
         span = under[0].word.span if under and not ctx.set_by_override(f.kwarg.path) else None
         yield ctx.diag(code, f.message, key=f.kwarg.path, help=f.help, span=span, severity=Severity.parse(f.severity) if f.severity else None)
 

@@ -121,7 +121,7 @@ def _interpolated_names(ctx: Context, index) -> set[str]:
     """Names inside interpolations (the tree's and the entry point's YAML files, the launch's
     overrides): a key one of them reads is read whenever the key holding it is."""
     names = set(index.interpolated)
-    for o in ctx.comp.overrides:
+    for o in ctx.comp.settings:
         if "${" in o.line:
             names.update(WORD.findall(o.line.split("=", 1)[-1]))
     return names
@@ -187,7 +187,7 @@ def key_read_only_under_off_condition(ctx: Context):
     judge = _Judge(ctx, src)
     interpolated: set[str] | None = None
     seen: set[str] = set()
-    for o in reversed(ctx.comp.overrides):  # the last override of a key is the one that sets it
+    for o in reversed(ctx.comp.settings):  # the last override of a key is the one that sets it
         if o.key in seen:
             continue
         seen.add(o.key)

@@ -59,7 +59,7 @@ def key_overwritten(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root or actor_worker(ctx) != "engine":
         return
-    for o in ctx.comp.overrides:
+    for o in ctx.comp.settings:
         if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None or not ctx.user_set(o.key):
             continue
         path, _, field = o.key.rpartition(".")

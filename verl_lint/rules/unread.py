@@ -112,7 +112,7 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         return
     where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
     seen: set[str] = set()
-    for o in ctx.comp.overrides:
+    for o in ctx.comp.settings:
         if not o.ok or o.kind not in kinds or o.key in seen:
             continue
         parts = o.key.split(".")

@@ -18,8 +18,11 @@ from ..config.classes import Choice
 from ..config.context import Context
 from ..config.keys import same_name_elsewhere
 from ..config.reader import app_sources, reader_index
-from ..config.source import Evidence, source_text, tree_has
+from ..config.source import Evidence, source_text, sources_have, tree_has
 from ..registry import main_ppo, rule
+
+# A project module assigning its own function over verl's `omega_conf_to_dataclass` (a monkey patch).
+REPLACES_CONVERSION = r"\.omega_conf_to_dataclass\s*=(?!=)"
 
 R = "actor_rollout_ref.rollout"
 
@@ -79,7 +82,7 @@ def value_not_accepted(ctx: Context):
     if not root:
         return
     # Only values the user chose are judged: start from them, not from every node of the config.
-    chosen = {o.key for o in ctx.comp.overrides if o.ok and o.kind in ("set", "add", "force_add")} | ctx.comp.user_keys
+    chosen = {o.key for o in ctx.comp.settings if o.ok and o.kind in ("set", "add", "force_add")}
     in_code = dict(reader_index(Path(root), app_sources(ctx.app)).choices)
     for key in sorted(chosen):
         checker, choice = _check_of(ctx, root, key, in_code)
@@ -127,10 +130,14 @@ def added_key_not_a_field(ctx: Context):
     dataclass and its base classes in the verl tree being linted. When none of them has the
     field, the key cannot be passed to it, and the finding names the closest field. Nodes
     whose class (or one of its bases) is not in the tree, and free-form dict fields such as
-    `engine_kwargs`, are not judged.
+    `engine_kwargs`, are not judged; nor are `reward_model.*` nodes with the reward model off
+    (no worker builds them), the roles of a recipe that ships workers of its own (whether they
+    convert the node is not read), or a project whose code replaces verl's
+    `omega_conf_to_dataclass` (RAGEN's accepts extra fields).
 
     ## Why is this bad?
-    Hydra accepts any `+key`, so the job starts. When the worker builds its config,
+    Hydra accepts any `+key` (and a project config file may add any key), so the job starts.
+    When the worker builds its config,
     `hydra.utils.instantiate` raises `TypeError: ... got an unexpected keyword argument`
     (or `omega_conf_to_dataclass` a `ConfigKeyError`), after Ray and the workers are up.
 
@@ -146,9 +153,13 @@ def added_key_not_a_field(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return
-    for o in ctx.comp.overrides:
+    if sources_have(app_sources(ctx.app), REPLACES_CONVERSION) or _recipe_workers(ctx):
+        return
+    for o in ctx.comp.settings:
         if not o.ok or o.kind not in ("add", "force_add") or "." not in o.key:
             continue
+        if o.key.startswith("reward_model.") and ctx.flag("reward_model.enable") is not True:
+            continue  # no reward model worker, nothing builds the node
         parent, _, name = o.key.rpartition(".")
         target = ctx.get(f"{parent}._target_", None)
         if not isinstance(target, str) or not config_classes.built(root, parent):
@@ -170,6 +181,12 @@ def added_key_not_a_field(ctx: Context):
             span=o.word.span,
             help=f"did you mean `{guess}`?" if guess else f"remove it: {cls.name} has no such field",
         )
+
+
+def _recipe_workers(ctx: Context) -> bool:
+    """The entry point is a recipe's that ships worker modules of its own (`recipe/spin/fsdp_workers.py`)."""
+    place = ctx.app.place_in_tree()
+    return bool(place) and place[0] == "recipe" and any(Path(ctx.app.file).parent.glob("*workers*.py"))
 
 
 @rule(
