@@ -21,7 +21,7 @@ from .model import FileReport, InputError, Options, stats
 from .report.fix import apply_fixes
 from .report.render import RENDERERS, accounting, render_statistics
 from .report.suppress import filter_baseline, write_baseline
-from .runner import collect, lint_paths, lint_script
+from .runner import collect, embedded_kind, lint_paths, lint_script, once_per_run
 from .settings import ENGINE_FLAGS, SETTINGS, Settings, SettingsFinder, code_problem, show
 from .terminal import plural, safe, use_color, usage_error
 
@@ -196,14 +196,21 @@ def lint(args: Namespace, command_argv: list[str] | None, inputs: Plan, tree: Ve
         _describe(inputs, opts)
     reports = list(inputs.errors)
     if inputs.command is not None:
-        reports += lint_paths([], opts(inputs.command), command_argv, use_cache=use_cache)
+        reports += lint_paths([], opts(inputs.command), command_argv, use_cache=use_cache, once=False)
     if inputs.stdin is not None:
         reports.append(_lint_stdin(args, inputs.stdin, opts(inputs.stdin), use_cache))
     linted: list[FileReport] = []
+    # Scripts first: a primary config that a launch of this run composes is judged there, with
+    # what the launch sets; the others are linted on their own, once.
+    configs = {id(g): [f for f in g.files if embedded_kind(f) == "config"] for g in inputs.groups}
     for g in inputs.groups:
-        linted += lint_paths(
-            g.files, opts(g.settings), use_cache=use_cache, per_file_ignores=g.settings.per_file_ignores, jobs=args.jobs, timings=timings
-        )
+        scripts = [f for f in g.files if f not in configs[id(g)]]
+        linted += lint_paths(scripts, opts(g.settings), use_cache=use_cache, per_file_ignores=g.settings.per_file_ignores, jobs=args.jobs, timings=timings, once=False)
+    composed = {os.path.realpath(span.path) for r in linted for span in r.file_value_users}
+    for g in inputs.groups:
+        alone = [f for f in configs[id(g)] if os.path.realpath(f) not in composed]
+        linted += lint_paths(alone, opts(g.settings), use_cache=use_cache, per_file_ignores=g.settings.per_file_ignores, jobs=args.jobs, timings=timings, once=False)
+    once_per_run(reports + linted)
     reports += sorted(linted, key=lambda r: inputs.order.get(r.path, 0))  # the order of the walk
     if timings:
         for path, seconds in sorted(timings.items(), key=lambda x: -x[1]):

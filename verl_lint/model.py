@@ -8,9 +8,11 @@ the callback, then skips compiling a string per field.
 import shlex
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from .files import read_regular
 from .terminal import safe
 
 if TYPE_CHECKING:
@@ -59,6 +61,11 @@ def command_text(argv: list[str]) -> str:
 def argument(span: Span) -> int | None:
     """The argument of the command line `span` is in (0: the program), else None."""
     return span.line - 1 if span.path == COMMAND_LINE and span.line >= 1 else None
+
+
+def in_config_file(span: Span) -> bool:
+    """The span is in a YAML config file (a value a project config file chose), not in a script."""
+    return span.path.endswith((".yaml", ".yml"))
 
 
 def place(span: Span) -> str:
@@ -267,7 +274,25 @@ class FileReport:
     launches: int = 0
     text: str | None = None  # kept for the code frames of the text renderer
     verl: set[str] = field(default_factory=set)  # the verl releases its launches were linted against
+    note: str = ""  # how the file was linted, when not as a script (a primary config: as which launch)
+    # Per value of a project config file (its span): the launches in whose config it is in effect.
+    file_value_users: dict[Span, set[Span]] = field(default_factory=dict)
     cached: bool = False  # read back from the result cache (results.py)
+
+    def text_of(self, path: str) -> str | None:
+        """The text a finding's span points into: the script's own, else the file it names (a file
+        the script sources, a project config file), read once."""
+        if path == self.path or path.startswith("<"):
+            return self.text
+        return _file_text(path)
+
+
+@lru_cache(maxsize=256)
+def _file_text(path: str) -> str | None:
+    try:
+        return read_regular(path)[: 4 * 2**20].decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 

@@ -6,14 +6,14 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from . import registry, shell
+from . import embedded, registry, shell
 from .config.compose import Composer
 from .config.context import Context
 from .engines.versions import context_versions, project_root, resolve
 from .environment import installed_versions
 from .launch import recognise as launch_mod
 from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, locate_app, verl_tree_for
-from .model import Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Span, Word
+from .model import Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Related, Span, Word, in_config_file
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
@@ -47,10 +47,45 @@ def lint_text(
             variants.setdefault(la.span, []).append((la.variant, diags))
     for each in variants.values():
         report.diagnostics.extend(across_variants(each))
-    # Suppression comments live in this file; findings in sourced files or on a command line keep theirs.
-    own = [d for d in report.diagnostics if d.span.path == path]
-    others = [d for d in report.diagnostics if d.span.path != path]
-    report.diagnostics = finalize(apply_suppressions(own, text, path) + others, options)
+    # Suppression comments live in this file, and in the config files a finding is located in (a
+    # `# verl-lint: disable=VL230` on a YAML line); findings in sourced files or on a command line keep theirs.
+    by_file: dict[str, list[Diagnostic]] = {}
+    for d in report.diagnostics:
+        by_file.setdefault(d.span.path, []).append(d)
+    kept = apply_suppressions(by_file.pop(path, []), text, path)
+    for where, diags in by_file.items():
+        yaml_text = report.text_of(where) if in_config_file(diags[0].span) else None
+        kept += apply_suppressions(diags, yaml_text, where, report_unused=False) if yaml_text else diags
+    report.diagnostics = finalize(kept, options)
+    return report
+
+
+def lint_source(path: str, text: str, options: Options, composer: Composer) -> FileReport:
+    """Lint a file: a shell script, a doc or workflow holding launches (its shell view, line for
+    line), or a project's primary config (as the launch that uses it as it is)."""
+    p = Path(path)
+    what = embedded.kind(p, text) if p.suffix.lower() in embedded.DOCS + embedded.YAMLS else None
+    if what == "config":
+        return lint_config(path, text, options, composer)
+    return lint_text(path, embedded.shell_view(p, text) if what else text, options, composer)
+
+
+def lint_config(path: str, text: str, options: Options, composer: Composer) -> FileReport:
+    """A primary config linted as the launch that uses it with no override: the findings located in
+    its files (it and the files its defaults list merges) and whether it composes; what a launch
+    would still have to set (a mandatory value) is the scripts' to say."""
+    config = Path(path)
+    launch, note = embedded.config_launch(config)
+    as_script = str(config.resolve().parent / f".{config.name}.launch")  # the launch runs beside the config
+    linted = lint_text(as_script, launch, options, composer)
+    report = FileReport(path, text=text, verl=linted.verl, file_value_users=linted.file_value_users, note=note)
+    report.errors = [replace(e, path=path, line=1, col=1) if e.path == as_script else e for e in linted.errors]
+    here = Span(path, 1, 1, 1, 1)
+    for d in linted.diagnostics:
+        if in_config_file(d.span):
+            report.diagnostics.append(replace(d, related=tuple(r for r in d.related if r.span.path != as_script)))
+        elif d.code in (CONFIG_COMPOSITION_ERROR.code, LAUNCH_NOT_ANALYSABLE.code):
+            report.diagnostics.append(replace(d, span=here, related=()))
     return report
 
 
@@ -102,6 +137,9 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
         return [], False  # not a Hydra app (a data-prep script, pip, ...)
     if la.note:  # a branch the script's own values do not take: say under which condition
         diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
+    # A finding in a project config file names the launch that composes it (the file may serve many).
+    reached = Related("", la.entry_span, "the launch that composes this config file")
+    diags = [replace(d, related=(*d.related, reached)) if in_config_file(d.span) and d.span.path != la.span.path else d for d in diags]
     return diags, True
 
 
@@ -154,6 +192,8 @@ def launch_context(la: Launch, options: Options, composer: Composer, script_dir:
     if app.verl_version:
         report.verl.add(app.verl_version)
     comp = composer.compose(app, la.overrides, la.entry_span)
+    for s in comp.file_settings:
+        report.file_value_users.setdefault(s.word.span, set()).add(la.entry_span)
     if comp.config is None or la.prints_only:
         return list(comp.diagnostics)  # with `--cfg job` and the like only the composition can fail
     given = {k: (v, options.version_origin.get(k, "given")) for k, v in options.versions.items()}

@@ -17,9 +17,10 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from . import embedded
 from .files import NotRegularFile, file_kind, has_sh_shebang, is_shell_script, open_regular
 from . import results
-from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Span, command_text
+from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Span, command_text, in_config_file
 from .registry import Rule
 from .rules.script import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .settings import Settings
@@ -86,9 +87,29 @@ def collect(
             error(raw, f"not a regular file ({kind})")
         elif p.suffix in ("", ".sh", ".bash") or has_sh_shebang(p):
             add(p, st)
+        elif embedded_kind(p):
+            add(p, st)
+        elif p.suffix.lower() in embedded.YAMLS:
+            error(raw, "not a primary config (no defaults list naming a verl config such as ppo_trainer) nor a workflow with a verl launch")
+        elif p.suffix.lower() in embedded.DOCS:
+            error(raw, "no shell code block with a verl launch in this document")
         else:
             error(raw, f"not a shell script (a {p.suffix} file without an sh shebang)")
     return files, errors
+
+
+def embedded_kind(path: Path) -> str | None:
+    """What a doc or YAML file holds for verl-lint (`embedded.kind`), read within 1 MiB; None
+    for one it has nothing to do with (or cannot read)."""
+    if path.suffix.lower() not in embedded.DOCS + embedded.YAMLS:
+        return None
+    try:
+        data, size = _read_bounded(path, 2**20)
+    except OSError:
+        return None
+    if size > 2**20 or b"\0" in data[:8192]:
+        return None
+    return embedded.kind(path, data.decode("utf-8", "replace"))
 
 
 def _unreachable(p: Path, ex: OSError) -> str:
@@ -127,7 +148,7 @@ def _walk(root: Path, ignores: _Ignores, note: Callable[[str], None], error: Cal
         dnames[:] = sorted(n for n in dnames if n != ".git" and not ignores.ignored(rel / n, True))
         for n in sorted(fnames):
             f = d / n
-            if f.suffix not in ("", ".sh", ".bash") or ignores.ignored(rel / n, False):
+            if f.suffix.lower() not in ("", ".sh", ".bash", *embedded.DOCS, *embedded.YAMLS) or ignores.ignored(rel / n, False):
                 continue
             try:
                 fst = os.stat(f)
@@ -136,7 +157,7 @@ def _walk(root: Path, ignores: _Ignores, note: Callable[[str], None], error: Cal
                 continue
             if kind := file_kind(fst.st_mode):
                 note(f"{f}: skipped: not a regular file ({kind})")
-            elif is_shell_script(f):
+            elif is_shell_script(f) or embedded_kind(f):
                 yield f, fst
 
 
@@ -407,7 +428,7 @@ def lint_script(
     try:
         if report is None:
             with _time_limit(options.timeout):
-                report = results.computed(entry, lambda: _pipeline().lint_text(name, text, opts, composer or process_composer(use_cache)))
+                report = results.computed(entry, lambda: _pipeline().lint_source(name, text, opts, composer or process_composer(use_cache)))
     except _Timeout:
         msg = f"analysis took longer than {options.timeout:g} s; not analysed (raise the limit with --timeout)"
         return FileReport(name, diagnostics=[_limit_diag(name, ANALYSIS_TIMEOUT, msg)], text=text)
@@ -451,9 +472,11 @@ def lint_paths(
     per_file_ignores: dict | None = None,
     jobs: int | None = None,
     timings: dict[str, float] | None = None,
+    once: bool = True,
 ) -> list[FileReport]:
     """Lint `files` (and the command), on a process pool for many files; with `timings`, here,
-    recording each file's seconds in it (`check -v`)."""
+    recording each file's seconds in it (`check -v`). `once`: these reports are the whole run's
+    (else the caller applies `once_per_run` to all of them)."""
     reports: list[FileReport] = []
     if command_argv:
         reports.append(_pipeline().lint_text(COMMAND_LINE, command_text(command_argv), options, process_composer(use_cache)))
@@ -480,21 +503,53 @@ def lint_paths(
                 if timings is not None:
                     timings[str(f)] = time.perf_counter() - start
     reports.extend(cached.get(f) or done[f] for f in files)
-    _once_per_run(reports)
+    if once:
+        once_per_run(reports)
     return reports
 
 
-def _once_per_run(reports: list[FileReport]) -> None:
-    """Keep a finding about verl's own defaults (or the run) only where it first appears."""
+def once_per_run(reports: list[FileReport]) -> None:
+    """Keep a finding about verl's own defaults (or the run) only where it first appears, and one
+    located in another file than the script's (a project config file, a sourced file) once, however
+    many launches reach it: with the plainest message among them (a branch note of one launch is
+    not the file's). A finding at a config file's value that only some of the launches it reaches
+    have says for which."""
     seen: set[tuple] = set()
+    plainest: dict[tuple, str] = {}
+    launches: dict[tuple, set] = {}  # per finding in a config file: the launches that have it
+    users: dict = {}  # per value of a config file: the launches it is in effect in
+    for r in reports:
+        for span, spans in r.file_value_users.items():
+            users.setdefault(span, set()).update(spans)
+        for d in r.diagnostics:
+            if _elsewhere(r, d):
+                ident = (d.code, d.span, d.key)
+                if ident not in plainest or len(d.message) < len(plainest[ident]):
+                    plainest[ident] = d.message
+                launches.setdefault(ident, set()).update(rel.span for rel in d.related if rel.key == "" and rel.span.path != d.span.path)
     for r in reports:
         kept = []
         for d in r.diagnostics:
-            if d.once:
-                ident = (d.code, d.key, d.message)
+            if d.once or _elsewhere(r, d):
+                ident = (d.code, d.key, d.message) if d.once else (d.code, d.span, d.key)
                 if ident in seen:
                     continue
                 seen.add(ident)
+                if not d.once:
+                    d = replace(d, message=plainest[ident] + _only_for(launches[ident], users.get(d.span, set())))
             kept.append(d)
         r.diagnostics = kept
 
+
+def _elsewhere(r: FileReport, d) -> bool:
+    """Located in a file other launches may reach too: a config file, or a file the script sources."""
+    return in_config_file(d.span) or (d.span.path != r.path and not d.span.path.startswith("<"))
+
+
+def _only_for(having: set, composing: set) -> str:
+    """The note of a config file's finding that holds for some of the launches composing it only."""
+    others = len(composing - having)
+    if not having or not others:
+        return ""
+    at = ", ".join(f"{s.path}:{s.line}" for s in sorted(having)[:3]) + (" and more" if len(having) > 3 else "")
+    return f" (for the launch at {at}; not for the {others} other launch{'es' if others > 1 else ''} this value reaches)"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..model import Severity, argument
+from ..embedded import DOCS, YAMLS
 from ..model import FileReport, stats
 from ..settings import registered_rules
 from ..terminal import plural, safe, width
@@ -67,17 +68,19 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
             if color:
                 sev = _COLORS[d.severity] + sev + _RESET
             out.append(f"{where(d.span)}: {d.code} [{sev}] {safe(d.message)}")
-            out.extend(_frame(r.text, d, color))
+            out.extend(_frame(r.text_of(d.span.path), d, color))
             for rel in d.related:
                 out.append(f"  = note: {safe(rel.note)} ({where(rel.span)})")
             if d.help:
                 out.append(f"  = help: {safe(d.help)}")
             out.append("")
     if show_summary:
+        out.extend(f"{safe(r.path)}: {safe(r.note)}" for r in reports if r.note)
         s = stats(reports)
         n_err = sum(len(r.errors) for r in reports)
         linted = s["files"] - s["files_unreadable"]
-        scope = f"{plural(linted, 'script')} linted, {plural(s['launches'], 'launch', 'launches')}"
+        noun = "file" if any(r.path.lower().endswith(DOCS + YAMLS) for r in reports) else "script"
+        scope = f"{plural(linted, noun)} linted, {plural(s['launches'], 'launch', 'launches')}"
         if s["files_unreadable"]:
             scope += f"; {s['files_unreadable']} could not be read"
         if s["findings"]:
@@ -140,6 +143,7 @@ def summary(reports: list[FileReport]) -> dict:
         "type": "summary",
         "files": {"linted": s["files"] - s["files_unreadable"], "unreadable": s["files_unreadable"], "not_analysed": s["files_unanalysed"]},
         "launches": {"analysed": s["launches"], "not_analysable": s["unanalysed"], "reasons": reasons(reports), "by_file": by_file},
+        "configs": {r.path: r.note for r in reports if r.note},  # primary configs linted on their own, and as which launch
     }
 
 
@@ -241,7 +245,7 @@ def render_sarif(reports: list[FileReport]) -> str:
                 "level": level[d.severity],
                 "message": {"text": d.message + (f"\nhelp: {d.help}" if d.help else "")},
                 "locations": [{"physicalLocation": _physical(d.span)}],
-                "partialFingerprints": {"verlLint/v1": _fingerprint(r.text, d, seen)},
+                "partialFingerprints": {"verlLint/v1": _fingerprint(r.text_of(d.span.path), d, seen)},
             }
             if d.code in index:
                 res["ruleIndex"] = index[d.code]

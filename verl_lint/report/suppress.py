@@ -20,8 +20,9 @@ def _matches(code_or_name: str, d: Diagnostic) -> bool:
     return d.code.startswith(code_or_name) or d.name == code_or_name
 
 
-def apply_suppressions(diags: list[Diagnostic], text: str, path: str) -> list[Diagnostic]:
-    """Drop suppressed findings; report suppressions that suppressed nothing (VL003)."""
+def apply_suppressions(diags: list[Diagnostic], text: str, path: str, report_unused: bool = True) -> list[Diagnostic]:
+    """Drop suppressed findings; report suppressions that suppressed nothing (VL003), unless the
+    file serves other launches too (`report_unused` False: a project config file)."""
     lines = text.splitlines()
     directives = []  # (kind, codes, comment line, applies-to lines, col)
     for i, line in enumerate(lines, start=1):
@@ -51,7 +52,7 @@ def apply_suppressions(diags: list[Diagnostic], text: str, path: str) -> list[Di
             used.add(hit)
         else:
             kept.append(d)
-    for codes, line, _targets, col, end in directives:
+    for codes, line, _targets, col, end in directives if report_unused else ():
         for c in codes:
             if (line, c) not in used:
                 message = f"this suppression of {c} suppressed nothing"
@@ -83,7 +84,7 @@ def baseline_entries(reports) -> list[dict]:
     out = []
     for r in reports:
         for d in r.diagnostics:
-            out.append({"path": _rel(d.span.path), "code": d.code, "key": d.key, "fingerprint": fingerprint(d, r.text)})
+            out.append({"path": _rel(d.span.path), "code": d.code, "key": d.key, "fingerprint": fingerprint(d, r.text_of(d.span.path))})
     return out
 
 
@@ -104,7 +105,7 @@ def filter_baseline(path: Path, reports) -> int:
     for r in reports:
         kept = []
         for d in r.diagnostics:
-            k = (_rel(d.span.path), d.code, d.key, fingerprint(d, r.text))
+            k = (_rel(d.span.path), d.code, d.key, fingerprint(d, r.text_of(d.span.path)))
             if budget[k] > 0:
                 budget[k] -= 1
                 hidden += 1
