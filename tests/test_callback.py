@@ -8,6 +8,7 @@ by the marker's absence. In-process tests cover `lint_config`, the adapter both 
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -509,3 +510,24 @@ def test_config_class_rules_are_checked_only_when_selected(tmp_path, verl_trees)
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.select=[VL110]", knob)
     assert proc.returncode == 1 and marker is None, output(proc)
     assert "VL110 [error]" in proc.stderr and "FSDPActorConfig" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_project_config_files_values_are_reported_at_their_yaml_lines(tmp_path, verl_trees):
+    """The job's primary config is the project's own: its findings name the YAML line, not the command line."""
+    tree = verl_trees[NEWEST]
+    conf = tmp_path / "config"
+    conf.mkdir()
+    (conf / "my_grpo.yaml").write_text(
+        f"hydra:\n  searchpath:\n    - file://{config_dir(tree)}\n"
+        "defaults:\n  - ppo_trainer\n  - _self_\n"
+        "algorithm:\n  kl_ctrl:\n    kl_coef: 0.01\n"
+        "actor_rollout_ref:\n  rollout:\n    name: vllm\n    tensor_parallel_size: 2\n"
+    )
+    args = (ENABLE_LINE, f"{CB}.select=[VL110,VL233]", f"{CB}.fail_on=warning")
+    proc, data = run_app(tmp_path, tree, *args, cdir=conf, config_name="my_grpo", name_rollout=False)
+    assert proc.returncode != 0 and data is None, output(proc)
+    text = output(proc)
+    assert re.search(r"VL233 \[warning\] algorithm\.kl_ctrl\.kl_coef  at \S*config/my_grpo\.yaml:9:5", text), text
+    assert re.search(r"VL110 \[error\] actor_rollout_ref\.rollout\.tensor_parallel_size  at \S*config/my_grpo\.yaml:13:5", text), text
+    assert "(default from" not in text

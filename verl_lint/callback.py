@@ -59,7 +59,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 from .files import write_atomic
-from .model import Severity
+from .model import Severity, in_config_file
 from .terminal import safe  # findings quote config values, which may come from any YAML file
 
 log = logging.getLogger("verl_lint")
@@ -240,7 +240,8 @@ def format_block(blocking: list, others: list, fail_on: str) -> str:
         "",
     ]
     for d in list(blocking) + list(others):
-        lines.append(f"  {d.code} [{d.severity}] {safe(d.key or '-')}")
+        at = f"  at {d.span.path}:{d.span.line}:{d.span.col}" if in_config_file(d.span) else ""
+        lines.append(f"  {d.code} [{d.severity}] {safe(d.key or '-')}{safe(at)}")
         lines.append(f"      {safe(d.message)}")
         if d.help:
             lines.append(f"      help: {safe(d.help)}")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from .config.compose import AppliedOverride, Composition
+from .config.compose import AppliedOverride, Composition, live_file_settings
 from .config.context import Context
 from .engines.versions import ENGINES, Evidence
 from .environment import installed_versions
@@ -85,6 +85,7 @@ def lint_config(
     comp = Composition(app, cfg)
     comp.overrides = _applied(overrides, choices, sys.argv if argv is None else argv)
     launch.overrides = [o.word for o in comp.overrides]
+    comp.file_settings = _file_settings(hydra_node, config_name, comp.overrides, tree)
 
     env_vars = {name: EnvVar(name, value, Span(ENVIRONMENT, 1, 1, 1, 1), None, True) for name, value in env.items()}
     env_vars.update(_ray_env(cfg, comp, anchor))
@@ -135,6 +136,16 @@ def _verl_tree(task_file: str | None, config_dirs: tuple):
         if tree is not None:
             return tree
     return installed_tree()
+
+
+def _file_settings(hydra_node, config_name: str, overrides: list[AppliedOverride], tree) -> list[AppliedOverride]:
+    """The values the job's project config files chose, located in them (none without such files)."""
+    raw = OmegaConf.select(hydra_node, "runtime.config_sources", default=None) if hydra_node is not None else None
+    sources = [(str(s.get("provider")), f"{s.get('schema')}://{s.get('path')}") for s in raw or () if s.get("path")]
+    try:
+        return live_file_settings(sources, config_name or None, [o.line for o in overrides if o.kind == "group"], tree.root if tree else None)
+    except Exception:  # noqa: BLE001 - Hydra already composed this job: a defaults list it cannot rebuild only loses the locations
+        return []
 
 
 def _hydra_app(task_file, config_dirs, config_name, tree):
@@ -229,6 +240,8 @@ def _add_provenance(d, comp, env_vars, choices, config_name) -> None:
     if not d.key or "(from the command line" in d.message or "(default from" in d.message:
         return
     setter = comp.last_setter(d.key)
+    if setter is not None and setter.in_file:
+        return  # located in the config file
     if setter is not None:
         d.message += f" (from the command line: `{setter.line}`)"
     elif d.span.path == ENVIRONMENT or (d.key in env_vars and "." not in d.key):

@@ -347,6 +347,30 @@ class Composer:
         return entry("bases", ident, self.cache_root)
 
 
+def live_file_settings(sources: list[tuple[str, str]], config_name: str | None, group_lines: list[str], verl_root: Path | None) -> list[AppliedOverride]:
+    """The values a running job's project config files chose, located as `check` locates them:
+    its defaults list rebuilt by Hydra from the job's config sources (`(provider, "file:///dir")`)
+    and group overrides, only when one of those directories is the project's own (a plain verl
+    launch pays nothing)."""
+    dirs = [url[len("file://") :] for _, url in sources if url.startswith("file://")]
+    if not any(is_user_file(os.path.realpath(d), verl_root) for d in dirs):
+        return []
+    h = _hydra()
+    csp = h.ConfigSearchPathImpl()
+    for provider, url in sources:
+        csp.append(provider, url)
+    repo = h.CachingConfigRepository(h.ConfigRepository(config_search_path=csp))
+    overrides = h.PARSER.parse_overrides(group_lines)
+    defaults = h.create_defaults_list(repo=repo, config_name=config_name, overrides_list=overrides, prepend_hydra=False, skip_missing=False)
+    merged = []
+    for d in defaults.defaults:
+        loaded = repo.load_config(d.config_path) if d.config_path else None
+        file = merged_file(loaded.path, d.config_path) if loaded is not None else None
+        if file is not None:
+            merged.append(Merged(file, d.config_path, d.package or "", is_user_file(file, verl_root)))
+    return [file_setting(v) for v in file_values(merged, verl_root)]
+
+
 def _load_disk(path: Path) -> bytes | ComposeError | None:
     """A stored base (the pickled config and its file values) or a config's stored error; None for a missing,
     corrupt or wrong-type entry (composed again and rewritten)."""

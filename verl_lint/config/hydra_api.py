@@ -13,7 +13,9 @@ import sys
 
 import hydra
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.config_repository import ConfigRepository
+from hydra._internal.config_repository import CachingConfigRepository, ConfigRepository
+from hydra._internal.config_search_path_impl import ConfigSearchPathImpl
+from hydra._internal.defaults_list import create_defaults_list
 from hydra._internal.utils import create_config_search_path
 from hydra.core.config_search_path import SearchPathQuery
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -24,8 +26,8 @@ from hydra.errors import HydraException, OverrideParseException
 from hydra.types import RunMode
 
 __all__ = [
-    "ConfigLoaderImpl", "ConfigRepository", "HydraException", "JobRuntime", "OverrideParseException", "PARSER", "RunMode",
-    "SearchPathQuery", "create_config_search_path", "hydra",
+    "CachingConfigRepository", "ConfigLoaderImpl", "ConfigRepository", "ConfigSearchPathImpl", "HydraException", "JobRuntime", "OverrideParseException", "PARSER", "RunMode",
+    "SearchPathQuery", "create_config_search_path", "create_defaults_list", "hydra",
 ]
 
 
