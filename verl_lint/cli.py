@@ -36,7 +36,7 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
 def _build_check(c: argparse.ArgumentParser) -> None:
     c.add_argument(
         "paths", nargs="*",
-        help="scripts or directories (recursively: *.sh, *.bash, sh shebangs); `-` reads a script from stdin (default: .)",
+        help="scripts, primary configs (*.yaml), docs and workflows holding launches, or directories (recursively: *.sh, *.bash, sh shebangs, and those); `-` reads a script from stdin (default: .)",
     )
     c.add_argument("--stdin-filename", metavar="PATH", help="the name of the script read from stdin: findings carry it; settings and per-file-ignores follow it")
     c.add_argument("--no-ignore", action="store_true", help="in directories, also lint what .gitignore and .git/info/exclude ignore")

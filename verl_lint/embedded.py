@@ -18,10 +18,12 @@ import re
 from pathlib import Path
 
 DOCS = (".md", ".markdown", ".rst")
+# Script rules that do not apply to a doc's snippets: pseudo-bash, and variables set elsewhere.
+NOT_FOR_SNIPPETS = ("VL001", "VL002", "VL011")
 YAMLS = (".yaml", ".yml")
 
 # A verl launch, as a quick test of a block's text (the shell front end decides what it really is).
-_LAUNCH = re.compile(r"(?:python[\d.]*|torchrun|ray\s+job\s+submit)\b[^\n]*?(?:-m\s+[\w.]+|\S+\.py\b)")
+_LAUNCH = re.compile(r"(?:^|[\s;&|(=\"'])(?:python[\d.]*|torchrun|ray\s+job\s+submit)\s[^\n]*?(?:-m\s+[\w.]+|\S+\.py\b)", re.MULTILINE)
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*\{?\s*([\w+-]*)")
 _SHELL_LANGS = {"", "bash", "sh", "shell", "zsh", "console", "shell-session", "shellsession", "terminal"}
 _RST_BLOCK = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode)::\s*(\w*)\s*$")
@@ -52,8 +54,17 @@ def shell_view(path: Path, text: str) -> str:
 
 
 def doc_view(text: str, rst: bool) -> str:
+    """The shell blocks of a doc that hold a launch (a block of fragments, output or pseudo-code
+    is not a command anyone runs as it is), other lines blank."""
     lines = text.split("\n")
     keep = [False] * len(lines)
+
+    def block(start: int, end: int, options: bool = False) -> None:
+        body = [j for j in range(start, end) if not (options and lines[j].lstrip().startswith(":"))]  # rst `:linenos:`
+        if _LAUNCH.search("\n".join(lines[j] for j in body)):
+            for j in body:
+                keep[j] = True
+
     i = 0
     while i < len(lines):
         if rst:
@@ -62,8 +73,8 @@ def doc_view(text: str, rst: bool) -> str:
                 indent = len(m.group(1))
                 j = i + 1
                 while j < len(lines) and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > indent):
-                    keep[j] = not lines[j].lstrip().startswith(":")  # block options (`:linenos:`)
                     j += 1
+                block(i + 1, j, options=True)
                 i = j
                 continue
         m = _FENCE.match(lines[i])
@@ -71,12 +82,18 @@ def doc_view(text: str, rst: bool) -> str:
             fence, lang = m.group(2), m.group(3).lower()
             j = i + 1
             while j < len(lines) and not lines[j].lstrip().startswith(fence[0] * len(fence)):
-                keep[j] = lang in _SHELL_LANGS
                 j += 1
+            if lang in _SHELL_LANGS:
+                block(i + 1, j)
             i = j + 1
             continue
         i += 1
-    return "\n".join(_unprompted(line) if k else "" for line, k in zip(lines, keep))
+    return "\n".join(_placeholders(_unprompted(line)) if k else "" for line, k in zip(lines, keep))
+
+
+def _placeholders(line: str) -> str:
+    """A doc's `...` standing for more overrides is not one (blanked, the continuation kept)."""
+    return re.sub(r"(?<!\S)(?:\.\.\.|…)(?=\s|$)", lambda m: " " * len(m.group(0)), line)
 
 
 def _unprompted(line: str) -> str:

@@ -67,7 +67,10 @@ def lint_source(path: str, text: str, options: Options, composer: Composer) -> F
     what = embedded.kind(p, text) if p.suffix.lower() in embedded.DOCS + embedded.YAMLS else None
     if what == "config":
         return lint_config(path, text, options, composer)
-    return lint_text(path, embedded.shell_view(p, text) if what else text, options, composer)
+    report = lint_text(path, embedded.shell_view(p, text) if what else text, options, composer)
+    if what == "doc":  # snippets, not whole scripts: what a launch needs from before it is not there
+        report.diagnostics = [d for d in report.diagnostics if d.code not in embedded.NOT_FOR_SNIPPETS]
+    return report
 
 
 def lint_config(path: str, text: str, options: Options, composer: Composer) -> FileReport:

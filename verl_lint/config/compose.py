@@ -299,7 +299,7 @@ class Composer:
             loaded = load_single(default=default, repo=repo)
             file = merged_file(loaded.path, default.config_path)
             if file is not None:
-                merged.append(Merged(file, default.config_path, default.package or "", is_user_file(file, verl_root)))
+                merged.append(Merged(file, default.config_path, default.package or "", is_user_file(file, verl_root), default.primary))
             return loaded
 
         loader._load_single_config = recording
@@ -367,7 +367,7 @@ def live_file_settings(sources: list[tuple[str, str]], config_name: str | None, 
         loaded = repo.load_config(d.config_path) if d.config_path else None
         file = merged_file(loaded.path, d.config_path) if loaded is not None else None
         if file is not None:
-            merged.append(Merged(file, d.config_path, d.package or "", is_user_file(file, verl_root)))
+            merged.append(Merged(file, d.config_path, d.package or "", is_user_file(file, verl_root), d.primary))
     return [file_setting(v) for v in file_values(merged, verl_root)]
 
 

@@ -28,6 +28,7 @@ class Merged(NamedTuple):
     name: str  # its config path in the search path (`ppo_trainer`, `actor/dp_actor`)
     package: str  # where its content lands ("" = the root)
     user: bool  # the project's own file, not verl's shipped config (nor Hydra's)
+    primary: bool = False  # the launch's primary config (--config-name)
 
 
 class FileValue(NamedTuple):
@@ -116,8 +117,14 @@ def _ship(shipped: dict[str, object], key: str, v_node) -> None:
 
 
 def _counterpart(verl_config: Path, m: Merged) -> dict[str, object]:
-    """verl's values in its config of the same name as the user file `m`, under `m`'s package."""
-    loaded = _load(str(verl_config / (m.name if m.name.endswith((".yaml", ".yml")) else f"{m.name}.yaml")))
+    """verl's values in its config of the same name as the user file `m`, under `m`'s package. A
+    primary config with no namesake in verl is compared with verl's own primary config (a copy of
+    `ppo_trainer.yaml` renamed `ppo_trainer_split.yaml` restates its defaults too)."""
+    name = m.name.removesuffix(".yaml").removesuffix(".yml")
+    file = verl_config / f"{name}.yaml"
+    if m.primary and not file.is_file():
+        file = verl_config / ("ppo_megatron_trainer.yaml" if "megatron" in name else "ppo_trainer.yaml")
+    loaded = _load(str(file))
     out: dict[str, object] = {}
     if loaded is not None:
         for key, _, v_node in _leaves(loaded[1], m.package, top=True):
