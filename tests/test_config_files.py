@@ -158,13 +158,21 @@ DOC = """\
 ```bash
 python3 -m verl.trainer.main_ppo \\
     actor_rollout_ref.rollout.name=vllm \\
-    data.train_batch_sizee=64
+    data.train_batch_sizee=64 \\
+    ...
 ```
 
 Output:
 
 ```text
 python3 -m verl.trainer.main_ppo data.not_a_key=1
+```
+
+Add these lines to your script (a fragment, not a command):
+
+```bash
+actor_rollout_ref.rollout.enforce_eager=False \\
+trainer.nnodez=1
 ```
 """
 
@@ -206,7 +214,7 @@ run: |
 @pytest.mark.parametrize(
     "name, text, expected",
     [
-        ("docs/quickstart.md", DOC, [(6, 5, "VL101")]),  # the text block is not shell
+        ("docs/quickstart.md", DOC, [(6, 5, "VL101")]),  # `...` stands for more; the text block and the fragment are not commands
         ("docs/start.rst", RST, [(6, 75, "VL101")]),  # the `$ ` prompt is not part of the command
         (".github/workflows/e2e.yml", WORKFLOW, [(8, 83, "VL101"), (13, 31, "VL101")]),
         ("sky/train.yaml", SKYPILOT, [(6, 72, "VL101")]),
