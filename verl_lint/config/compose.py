@@ -40,7 +40,7 @@ from ..rules.hydra_keys import (
     UNKNOWN_CONFIG_KEY,
 )
 from .keys import closest_key
-from .user_files import FileValue, Merged, file_values, is_user_file, merged_file
+from .user_files import FileValue, Merged, file_values, is_user_file, merged_entry
 
 def _hydra():
     """Hydra's internals, imported and set up when the first launch is composed."""
@@ -291,15 +291,13 @@ class Composer:
     def _compose_base(self, app: HydraApp, base_lines: tuple[str, ...], keep_hydra: bool = False) -> bytes | Exception:
         h = _hydra()
         loader = h.ConfigLoaderImpl(config_search_path=self._search_path(app))
-        merged: list[Merged] = []
+        merged: list[Merged | None] = []
         load_single = loader._load_single_config
         verl_root = app.verl.root if app.verl else None
 
         def recording(default, repo):  # the defaults list, in the order Hydra merges it
             loaded = load_single(default=default, repo=repo)
-            file = merged_file(loaded.path, default.config_path)
-            if file is not None:
-                merged.append(Merged(file, default.config_path, default.package or "", is_user_file(file, verl_root), default.primary))
+            merged.append(merged_entry(loaded.path, default, verl_root))
             return loaded
 
         loader._load_single_config = recording
@@ -362,12 +360,8 @@ def live_file_settings(sources: list[tuple[str, str]], config_name: str | None, 
     repo = h.CachingConfigRepository(h.ConfigRepository(config_search_path=csp))
     overrides = h.PARSER.parse_overrides(group_lines)
     defaults = h.create_defaults_list(repo=repo, config_name=config_name, overrides_list=overrides, prepend_hydra=False, skip_missing=False)
-    merged = []
-    for d in defaults.defaults:
-        loaded = repo.load_config(d.config_path) if d.config_path else None
-        file = merged_file(loaded.path, d.config_path) if loaded is not None else None
-        if file is not None:
-            merged.append(Merged(file, d.config_path, d.package or "", is_user_file(file, verl_root), d.primary))
+    loaded = [(repo.load_config(d.config_path), d) for d in defaults.defaults if d.config_path]
+    merged = [merged_entry(config.path, d, verl_root) for config, d in loaded if config is not None]
     return [file_setting(v) for v in file_values(merged, verl_root)]
 
 

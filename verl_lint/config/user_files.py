@@ -44,13 +44,14 @@ class FileValue(NamedTuple):
     end_col: int
 
 
-def merged_file(source_path: str, config_path: str) -> str | None:
-    """The YAML file of a defaults-list entry loaded from `source_path` (`file:///dir`), else None
-    (Hydra's own `pkg://` and `structured://` configs)."""
-    if not source_path.startswith("file://"):
+def merged_entry(source_path: str, default, verl_root: Path | None) -> Merged | None:
+    """The entry of Hydra's defaults list `default` (a ResultDefault) loaded from `source_path`
+    (`file:///dir`), else None (Hydra's own `pkg://` and `structured://` configs)."""
+    if not source_path.startswith("file://") or not default.config_path:
         return None
-    name = config_path if config_path.endswith((".yaml", ".yml")) else f"{config_path}.yaml"
-    return os.path.realpath(os.path.join(source_path[len("file://") :], name))
+    name = default.config_path if default.config_path.endswith((".yaml", ".yml")) else f"{default.config_path}.yaml"
+    file = os.path.realpath(os.path.join(source_path[len("file://") :], name))
+    return Merged(file, default.config_path, default.package or "", is_user_file(file, verl_root), default.primary)
 
 
 def is_user_file(file: str, verl_root: Path | None) -> bool:
@@ -62,7 +63,7 @@ def is_user_file(file: str, verl_root: Path | None) -> bool:
     return not (file == package or file.startswith(package + os.sep))
 
 
-def file_values(merged: list[Merged], verl_root: Path | None) -> tuple[FileValue, ...]:
+def file_values(merged: list[Merged | None], verl_root: Path | None) -> tuple[FileValue, ...]:
     """The values the user files of `merged` chose that are still in effect after every later file
     of the defaults list merged (a later file replaces a key, and a scalar replaces a section).
 
@@ -70,6 +71,7 @@ def file_values(merged: list[Merged], verl_root: Path | None) -> tuple[FileValue
     earlier shipped file of the defaults list gave it, else the one verl's config of the same name
     gives it (a project that copies `optim/fsdp.yaml` into its own config dir restates verl's
     defaults, and is judged only where it differs)."""
+    merged = [m for m in merged if m is not None]
     if not any(m.user for m in merged):
         return ()
     shipped: dict[str, object] = {}  # key -> verl's value (sections: _SECTION)
