@@ -229,3 +229,35 @@ def test_launches_written_in_docs_and_workflows_are_located_in_them(tmp_path, mo
     assert not report.errors and report.text == text
     assert [(d.span.line, d.span.col, d.code) for d in report.diagnostics if d.span.path == name] == expected, report.diagnostics
     assert report.launches == len(expected) and not any(d.related for d in report.diagnostics)
+
+
+RENAMED = """\
+hydra:
+  searchpath:
+    - pkg://verl.trainer.config
+defaults:
+  - ppo_trainer
+  - _self_
+actor_rollout_ref:
+  actor:
+    optim:
+      warmup_style: cosine  # the schedule
+{also}"""
+
+
+@pytest.mark.slow
+def test_fix_renames_a_deprecated_key_in_its_yaml_file_keeping_comments(tmp_path, verl_trees):
+    (tmp_path / "config").mkdir()
+    conf = tmp_path / "config" / "my.yaml"
+    conf.write_text(RENAMED.format(also=""))
+    (tmp_path / "run.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/config --config-name=my actor_rollout_ref.rollout.name=vllm\n")
+    found, _ = _cli(tmp_path, verl_trees, ".")
+    assert found == [("config/my.yaml", 10, 7, "VL418")], found
+    fixed = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", ".", "--verl-root", str(verl_trees[NEWEST].root), "--fix"], cwd=tmp_path, capture_output=True, text=True)
+    assert conf.read_text() == RENAMED.format(also="").replace("warmup_style: cosine  # the schedule", "lr_scheduler_type: cosine  # the schedule"), fixed.stderr
+    assert fixed.returncode == 0 and "Fixed 1 finding in 1 file" in fixed.stderr, fixed.stderr
+    # verl's default written beside it: the rename would give the mapping the key twice.
+    conf.write_text(RENAMED.format(also="      lr_scheduler_type: constant\n"))
+    refused = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", ".", "--verl-root", str(verl_trees[NEWEST].root), "--fix"], cwd=tmp_path, capture_output=True, text=True)
+    assert "config/my.yaml: fix skipped: the fixed file would not parse the same way" in refused.stderr, refused.stderr
+    assert conf.read_text() == RENAMED.format(also="      lr_scheduler_type: constant\n")

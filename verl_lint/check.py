@@ -16,7 +16,7 @@ from .engines.versions import version_problem
 from .environment import installed_versions
 from .files import WriteError, write_atomic
 from .launch.locate import LocateError, VerlTree, find_checkout, installed_tree, release_tree, tree_at, verl_tree_for
-from .model import Diagnostic, Severity
+from .model import Diagnostic, Severity, in_config_file
 from .model import FileReport, InputError, Options, stats
 from .report.fix import apply_fixes
 from .report.render import RENDERERS, accounting, render_statistics
@@ -306,22 +306,20 @@ def fix(args: Namespace, command_argv, inputs: Plan, reports: list[FileReport], 
     """
     changed = fixed = failed = diffs = 0
     shown: list[Diagnostic] = []
-    for r in reports:
-        if not _fixable_file(r, args):
-            continue
-        res = apply_fixes(r.path, r.text, r.diagnostics, unsafe=args.unsafe_fixes, write=not args.diff)
+    for path, text, diags in _fix_targets(reports, args):
+        res = apply_fixes(path, text, diags, unsafe=args.unsafe_fixes, write=not args.diff)
         if res.failed:
             failed += 1
-            print(f"{r.path}: error: not fixed: {res.skipped_reason}", file=sys.stderr)
+            print(f"{path}: error: not fixed: {res.skipped_reason}", file=sys.stderr)
         elif res.skipped_reason:
-            print(f"{r.path}: fix skipped: {res.skipped_reason}", file=sys.stderr)
+            print(f"{path}: fix skipped: {res.skipped_reason}", file=sys.stderr)
         if args.diff:
             sys.stdout.write(res.diff)
             diffs += bool(res.diff)
         elif res.applied:
             changed += 1
             fixed += res.applied
-            shown += _with_fix(r, args.unsafe_fixes)
+            shown += [d for d in diags if d.fix is not None and (d.fix.safe or args.unsafe_fixes) and d.fix.span.path == path]
     if changed:
         if not args.quiet:
             print(f"Fixed {plural(fixed, 'finding')} in {plural(changed, 'file')}", file=sys.stderr)
@@ -331,6 +329,22 @@ def fix(args: Namespace, command_argv, inputs: Plan, reports: list[FileReport], 
     if not diffs and not failed and not args.quiet:
         print("No fixes available" + (" (use --unsafe-fixes for unsafe ones)" if not args.unsafe_fixes else ""), file=sys.stderr)
     return reports, failed, diffs
+
+
+def _fix_targets(reports: list[FileReport], args: Namespace):
+    """(path, text, findings) of each file --fix may edit: the linted files, and the project config
+    files that findings of theirs are located in (a YAML key renamed where it is written)."""
+    elsewhere: dict[str, list[Diagnostic]] = {}
+    for r in reports:
+        if _fixable_file(r, args):
+            yield r.path, r.text, r.diagnostics
+        for d in r.diagnostics:
+            if d.fix is not None and in_config_file(d.fix.span) and d.fix.span.path != r.path:
+                elsewhere.setdefault(d.fix.span.path, []).append(d)
+    for path, diags in elsewhere.items():
+        text = reports[0].text_of(path)
+        if text is not None and path not in {r.path for r in reports}:
+            yield path, text, diags
 
 
 def _fixable_file(r: FileReport, args: Namespace) -> bool:

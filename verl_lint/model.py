@@ -5,6 +5,7 @@ Real (not postponed) annotations here: defining these classes, at every Hydra jo
 the callback, then skips compiling a string per field.
 """
 
+import os
 import shlex
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -284,11 +285,15 @@ class FileReport:
         the script sources, a project config file), read once."""
         if path == self.path or path.startswith("<"):
             return self.text
-        return _file_text(path)
+        try:
+            return _file_text(path, os.stat(path).st_mtime_ns)
+        except OSError:
+            return None
 
 
 @lru_cache(maxsize=256)
-def _file_text(path: str) -> str | None:
+def _file_text(path: str, _mtime: int) -> str | None:
+    """A file's text, read once per version (a --fix that edits it is read again)."""
     try:
         return read_regular(path)[: 4 * 2**20].decode("utf-8", "replace")
     except OSError:

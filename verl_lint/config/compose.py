@@ -68,7 +68,7 @@ def file_setting(v: FileValue) -> AppliedOverride:
     line = f"{v.key}={v.text}"
     cwd = os.getcwd()  # shown as the user would name it: relative to where verl-lint runs, when under it
     path = os.path.relpath(v.path, cwd) if v.path.startswith(cwd + os.sep) else v.path
-    span = Span(path, v.line, v.col, v.end_line, v.end_col)
+    span = Span(path, v.line, v.col, v.end_line, v.end_col, *v.key_bytes)
     return AppliedOverride(Word(line, span), line, v.key, "add" if v.added else "set", in_file=True)
 
 

@@ -136,8 +136,13 @@ class Context:
         """A safe rename of override `o` to the key `new`, unless the user set `new` too. The
         `+`/`++` prefix follows what the config ships: `+old=v` becomes `new=v` where `new`
         exists (Hydra refuses to add a key that is there), `old=v` stays unprefixed only where it does."""
-        if self.comp.last_setter(new) is not None or o.in_file:
-            return None  # a key in a YAML file is renamed there (`yaml_rename_fix`), not on the command line
+        if self.comp.last_setter(new) is not None:
+            return None
+        if o.in_file:  # renamed in its YAML file, where only the key's own name can change
+            parent, _, name = o.key.rpartition(".")
+            new_parent, _, new_name = new.rpartition(".")
+            ok = parent == new_parent and self.has(new) == (o.kind == "set")
+            return Fix(f"rename `{name}` to `{new_name}` in {o.word.span.path}", True, "rename-key", o.word.span, old=name, new=new_name) if ok else None
         if (o.kind == "set" and self.has(new)) or o.kind == "force_add" or (o.kind == "add" and not self.has(new)):
             return Fix(f"rename `{o.key}` to `{new}`", True, "rename-key", o.word.span, old=o.key, new=new)
         if o.kind == "add" and o.value_unknown is None:

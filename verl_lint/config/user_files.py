@@ -42,6 +42,7 @@ class FileValue(NamedTuple):
     col: int
     end_line: int
     end_col: int
+    key_bytes: tuple[int, int] = (0, 0)  # the key's name in the file, as byte offsets (a rename edits it)
 
 
 def merged_entry(source_path: str, default, verl_root: Path | None) -> Merged | None:
@@ -103,7 +104,9 @@ def file_values(merged: list[Merged | None], verl_root: Path | None) -> tuple[Fi
                 value = "True" if value.strip().lower() in ("true", "yes", "on") else "False"  # as Hydra prints it
             end = end if same_line else k_node.end_mark
             added = key not in shipped and key not in own
-            owner[key] = FileValue(key, value.strip(), added, m.file, start.line + 1, start.column + 1, end.line + 1, end.column + 1)
+            key_start = len(text[: k_node.start_mark.index].encode("utf-8", "surrogateescape"))
+            key_bytes = (key_start, key_start + len(text[k_node.start_mark.index : k_node.end_mark.index].encode("utf-8", "surrogateescape")))
+            owner[key] = FileValue(key, value.strip(), added, m.file, start.line + 1, start.column + 1, end.line + 1, end.column + 1, key_bytes)
     return tuple(owner.values())
 
 

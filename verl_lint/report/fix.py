@@ -59,7 +59,10 @@ def shell_quote(word: str) -> str:
     return word if all(c.isalnum() or c in "._-+=/:,@~%" for c in word) else shlex.quote(word)
 
 
-def _structure(data: bytes) -> tuple:
+def _structure(data: bytes, path: str = "") -> tuple:
+    """What a fix must leave as it was: a script's commands, a YAML file's keys per mapping."""
+    if path.endswith((".yaml", ".yml")):
+        return _yaml_keys(data)
     from ..shell import Source  # tree-sitter (~20 ms) only when a fix is applied or counted, not on a warm clean run
 
     src = Source("<fix>", data.decode("utf-8", "replace"))
@@ -72,6 +75,27 @@ def _structure(data: bytes) -> tuple:
             kinds.append(n.type)
         stack.extend(n.children)
     return root.has_error, tuple(sorted(kinds))
+
+
+def _yaml_keys(data: bytes) -> tuple:
+    """A YAML file's distinct keys per mapping, in order (a rename onto a key the mapping has
+    already would merge two values), or a parse error. Comments are text: an edit keeps them."""
+    import yaml  # only when a fix edits a config file
+
+    try:
+        root = yaml.compose(data.decode("utf-8", "surrogateescape"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return (True,)
+    counts, stack = [], [root]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            keys = [k.value for k, _ in n.value if isinstance(k, yaml.ScalarNode)]
+            counts.append((len(keys), len(set(keys))))
+            stack.extend(v for _, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+    return (False, tuple(n == distinct for n, distinct in counts), len(counts))
 
 
 def apply_fixes(path: str, original: str, diags: list[Diagnostic], unsafe: bool, write: bool) -> FixResult:
@@ -94,8 +118,8 @@ def apply_fixes(path: str, original: str, diags: list[Diagnostic], unsafe: bool,
     new = data
     for f in chosen:
         new = new[: f.start_byte] + f.replacement.encode() + new[f.end_byte :]
-    if _structure(new) != _structure(data):
-        return FixResult(path, 0, "the fixed script would not parse the same way; left unchanged")
+    if _structure(new, path) != _structure(data, path):
+        return FixResult(path, 0, "the fixed file would not parse the same way; left unchanged")
     text = new.decode("utf-8", "surrogatepass")
     diff = "".join(
         difflib.unified_diff(original.splitlines(True), text.splitlines(True), *_diff_names(path))
