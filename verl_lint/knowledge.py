@@ -314,7 +314,8 @@ def _child(node, key: str):
 # -------------------------------------------------------------- facts ----
 
 FILE_FACTS = ("contains", "lacks", "exists")
-FACTS = (*FILE_FACTS, "reads", "not_read", "field", "config_key", "any", "all")
+FACTS = (*FILE_FACTS, "reads", "not_read", "field", "config_key", "worker", "any", "all")
+WORKERS = ("ref",)  # the workers a {worker: NAME} fact knows (verl_lint/config/roles.py)
 
 
 class Fact(NamedTuple):
@@ -329,6 +330,7 @@ class Fact(NamedTuple):
                                                      NAME `{name}` is the last name of the key set
     {field: verl.mod.Class.name}                   the config dataclass declares that field
     {config_key: KEY}                              the launch's composed config has KEY
+    {worker: ref}                                  the launch's entry point creates that worker
     {any: [facts]} / {all: [facts]}                one of / all of
     """
 
@@ -359,8 +361,8 @@ def _fact(node, raw) -> Fact:
         if not isinstance(value, list) or not value:
             raise _Bad(node, f"`{kind}:` needs a list of facts")
         return Fact(kind, "", _list(_fact)(_child(node, kind), value))
-    if not isinstance(value, str) or not value:
-        raise _Bad(node, f"`{kind}:` needs a name")
+    if not isinstance(value, str) or not value or kind == "worker" and value not in WORKERS:
+        raise _Bad(node, f"`{kind}:` needs a name" + (f" (one of: {', '.join(WORKERS)})" if kind == "worker" else ""))
     if kind == "field" and value.count(".") < 2:
         raise _Bad(node, f"`field:` is module.Class.field, not {_show(value)}")
     return Fact(kind, value)

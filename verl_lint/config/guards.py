@@ -303,6 +303,21 @@ class Sources:
         return Uses(tuple(reads), tuple(writes))
 
 
+def reads_in(path: Path, text: str, name: str) -> tuple[Read, ...]:
+    """Every read of a node called `name` in the one module `text` (at `path`), with the guards
+    around each: for a fact about one file, such as how an entry point wires its workers."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return ()
+    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+    finder = _Finder(str(path), sorted({text.count("\n", 0, m.start()) + 1 for m in word.finditer(text)}))
+    finder.visit(tree, ())
+    return tuple(finder.reads.get(name, ()))
+
+
 _SOURCES: dict[tuple[Path, tuple[Path, ...]], Sources] = {}
 
 
@@ -315,4 +330,4 @@ def sources(tree_root: Path, extra: tuple[Path, ...] = ()) -> Sources:
     return hit
 
 
-__all__ = ["Cond", "Read", "Sources", "UNKNOWN", "Uses", "WORD", "chain_of", "condition", "sources"]
+__all__ = ["Cond", "Read", "Sources", "UNKNOWN", "Uses", "WORD", "chain_of", "condition", "reads_in", "sources"]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from math import gcd
 
+from ..config.roles import uses_critic
 from ..config.source import Evidence
 from ..model import Severity
 from ..registry import main_ppo, rule
 from .sizes import (
-    A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, uses_critic,
-    validating_app,
+    A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app,
 )
 
 

@@ -4,15 +4,16 @@ VL315: neither)."""
 
 from __future__ import annotations
 
+from ..config.roles import ref_policy, uses_critic
 from ..config.source import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, R, VALIDATED_APPS, VALIDATION, report_unless_default, uses_critic, validating_app
+from .sizes import A, R, VALIDATED_APPS, VALIDATION, report_unless_default, validating_app
 
 # Examples set the micro batch sizes a real launch sets (VL315 judges a launch that sets some).
 MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)
 MICRO_ROLLOUT = (f"{R}.log_prob_micro_batch_size_per_gpu=16",)
-# verl 0.4-0.6 also check the reward model's pair (in validate_config's list of sections).
-REWARD_MODEL_PAIR = Evidence(VALIDATION, r'"reward_model": "micro_batch_size"')
+# verl 0.2-0.6 also check the reward model's pair (0.4-0.6: in validate_config's list of sections).
+REWARD_MODEL_PAIR = Evidence(VALIDATION, r'"reward_model": "micro_batch_size"|config\.reward_model\.micro_batch_size_per_gpu,\s*"reward_model"\)')
 
 
 @rule(
@@ -71,12 +72,14 @@ def micro_batch_twice(ctx):
 def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     """The (section, key) pairs verl checks as "`key` or `key_per_gpu`, one of them" for this
     launch: the rollout's and the actor's when the actor's dynamic batch size is off (and the
-    reference's when a reference model is used), the critic's when one is trained and the
-    reward model's when it is enabled, each when its own dynamic batch size is off."""
+    reference's when the validation is told a reference policy is used: always in verl
+    0.2-0.3, with a KL loss or in-reward KL from 0.4, as the entry point decides it, see
+    `config/roles.py`), the critic's when one is trained and the reward model's when it is
+    enabled, each when its own dynamic batch size is off."""
     pairs = []
     if ctx.flag(f"{A}.use_dynamic_bsz") is False:
         pairs += [(R, "log_prob_micro_batch_size"), (A, "ppo_micro_batch_size")]
-        if ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward"):
+        if ref_policy(ctx):
             pairs.append(("actor_rollout_ref.ref", "log_prob_micro_batch_size"))
     if uses_critic(ctx) and ctx.flag("critic.use_dynamic_bsz") is False:
         pairs.append(("critic", "ppo_micro_batch_size"))

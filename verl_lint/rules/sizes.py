@@ -53,26 +53,6 @@ VLLM_SERVER = ("verl/workers/rollout/vllm_rollout/*.py",)
 MEGATRON_PARALLEL = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
 
 
-# How the tree decides whether the critic runs: `need_critic` (0.6+: `critic.enable` when set,
-# else a GAE advantage estimator) or the trainer's own GAE test (0.4-0.5).
-NEED_CRITIC = Evidence(("verl/trainer/ppo/utils.py",), r"if config\.critic\.enable is not None")
-GAE_CRITIC = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"adv_estimator == AdvantageEstimator\.GAE:\s*self\.use_critic = True")
-
-
-def uses_critic(ctx) -> bool | None:
-    """Whether this launch trains a critic, as the tree decides it; None when unknown."""
-    if ctx.verl_has(NEED_CRITIC):
-        enable = ctx.get("critic.enable", None)
-        if isinstance(enable, bool):
-            return enable
-        if enable is not None:
-            return None  # only known at run time
-    elif not ctx.verl_has(GAE_CRITIC):
-        return None
-    adv = ctx.text("algorithm.adv_estimator")
-    return None if adv is None else adv == "gae"
-
-
 def parallel_size(ctx, key):
     """A parallel size: its value, 1 when the tree's config has no such key (the dimension does
     not exist there), None when unknown or not an integer."""

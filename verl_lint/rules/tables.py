@@ -28,6 +28,7 @@ from packaging.version import Version
 from ..knowledge import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord, TableError, load_table
 from ..registry import REGISTRY, ROLLOUT_NAME, declare, main_ppo, parse_version
 from ..config.context import Context
+from ..config.roles import ref_worker
 from ..config.reader import app_sources, reader_index
 from ..config.source import source_text
 from ..model import Diagnostic, Fix
@@ -66,6 +67,8 @@ def holds(f: Fact, root: Path, ctx: Context | None = None, name: str = "") -> bo
         f = f._replace(subject=f.subject.replace("{name}", name))
     if f.kind == "config_key":
         return ctx is not None and ctx.has(f.subject)
+    if f.kind == "worker":  # only "ref" (knowledge.WORKERS); None (not known) is no evidence
+        return ctx is not None and ref_worker(ctx) is True
     extra = ()
     if f.kind in ("reads", "not_read") and ctx is not None:
         extra = app_sources(ctx.app)  # a project's own app reads keys too
@@ -102,6 +105,8 @@ def facts_hold(rec: RuleRecord, root: Path, has_key: Callable[[str], bool], name
     def one(f: Fact) -> bool:
         if f.kind in ("any", "all"):
             return (any if f.kind == "any" else all)(one(g) for g in f.arg)
+        if f.kind == "worker":
+            return True  # which workers run is decided per launch, not per release
         return has_key(f.subject) if f.kind == "config_key" else holds(f, root, None, name)
 
     return all(one(f) for f in rec.requires) if rec.requires else None
@@ -185,6 +190,8 @@ def _show(f: Fact) -> str:
     if f.kind in FILE_FACTS:
         verb = {"contains": "contains", "lacks": "does not contain"}.get(f.kind)
         return f"`{f.subject}` {verb} `{f.arg}`" if verb else f"`{f.subject}` {'exists' if f.arg else 'is absent'}"
+    if f.kind == "worker":
+        return "the launch's entry point creates the reference-policy worker (`Role.RefPolicy` in its worker mapping, under the conditions it puts it there)"
     verb = {"reads": "verl's code reads", "not_read": "no verl code reads", "field": "the config dataclass field", "config_key": "the config has"}
     return f"{verb[f.kind]} `{f.subject}`"
 
