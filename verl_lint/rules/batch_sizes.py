@@ -153,12 +153,28 @@ def train_batch_vs_mini(ctx):
         )
 
 
-# The worker that runs the actor update, and the check each has on the mini batch.
+# The worker that runs the actor update, and the checks each has on the mini batch, read per
+# role: the engine worker (0.7+) asserts the mini batch splits over the data-parallel ranks and
+# (0.9) each rank's share into micro batches; the legacy FSDP worker (0.2-0.7) multiplies the
+# actor's mini batch by rollout.n and floor-divides it by the ranks, then asserts it is positive
+# (0.3+) and, for `ppo_micro_batch_size_per_gpu`, a multiple of it (0.4+; 0.3 asserts that only
+# for the deprecated global micro batch); its critic (0.4-0.7) does the same with critic.rollout_n.
 ENGINE_DP_ASSERT = Evidence(("verl/workers/engine_workers.py",), r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0")
-LEGACY_POSITIVE = Evidence(("verl/workers/fsdp_workers.py",), r"ppo_mini_batch_size > 0")
+ENGINE_MICRO = Evidence(("verl/workers/engine/utils.py",), r"assert total_data_size % \(force_group_size \* micro_batch_size_per_gpu\) == 0")
+FSDP_WORKERS = ("verl/workers/fsdp_workers.py",)
+ACTOR_SPLIT = Evidence(FSDP_WORKERS, r"self\.config\.actor\.ppo_mini_batch_size \*= self\.config\.rollout\.n\s*self\.config\.actor\.ppo_mini_batch_size //=")
+ACTOR_POSITIVE = Evidence(FSDP_WORKERS, r"assert self\.config\.actor\.ppo_mini_batch_size > 0")
+ACTOR_MICRO = Evidence(
+    FSDP_WORKERS,
+    r"if self\.config\.actor\.ppo_micro_batch_size_per_gpu is not None:\s*assert self\.config\.actor\.ppo_mini_batch_size % self\.config\.actor\.ppo_micro_batch_size_per_gpu == 0",
+)
+CRITIC_SPLIT = Evidence(FSDP_WORKERS, r"self\.config\.ppo_mini_batch_size \*= self\.config\.rollout_n\s*self\.config\.ppo_mini_batch_size //=")
+CRITIC_MICRO = Evidence(
+    FSDP_WORKERS,
+    r"if self\.config\.ppo_micro_batch_size_per_gpu is not None:\s*assert self\.config\.ppo_mini_batch_size % self\.config\.ppo_micro_batch_size_per_gpu == 0"
+    r"[\s\S]{0,400}?assert self\.config\.ppo_mini_batch_size // self\.config\.ppo_micro_batch_size_per_gpu > 0",
+)
 LEGACY_CHOICE = Evidence(("verl/trainer/main_ppo.py",), r"use_legacy_worker_impl")
-# The legacy FSDP CriticWorker's normalization and micro-batch assert (0.4-0.7).
-LEGACY_CRITIC = Evidence(("verl/workers/fsdp_workers.py",), r"ppo_mini_batch_size \*= self\.config\.rollout_n[\s\S]*normalized ppo_mini_batch_size")
 LEGACY_IMPORT = Evidence(("verl/trainer/main_ppo.py",), r"verl\.workers\.fsdp_workers import")
 
 
@@ -188,7 +204,7 @@ def _actor_worker(ctx) -> str | None:
     good=[
         main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=96"),
     ],
-    evidence=[ENGINE_DP_ASSERT, LEGACY_POSITIVE],
+    evidence=[ENGINE_DP_ASSERT, ACTOR_SPLIT, CRITIC_SPLIT],
 )
 def mini_batch_dp(ctx):
     """ppo_mini_batch_size × rollout.n does not split over the actor's data-parallel ranks as verl requires.
@@ -206,6 +222,12 @@ def mini_batch_dp(ctx):
     `critic.ulysses_sequence_parallel_size`, and its per-GPU mini batch must be a positive
     multiple of `critic.ppo_micro_batch_size_per_gpu` when that is set.
 
+    Each of these is judged only where the tree has the very statement it mirrors, for that
+    role: the split of the actor's (or the critic's) mini batch, the positive-size assert, the
+    micro-batch assert on `ppo_micro_batch_size_per_gpu` (verl 0.3 asserts only on the
+    deprecated global `ppo_micro_batch_size`, so a `_per_gpu` that does not divide the share is
+    no error there), the engine's micro-batch assert (0.9; 0.7's engine chunks without it).
+
     ## Why is this bad?
     verl 0.9 asserts `mini_batch_size % dp == 0` at the first actor update — after a full
     rollout step; the legacy worker (0.4-0.7, and the default there) asserts "should be larger
@@ -220,15 +242,17 @@ def mini_batch_dp(ctx):
     `verl/trainer/ppo/v1/trainer_base.py` (`mini_batch_size = ppo_mini_batch_size × n`);
     verl 0.7.1 `verl/workers/fsdp_workers.py:249-268` (actor) and `:1337-1358` (critic); verl 0.4.1
     `verl/workers/fsdp_workers.py:156-166`.
-    verl 0.1-0.3 divides before multiplying by `n` and checks neither: the rule does not apply.
+    verl 0.3.0 `verl/workers/fsdp_workers.py:116-128` (the positive-size assert; the micro-batch
+    one only for the global key); verl 0.2 splits without asserting and 0.1 divides before
+    multiplying by `n`: nothing to mirror there.
     """
     worker = _actor_worker(ctx)
-    if worker == "legacy" and uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(LEGACY_CRITIC):
+    if worker == "legacy" and uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(CRITIC_SPLIT):
         yield from _legacy_critic_mini_batch(ctx)
     strategy = ctx.text(f"{A}.strategy")
     if strategy not in ("fsdp", "fsdp2", "megatron"):
         return
-    if worker is None or not ctx.verl_has(ENGINE_DP_ASSERT if worker == "engine" else LEGACY_POSITIVE):
+    if worker is None or not ctx.verl_has(ENGINE_DP_ASSERT if worker == "engine" else ACTOR_SPLIT):
         return
     if strategy == "megatron":
         if worker != "engine" or ctx.get(f"{A}.megatron.dynamic_context_parallel", False) is not False:
@@ -251,6 +275,8 @@ def mini_batch_dp(ctx):
     inputs = [f"{A}.ppo_mini_batch_size", f"{R}.n", *GPUS, *shard_keys]
     how = " × ".join(f"{k.rsplit('.', 1)[1]}={x}" for k, x in zip(shard_keys, shards))
     if total // dp == 0 or (worker == "engine" and total % dp):
+        if worker == "legacy" and not ctx.verl_has(ACTOR_POSITIVE):
+            return  # verl 0.2: no assert, the run fails later in its own way
         yield report_unless_default(
             ctx,
             "VL304",
@@ -275,7 +301,8 @@ def mini_batch_dp(ctx):
             Severity.WARNING,
         )
     micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
-    if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro:
+    micro_assert = ENGINE_MICRO if worker == "engine" else ACTOR_MICRO
+    if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro and ctx.verl_has(micro_assert):
         yield report_unless_default(
             ctx,
             "VL304",
@@ -289,7 +316,8 @@ def mini_batch_dp(ctx):
 def _legacy_critic_mini_batch(ctx):
     """VL304 for the critic the legacy FSDP CriticWorker trains (0.4-0.7): it normalizes
     `critic.ppo_mini_batch_size × rollout_n // (n_gpus / critic SP)` and, when
-    `ppo_micro_batch_size_per_gpu` is set, asserts the result is a positive multiple of it."""
+    `ppo_micro_batch_size_per_gpu` is set, asserts the result is a positive multiple of it
+    (each judged where the tree has that statement)."""
     own = ("critic.ppo_mini_batch_size", "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu")
     if not any(ctx.set_by_override(k) or ctx.provenance(k) == "user-file" for k in own):
         return  # the critic's sizes follow the actor's (verl's critic config): the actor's finding says it
@@ -302,7 +330,7 @@ def _legacy_critic_mini_batch(ctx):
     per_gpu = total // dp
     inputs = ["critic.ppo_mini_batch_size", f"{R}.n", *GPUS, "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu"]
     split = f"critic.ppo_mini_batch_size={mini} × rollout.n={n} = {total} over {dp} data-parallel ranks (n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})"
-    if micro and (per_gpu % micro or per_gpu // micro == 0):
+    if micro and (per_gpu % micro or per_gpu // micro == 0) and ctx.verl_has(CRITIC_MICRO):
         yield report_unless_default(
             ctx,
             "VL304",

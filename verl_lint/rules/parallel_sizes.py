@@ -8,6 +8,16 @@ from ..registry import main_ppo, rule
 from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
 
 ROLLOUT_CONFIG = ("verl/workers/config/rollout.py",)
+WORKERS = ("verl/workers/*_workers.py",)
+# The rollout's world size the workers assert on: TP alone (0.2-0.5), TP × DP × PP (0.6+).
+WORLD_TP = Evidence(WORKERS, r"is not divisible by infer_tp")
+WORLD_ALL = Evidence(WORKERS, r"infer_tp = [\w.]+\.tensor_model_parallel_size \* [\w.]+\.data_parallel_size\s*infer_pp = [\w.]+\.pipeline_model_parallel_size")
+# The async rollout's replicas (0.6+) assert a replica spanning nodes fills whole nodes.
+REPLICA = Evidence(("verl/workers/rollout/replica.py",), r"assert self\.world_size % self\.gpus_per(?:_replica)?_node == 0")
+# Where the tree's Megatron check sits under `if not ...actor.use_dynamic_bsz:` (0.6+).
+MEGATRON_CHECK_STATIC = Evidence(VALIDATION, r"if not config\.actor_rollout_ref\.actor\.use_dynamic_bsz:\s*if config\.actor_rollout_ref\.actor\.strategy == \"megatron\"")
+# verl 0.2-0.4 check Ulysses SP against remove-padding only for strategy "fsdp" (0.5+: fsdp and fsdp2).
+SP_FSDP_ONLY = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"actor\.strategy == [\'\"]fsdp[\'\"][\s\S]{0,600}?sequence parallelism for actor")
 
 
 @rule(
@@ -16,15 +26,17 @@ ROLLOUT_CONFIG = ("verl/workers/config/rollout.py",)
     "error",
     bad=[main_ppo(f"{R}.tensor_model_parallel_size=3")],
     good=[main_ppo(f"{R}.tensor_model_parallel_size=4")],
-    evidence=[Evidence(("verl/workers/*_workers.py",), r"is not divisible by infer_")],
+    evidence=[Evidence(WORKERS, r"is not divisible by infer_")],
 )
 def rollout_world(ctx):
     """The rollout replica size (TP × DP × PP) does not divide the GPU count.
 
     ## What it does
     With `R = tensor_model_parallel_size × data_parallel_size × pipeline_model_parallel_size`
-    of the rollout and `W = n_gpus_per_node × nnodes`, flags `W % R != 0`, and `R` larger than
-    a node but not a multiple of `n_gpus_per_node`.
+    of the rollout (`R = tensor_model_parallel_size` where the workers assert on TP alone, verl
+    0.2-0.5) and `W = n_gpus_per_node × nnodes`, flags `W % R != 0`, and, where the tree's
+    async rollout builds replicas (`rollout.mode=async`), `R` larger than a node but not a
+    multiple of `n_gpus_per_node`.
 
     ## Why is this bad?
     The worker asserts "rollout world_size ... is not divisible by infer_world_size" in
@@ -40,6 +52,10 @@ def rollout_world(ctx):
     n_gpus, gpus_text = gpu_count(ctx)
     per_node = ctx.int(GPUS[0])
     tp, dp, pp = (parallel_size(ctx, f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    if not ctx.verl_has(WORLD_ALL):
+        if not ctx.verl_has(WORLD_TP):
+            return
+        dp = pp = 1  # the workers split the GPUs by TP alone
     if None in (n_gpus, tp, dp, pp) or tp * dp * pp <= 0:
         return
     size = tp * dp * pp
@@ -54,7 +70,7 @@ def rollout_world(ctx):
             key,
             f"use rollout parallel sizes whose product divides {n_gpus}",
         )
-    elif per_node and size > per_node and size % per_node:
+    elif per_node and size > per_node and size % per_node and ctx.verl_has(REPLICA) and ctx.text(f"{R}.mode") == "async":
         yield report_unless_default(
             ctx,
             "VL306",
@@ -163,7 +179,8 @@ def megatron_parallel(ctx):
     """Megatron TP × PP × CP of the actor does not divide the GPU count.
 
     ## What it does
-    Checks `n_gpus % (tensor × pipeline × context parallel size) == 0` for the Megatron actor.
+    Checks `n_gpus % (tensor × pipeline × context parallel size) == 0` for the Megatron actor
+    (from verl 0.6 only with dynamic batch size off, where the tree checks it only then).
 
     ## Why is this bad?
     `validate_config` asserts "n_gpus (...) must be divisible by model_parallel_size (...)
@@ -177,6 +194,8 @@ def megatron_parallel(ctx):
     """
     if ctx.text(f"{A}.strategy") != "megatron":
         return
+    if ctx.verl_has(MEGATRON_CHECK_STATIC) and ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+        return  # the check runs only without dynamic batch size there
     n_gpus, gpus_text = gpu_count(ctx)
     tp, pp, cp = (parallel_size(ctx, f"{A}.megatron.{k}") for k in MEGATRON_PARALLEL)
     if None in (n_gpus, tp, pp, cp) or tp * pp * cp <= 0:
@@ -205,7 +224,8 @@ def ulysses_padding(ctx):
     """Ulysses sequence parallelism needs `use_remove_padding=True`.
 
     ## What it does
-    Flags `actor.ulysses_sequence_parallel_size > 1` with `actor_rollout_ref.model.use_remove_padding=False`.
+    Flags `actor.ulysses_sequence_parallel_size > 1` with `actor_rollout_ref.model.use_remove_padding=False`
+    for the FSDP actor (`strategy=fsdp`, and `fsdp2` from verl 0.5: 0.2-0.4 check only `fsdp`).
 
     ## Why is this bad?
     verl raises "When using sequence parallelism for actor/ref policy, you must enable
@@ -218,6 +238,9 @@ def ulysses_padding(ctx):
     verl 0.9.1 `verl/workers/config/actor.py:331-341`; verl 0.7.1 `verl/workers/config/actor.py` (`FSDPActorConfig.validate`).
     """
     sp = ctx.int(f"{A}.ulysses_sequence_parallel_size")
+    strategies = ("fsdp",) if ctx.verl_has(SP_FSDP_ONLY) else ("fsdp", "fsdp2")
+    if ctx.text(f"{A}.strategy") not in strategies:
+        return
     if sp is not None and sp > 1 and ctx.flag("actor_rollout_ref.model.use_remove_padding") is False:
         yield report_unless_default(
             ctx,
