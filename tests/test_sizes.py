@@ -22,12 +22,20 @@ from conftest import json_findings
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
-OLD = "0.2.0.post2"  # the last release before verl checked mini vs train batch (0.1-0.3 semantics)
+OLD = "0.2.0.post2"  # the last release before verl checked mini vs train batch (0.1-0.2 semantics)
+OLDER_RELEASES = ("0.1", OLD, "0.3.0.post1")  # what the forks of early verl (TinyZero, Logic-RL, ...) run
 
 
 @pytest.fixture(scope="module")
 def trees(verl_trees):
     return {v: verl_trees[v] for v in (OLD, "0.4.1", "0.7.1", "0.9.1")}
+
+
+@pytest.fixture(scope="module")
+def all_trees(verl_trees):
+    """Also the oldest releases: only the tests marked slow use this (a fast run skips them when
+    a release is not in the cache)."""
+    return {v: verl_trees[v] for v in (*OLDER_RELEASES, "0.4.1", "0.7.1", "0.9.1")}
 
 
 @pytest.fixture
@@ -55,7 +63,7 @@ def test_vl302_only_where_the_tree_checks_it(findings):
     script = main_ppo("data.train_batch_size=16", f"{A}.ppo_mini_batch_size=256")
     assert only(findings(script, "0.9.1"), "VL302")  # ActorConfig.validate raises
     assert only(findings(script, "0.4.1"), "VL302")  # ray_trainer._validate_config asserts
-    # verl 0.2 (as vendored by TinyZero / Logic-RL at 0.1) splits the batch without checking.
+    # verl 0.2 (and 0.1, as vendored by TinyZero / Logic-RL) splits the batch without checking.
     assert only(findings(script, OLD), "VL302") == []
 
 
@@ -156,8 +164,65 @@ def test_vl304_follows_the_worker_main_ppo_runs(findings):
     four = (f"{A}.ppo_mini_batch_size=4", "data.train_batch_size=96")
     assert only(findings(main_ppo(*four), "0.7.1"), "VL304")
     assert only(findings(main_ppo(*four), "0.4.1"), "VL304")
-    # verl 0.2 divides before multiplying by rollout.n and asserts neither.
+    # verl 0.2 splits without asserting: the run fails elsewhere, not on this assert.
     assert only(findings(main_ppo(*four), OLD), "VL304") == []
+
+
+@pytest.mark.slow
+def test_vl304_mirrors_each_assert_where_the_release_has_it(all_trees, composer, tmp_path):
+    """The legacy FSDP actor's split, positive-size assert and micro-batch assert are read one by
+    one: verl 0.3 asserts the micro batch only for the deprecated global key, 0.2 splits without
+    asserting, 0.1 divides before multiplying by rollout.n; the critic's split starts with 0.4."""
+    def vl304(version: str, *overrides: str) -> list[str]:
+        path = tmp_path / "run.sh"
+        path.write_text(main_ppo("data.train_batch_size=96", f"{R}.log_prob_micro_batch_size_per_gpu=8", *overrides))
+        report = lint_file(path, Options(verl_tree=all_trees[version]), composer)
+        assert not report.errors, report.errors
+        return [d.message for d in report.diagnostics if d.code == "VL304"]
+
+    micro = (f"{A}.ppo_mini_batch_size=32", f"{A}.ppo_micro_batch_size_per_gpu=8")  # 32 / 8 GPUs = 4 per GPU
+    for version in ("0.4.1", "0.7.1", "0.9.1"):
+        [m] = vl304(version, *micro)
+        assert m == "the per-GPU mini batch 4 (= 32 / 8) is not divisible by ppo_micro_batch_size_per_gpu=8", version
+    for version in OLDER_RELEASES:
+        assert vl304(version, *micro) == [], version
+    zero = (f"{A}.ppo_mini_batch_size=4", f"{A}.ppo_micro_batch_size_per_gpu=1")  # 4 // 8 = 0
+    assert [m.split(" (")[0] for m in vl304("0.3.0.post1", *zero)] == ["ppo_mini_batch_size=4 × rollout.n=1 = 4 does not split over 8 data-parallel ranks"]
+    assert vl304(OLD, *zero) == [] and vl304("0.1", *zero) == []
+    # 0.2 does multiply by rollout.n before splitting: a remainder truncates the mini batch there too.
+    [truncated] = vl304(OLD, f"{A}.ppo_mini_batch_size=12", f"{A}.ppo_micro_batch_size_per_gpu=1")
+    assert "silently truncates each rank's mini batch to 12 // 8 = 1" in truncated
+    critic = ("algorithm.adv_estimator=gae", f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=2",
+              "critic.ppo_mini_batch_size=16", "critic.ppo_micro_batch_size_per_gpu=4")  # the critic: 16 / 8 = 2 per GPU
+    assert [m.split(" gives ")[0] for m in vl304("0.4.1", *critic)] == ["critic.ppo_mini_batch_size=16 × rollout.n=1 = 16 over 8 data-parallel ranks (n_gpus=8 / ulysses_sequence_parallel_size=1)"]
+    assert vl304("0.3.0.post1", *critic) == []
+
+
+@pytest.mark.slow
+def test_parallel_checks_follow_the_release(all_trees, composer, tmp_path):
+    """VL306's replica check needs the async rollout's replicas, VL309 runs only without dynamic
+    batch size from 0.6, VL310 covers fsdp2 only from 0.5: each as the release's code has it."""
+    def found(version: str, code: str, *overrides: str, head: str = "") -> list[str]:
+        path = tmp_path / "run.sh"
+        path.write_text(main_ppo(*((head,) if head else ()), *overrides))
+        report = lint_file(path, Options(verl_tree=all_trees[version]), composer)
+        assert not report.errors, report.errors
+        return [d.message for d in report.diagnostics if d.code == code]
+
+    replica = ("trainer.n_gpus_per_node=8", "trainer.nnodes=3", f"{R}.tensor_model_parallel_size=12")  # 24 GPUs, replicas of 12
+    assert [m.split(" spans ")[0] for m in found("0.7.1", "VL306", *replica)] == ["a rollout replica of 12 GPUs"]
+    assert found("0.7.1", "VL306", *replica, f"{R}.mode=sync") == []  # no replicas without the async rollout
+    assert found("0.4.1", "VL306", *replica) == []  # 0.4: the workers split 24 GPUs by TP 12, no replicas
+    assert found("0.4.1", "VL306", f"{R}.tensor_model_parallel_size=3")  # ... and assert that much
+    megatron = (f"{A}.megatron.tensor_model_parallel_size=3",)
+    head = "--config-name=ppo_megatron_trainer"
+    assert found("0.7.1", "VL309", *megatron, head=head)
+    assert found("0.7.1", "VL309", *megatron, f"{A}.use_dynamic_bsz=True", head=head) == []
+    assert found("0.4.1", "VL309", *megatron, f"{A}.use_dynamic_bsz=True", head=head)  # 0.4 checks it whatever the batching
+    sp = (f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False")
+    assert found("0.7.1", "VL310", *sp, f"{A}.strategy=fsdp2")
+    assert found("0.4.1", "VL310", *sp, f"{A}.strategy=fsdp2") == []
+    assert found("0.4.1", "VL310", *sp) and found("0.3.0.post1", "VL310", *sp)
 
 
 MEGATRON_BUDGET = (f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "data.max_prompt_length=4096", "data.max_response_length=32768")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -106,7 +107,9 @@ def ref_policy(ctx: Context) -> bool | None:
 def _module(path: str) -> ast.Module | None:
     text = source_text(path)
     try:
-        return ast.parse(text) if text is not None else None
+        with warnings.catch_warnings():  # a bad escape in the tree's code is not ours to report
+            warnings.simplefilter("ignore")
+            return ast.parse(text) if text is not None else None
     except (SyntaxError, ValueError, RecursionError):
         return None
 

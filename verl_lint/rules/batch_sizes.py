@@ -96,7 +96,7 @@ MINI_CHECKS = {
     "train-batch-smaller-than-mini-batch",
     "error",
     apps=VALIDATED_APPS,
-    # verl 0.1-0.3 has no such check: the actor splits the batch into mini batches of at most that size.
+    # verl 0.1-0.2 has no such check: the actor splits the batch into mini batches of at most that size.
     evidence=[*MINI_CHECKS[A], *MINI_CHECKS["critic"]],
     bad=[
         main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
@@ -126,8 +126,8 @@ def train_batch_vs_mini(ctx):
 
     ## Where in verl
     verl 0.9.1 `verl/workers/config/actor.py:222-229` and `verl/workers/config/critic.py:117-129`
-    (run by `verl/utils/config.py:190` when `need_critic`); verl 0.4.1-0.5
-    `verl/trainer/ppo/ray_trainer.py` (`_validate_config`, asserts). verl 0.1-0.3 (e.g. vendored
+    (run by `verl/utils/config.py:190` when `need_critic`); verl 0.3-0.5
+    `verl/trainer/ppo/ray_trainer.py` (`_validate_config`, asserts). verl 0.1-0.2 (e.g. vendored
     in TinyZero, Logic-RL) has no such check, so the rule does not apply there.
     """
     bsz = ctx.int("data.train_batch_size")

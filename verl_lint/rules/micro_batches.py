@@ -37,7 +37,9 @@ def micro_batch_twice(ctx):
 
     ## What it does
     Checks the pairs `rollout.log_prob_micro_batch_size{,_per_gpu}`,
-    `ref.log_prob_micro_batch_size{,_per_gpu}` (when a reference model is used) and
+    `ref.log_prob_micro_batch_size{,_per_gpu}` (where the validation checks the reference: in
+    every launch on verl 0.2-0.3, with a KL loss or in-reward KL from 0.4, as the entry point
+    and trainer decide it) and
     `actor.ppo_micro_batch_size{,_per_gpu}` when the actor's dynamic batch size is off, and
     `critic.ppo_micro_batch_size{,_per_gpu}` when the launch trains a critic (`critic.enable`,
     else a GAE advantage estimator) whose dynamic batch size is off.
@@ -111,8 +113,8 @@ def micro_batch_unset(ctx):
 
     ## What it does
     Checks the same pairs as VL303 (`actor.ppo_micro_batch_size{,_per_gpu}`,
-    `rollout.log_prob_micro_batch_size{,_per_gpu}`, the reference's when a reference model is
-    used, the critic's when one is trained, the reward model's when enabled on verl 0.4-0.6),
+    `rollout.log_prob_micro_batch_size{,_per_gpu}`, the reference's where the validation checks
+    it, the critic's when one is trained, the reward model's when enabled on verl 0.2-0.6),
     each when its dynamic batch size is off, and reports a pair the composed config leaves both
     null in a launch that sets micro batch sizes: one it forgot (`use_kl_loss=True` brings in
     the reference's, a GAE estimator, verl's default, the critic's). A launch that sets none is
