@@ -28,6 +28,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ..cache import memo
@@ -283,7 +284,7 @@ class Sources:
         return self._uses[name]
 
     def _collect(self, name: str) -> Uses | None:
-        word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+        word = _word(name)
         files = [f for f in self.files if name in self._text(f) and word.search(self._text(f))]
         if len(files) > MANY:
             return None
@@ -294,28 +295,24 @@ class Sources:
             if tree is None:
                 reads.append(Read(self._rel(f), 0, None, ()))  # unparseable: it may read anything
                 continue
-            text = self._text(f)
-            lines = sorted({text.count("\n", 0, m.start()) + 1 for m in word.finditer(text)})
-            finder = _Finder(self._rel(f), lines)
-            finder.visit(tree, ())
-            reads += finder.reads.get(name, ())
-            writes += finder.writes.get(name, ())
+            found = uses_in(self._rel(f), self._text(f), tree, name)
+            reads += found.reads
+            writes += found.writes
         return Uses(tuple(reads), tuple(writes))
 
 
-def reads_in(path: Path, text: str, name: str) -> tuple[Read, ...]:
-    """Every read of a node called `name` in the one module `text` (at `path`), with the guards
-    around each: for a fact about one file, such as how an entry point wires its workers."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return ()
-    word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
-    finder = _Finder(str(path), sorted({text.count("\n", 0, m.start()) + 1 for m in word.finditer(text)}))
+@lru_cache(maxsize=1024)
+def _word(name: str) -> re.Pattern:
+    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+
+
+def uses_in(rel: str, text: str, tree: ast.Module, name: str) -> Uses:
+    """The reads (with the guards around each) and writes of a node called `name` in one parsed
+    module, `rel` naming its file: for the tree's sources, and for a fact about one file (how
+    an entry point wires its workers, config/roles.py)."""
+    finder = _Finder(rel, sorted({text.count("\n", 0, m.start()) + 1 for m in _word(name).finditer(text)}))
     finder.visit(tree, ())
-    return tuple(finder.reads.get(name, ()))
+    return Uses(tuple(finder.reads.get(name, ())), tuple(finder.writes.get(name, ())))
 
 
 _SOURCES: dict[tuple[Path, tuple[Path, ...]], Sources] = {}
@@ -330,4 +327,4 @@ def sources(tree_root: Path, extra: tuple[Path, ...] = ()) -> Sources:
     return hit
 
 
-__all__ = ["Cond", "Read", "Sources", "UNKNOWN", "Uses", "WORD", "chain_of", "condition", "reads_in", "sources"]
+__all__ = ["Cond", "Read", "Sources", "UNKNOWN", "Uses", "WORD", "chain_of", "condition", "sources", "uses_in"]

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..engines.expressions import UNKNOWN, Evaluator
 from ..model import Unknown
 from .context import MISSING, Context
-from .guards import chain_of, reads_in
+from .guards import chain_of, uses_in
 from .source import Evidence, source_text
 
 NEED_CRITIC = Evidence(("verl/trainer/ppo/utils.py",), r"if config\.critic\.enable is not None")
@@ -82,7 +82,7 @@ def _wiring(path: str) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, st
     if module is None:
         return ()
     stores = _ref_stores(module)
-    reads = reads_in(Path(path), source_text(path) or "", ROLE[1])
+    reads = uses_in(path, source_text(path) or "", module, ROLE[1]).reads
     return tuple((tuple((want, text) for _c, want, text in r.guards), _locals(module, r.line)) for r in reads if r.line in stores and r.chain == ROLE)
 
 
