@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from verl_lint.launch.recognise import _parsed_again, launches
+from verl_lint.rules.script import broken_continuations
 from verl_lint.shell import evaluate
 from verl_lint.shell.source import parser
 
@@ -190,12 +191,57 @@ def test_word_split_by_the_grammar_is_joined(tmp_path):
     assert (la.overrides[0].span.col, la.overrides[0].span.end_col) == (14, 33)
 
 
-def test_broken_continuation_is_a_finding(tmp_path):
-    text = "python3 -m m \\\n  a=1 \\\n# note\n  trainer.nnodes=2 \\\n  b=3\n"
+def cuts(text: str, tmp_path: Path):
+    """(the VL008 findings of a script, its launches)."""
     p = tmp_path / "s.sh"
+    p.write_text(text)
     result = evaluate(str(p), text)
-    [d] = result.diagnostics
+    found = launches(result.commands, str(p))
+    return broken_continuations(result.commands, found), found
+
+
+def test_broken_continuation_is_a_finding(tmp_path):
+    text = "python3 -m m \\\n  a=1 \\\n# note\n  trainer.nnodes=2 \\\n  b=3 \\\n\n  data.x.y=4\n"
+    [d, again], [la] = cuts(text, tmp_path)
     assert d.code == "VL008" and (d.span.line, d.span.col) == (4, 3) and d.key == "trainer.nnodes"
+    assert "the launch above ended early" in d.message
+    assert (again.span.line, again.key) == (7, "data.x.y")  # a second cut: below the first one's overrides
+    assert (la.cut.line, la.cut.blank) == (4, None) and {k: w.line for k, w in la.cut.below.items()} == {"trainer.nnodes": 4, "data.x.y": 7}
+
+
+def test_a_blank_after_the_backslash_is_an_argument(tmp_path):
+    """`\\ ` is an escaped blank: bash passes " " to the launch, which the grammar drops, and
+    the line ends the command there."""
+    text = "python3 -m verl.trainer.main_ppo a.b=1 \\  # why\n  trainer.nnodes=2\n"
+    [d], [la] = cuts(text, tmp_path)
+    assert (d.span.line, d.span.col) == (2, 3) and "the `\\ ` at line 1" in d.message and "OverrideParseException" in d.message
+    assert (la.cut.blank.line, la.cut.blank.col, la.cut.blank.end_col) == (1, 40, 42)
+    assert subprocess.run(["bash", "-c", "printf '[%s]' a.b=1 \\  # why\n"], capture_output=True, text=True).stdout == "[a.b=1][ ]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "MODEL=m\nevalplus.codegen --model $MODEL --greedy\n",  # a dotted command name: no `=`
+        "python3 -m verl.trainer.main_ppo a.b=1\nevalplus.codegen --model m\n",
+        "echo start \\\n# note\n  trainer.nnodes=2\n",  # not below a launch
+        "python3 -m verl.trainer.main_ppo a.b=1; trainer.nnodes=2\n",  # on the launch's own line
+        "python3 -m verl.trainer.main_ppo a.b=1\nX=1\n  trainer.nnodes=2\n",  # a statement between them
+    ],
+)
+def test_no_cut_without_a_launch_right_above(text, tmp_path):
+    assert cuts(text, tmp_path)[0] == []
+
+
+def test_an_assignment_split_by_the_grammar_is_one_assignment(tmp_path):
+    """tree-sitter-bash ends `L=$D/$` at the bare `$` and reads `RUN.log` as a command name; bash
+    sees one assignment. Also after `export` and as a command's prefix."""
+    text = (
+        "D=/logs\nRUN=r1\nL=$D/$RUN.log\nexport O=$D/$RUN.out\nP=$D/$RUN.p python3 -m m a=$L b=$O\n"
+    )
+    la, result = one_launch(text, tmp_path)
+    assert words(la) == ["a=/logs/r1.log", "b=/logs/r1.out"] and la.env["P"].value == "/logs/r1.p"
+    assert [c.words[0].text for c in result.commands] == ["python3"]
 
 
 def test_conditions_on_known_values_pick_their_branch(tmp_path):

@@ -151,6 +151,23 @@ def test_a_mandatory_value_of_a_built_section_left_unset(lint, version):
     assert found(lint(launch.format('"$@"'), version), "VL109") == []  # the caller's arguments may set it
 
 
+def test_a_mandatory_value_cut_off_from_the_launch(lint):
+    """The key is set, but below where a broken `\\` continuation cuts the launch short (VL008):
+    the finding says it never reaches the launch, and after `\\ ` that Hydra stops earlier, on
+    the ` ` bash passes; the help repairs the cut."""
+    comment = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1 \\\n# the engine\n    actor_rollout_ref.rollout.name=vllm\n"
+    report = lint(comment)
+    [(line, col, msg, help)] = found(report, "VL109")
+    assert (line, col) == (2, 12) and msg.endswith("(`actor_rollout_ref.rollout.name` is set at line 4, among the overrides cut off from the launch: they never reach it, VL008)")
+    assert help == "repair the `\\` continuation that cuts the launch short above line 4 (VL008): `actor_rollout_ref.rollout.name` at line 4 then reaches it"
+    assert [(d.span.line, d.span.col) for d in report.diagnostics if d.code == "VL008"] == [(4, 5)]
+    blank = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1 \\  # one epoch\n    actor_rollout_ref.rollout.name=vllm\n"
+    [(line, col, msg, help)] = found(lint(blank), "VL109")
+    assert msg.endswith("(but the run never gets that far: the `\\ ` at line 2 passes ` ` to the launch as an override, and Hydra stops on it before composing the config: VL008)")
+    assert "line 3 then reaches it" in help
+    assert found(lint(comment.replace("# the engine\n", "")), "VL109") == []  # joined again: the launch sets it
+
+
 @pytest.mark.slow
 def test_no_mandatory_value_before_verl_0_7(lint):
     """verl 0.5.0 defaulted the rollout to vLLM: a launch without the name is fine there."""

@@ -133,6 +133,14 @@ class RayAttach(NamedTuple):
     entrypoint_env: frozenset = frozenset()  # names set in the job's command itself (`-- A=1 python3 ...`)
 
 
+class Cut(NamedTuple):
+    """Where a launch is cut short: its overrides from `line` on run as commands of their own (VL008)."""
+
+    line: int
+    blank: Span | None  # the `\ ` that cut it: bash passes " " to the launch, and Hydra stops on it
+    below: dict  # dotted key -> the span of an override below the cut that sets it
+
+
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class Launch:
     """One Hydra application launch found in a script."""
@@ -161,6 +169,7 @@ class Launch:
     not_analysable: str | None = None
     words: list[Word] = field(default_factory=list)  # the whole command, launcher options included
     variant: tuple[str, ...] | None = None  # the branch values it was expanded with (one Launch per combination)
+    cut: Cut | None = None  # cut short by a broken `\` continuation (VL008)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
 from .rules.hydra_keys import CONFIG_COMPOSITION_ERROR
-from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE, never_assigned
+from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE, after_cut, broken_continuations, never_assigned
 from .rules.tables import removed_module_diag
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -31,6 +31,7 @@ def lint_text(
     report = FileReport(path, text=text)
     script_dir, result, found = script_launches(path, text, options, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
+    report.diagnostics.extend(broken_continuations(result.commands, found))  # before the launches: it marks those cut short
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found, [c.words for c in result.commands if c.span.path == path]))
     variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings
@@ -140,6 +141,8 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
         return [], False  # not a Hydra app (a data-prep script, pip, ...)
     if la.note:  # a branch the script's own values do not take: say under which condition
         diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
+    if la.cut:  # cut short by a broken continuation (VL008): say how that bears on each finding
+        diags = [after_cut(d, la.cut) for d in diags]
     # A finding in a project config file names the launch that composes it (the file may serve many).
     reached = Related("", la.entry_span, "the launch that composes this config file")
     diags = [replace(d, related=(*d.related, reached)) if in_config_file(d.span) and d.span.path != la.span.path else d for d in diags]

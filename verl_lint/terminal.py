@@ -32,6 +32,12 @@ def safe(text: str, newline: bool = False) -> str:
     return text.translate(_KEEP_NEWLINE if newline else _ESCAPES)
 
 
+def shorten(text: str, n: int = 40) -> str:
+    """`text` on one line, cut to `n` characters, for quoting a script's text in a message."""
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def width(text: str) -> int:
     """Columns `text` takes on a terminal: East Asian wide and fullwidth characters take two,
     combining marks and zero-width characters none."""

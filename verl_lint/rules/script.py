@@ -1,9 +1,17 @@
 """0xx: findings about the bash script itself (emitted by the shell front end)."""
 
-import re
+from __future__ import annotations
 
-from ..model import Diagnostic, Launch, Severity, Span, Word
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..model import Cut, Diagnostic, Launch, Severity, Span, Word
 from ..registry import declare
+from ..terminal import shorten
+
+if TYPE_CHECKING:
+    from ..shell import Command
 
 BASH_PARSE_ERROR = declare(
     "VL001",
@@ -192,20 +200,34 @@ BROKEN_LINE_CONTINUATION = declare(
 
     ## What it does
     Flags a command whose name is a Hydra override (`actor_rollout_ref.rollout.n=5 \\` on a
-    line of its own): the `\\` continuation that should join it to the launch is broken.
+    line of its own) right below a launch, with only blank lines, comments and backslashes
+    between them: the `\\` continuation that should join it to the launch is missing or
+    broken. A command that only looks like one (`evalplus.codegen --model m`: no `=`), or one
+    below something else than a launch (an assignment, `echo`), is not judged. A later finding
+    about the cut launch says so: a key set below the cut never reaches it, and after a `\\ `
+    the run stops before anything is checked.
 
     ## Why is this bad?
     A comment line inside a continued command, a blank line, or `\\ ` (a space after the
     backslash, or a `# comment` after it) ends the command there. The launch runs without
     every override below that point — silently — and bash then fails on the rest with
-    "command not found" after the job has already started.
+    "command not found" after the job has already started. After `\\ ` bash also passes the
+    escaped space to the launch as one more argument, which Hydra cannot parse: the launch
+    stops at once (`OverrideParseException`).
 
     ## Use instead
     Keep every line of the command ending in a bare `\\`; put comments in an array
     (`ARGS=( a=1  # why\n b=2 )`) instead.
     """,
-    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n"],
-    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n"],
+    bad=[
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n",
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\  # one node\n    trainer.n_gpus_per_node=8\n",
+    ],
+    good=[
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n",
+        "#!/bin/bash\nMODEL=Qwen/Qwen2.5-7B\nevalplus.codegen --model $MODEL --greedy\nLOG=/tmp/$MODEL.log\n",
+        "#!/bin/bash\nLOG_DIR=/tmp/logs\nRUN=grpo\nLOG_FILE=$LOG_DIR/$RUN.log\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n",
+    ],
 )
 
 ENGINE_VERSION_UNKNOWN = declare(
@@ -286,8 +308,69 @@ ENVIRONMENT = re.compile(
 )
 
 
-# A Hydra override (`a.b=1`, `+a.b=1`, `~a.b`): no command name.
-OVERRIDE_LIKE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@\-]+)+(=|$)")
+# A Hydra override of a dotted key (`a.b=1`, `+a.b=1`, `~a.b`): no command name. Without `=` only
+# a deletion is one: `evalplus.codegen` is a command.
+_KEY = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@\-]+)+"
+OVERRIDE_LIKE = re.compile(rf"^((\+\+|\+)?{_KEY}=|~{_KEY}(=|$))")
+
+
+def broken_continuations(commands: list[Command], launches: list[Launch]) -> list[Diagnostic]:
+    """VL008 at each command whose name is a Hydra override right below a launch, or below such a
+    command itself (the launch's overrides cut off in several places); sets `Launch.cut` on each
+    launch cut short (on each of its variants)."""
+    cuts: dict[Span, Cut | None] = {la.span: None for la in launches}  # by launch
+    cut_from: dict[Span, Span] = {}  # a command of cut-off overrides -> the launch they belong to
+    out = []
+    for cmd in commands:
+        f = cmd.follows
+        launch = (f.above if f.above in cuts else cut_from.get(f.above)) if f is not None else None
+        if launch is None or cmd.span in cut_from:  # not below a launch; or one more variant of a command already seen
+            continue
+        cut_from[cmd.span] = launch
+        first = cuts[launch] is None
+        if first:
+            cuts[launch] = Cut(cmd.words[0].span.line, f.blank, {})
+        for w in cmd.words:
+            if w.text is not None and OVERRIDE_LIKE.match(w.text):
+                cuts[launch].below.setdefault(_key(w.text), w.span)
+        word = cmd.words[0]
+        if first and f.blank is not None:
+            why = (f"the `\\ ` at line {f.blank.line} (a blank after the backslash) ends the launch above and passes it ` ` as one more "
+                   "argument, on which Hydra stops (`OverrideParseException`) before anything runs; this line and the ones continuing it never reach it")
+            fix = "delete what follows the backslash at the end of that line (the blank, and the comment after it): end it with a bare `\\`"
+        else:
+            why = "the launch above ended early, so this line and the ones continuing it never reach it"
+            fix = "remove the comment or blank line inside the command, and end every line of it with `\\` (nothing after the backslash, not even a space)"
+        out.append(BROKEN_LINE_CONTINUATION.finding(
+            f"`{shorten(word.text)}` runs as a command of its own (bash: command not found): {why}", word.span, help=fix, key=_key(word.text)))
+    for la in launches:
+        la.cut = cuts[la.span]
+    return out
+
+
+# Findings no cut changes: python stops before Hydra parses anything (VL426: a removed entry
+# point), or Hydra stops parsing another override (VL102).
+_BEFORE_THE_CUT = ("VL102", "VL426")
+
+
+def after_cut(d: Diagnostic, cut: Cut) -> Diagnostic:
+    """A finding of a launch cut short, saying how the cut bears on it: after a `\\ ` Hydra stops
+    on the ` ` argument before it gets that far; a key set below the cut never reaches the launch."""
+    if d.code in _BEFORE_THE_CUT:
+        return d
+    below = cut.below.get(d.key)
+    if cut.blank is not None:
+        d = replace(d, message=f"{d.message} (but the run never gets that far: the `\\ ` at line {cut.blank.line} passes ` ` to the launch "
+                    "as an override, and Hydra stops on it before composing the config: VL008)")
+    elif below is not None:
+        d = replace(d, message=f"{d.message} (`{d.key}` is set at line {below.line}, among the overrides cut off from the launch: they never reach it, VL008)")
+    if below is not None:
+        d = replace(d, help=f"repair the `\\` continuation that cuts the launch short above line {cut.line} (VL008): `{d.key}` at line {below.line} then reaches it")
+    return d
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
 
 
 def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> list[Diagnostic]:

@@ -22,10 +22,11 @@ import tree_sitter as ts
 
 from ..launch.locate import places, working_dirs
 from ..model import EnvVar, Word
-from ..rules.script import BROKEN_LINE_CONTINUATION, OVERRIDE_LIKE
+from ..rules.script import OVERRIDE_LIKE
+from ..terminal import shorten
 from .expand import Expander
-from .source import Source, syntax_errors
-from .values import Command, ScriptResult, State, UntakenArm, Var, field_word, join_words, shorten, unknown_word
+from .source import REDIRECTS, Source, follows, glued, syntax_errors
+from .values import Command, ScriptResult, State, UntakenArm, Var, field_word, join_words, unknown_word
 
 MAX_SOURCE_DEPTH = 8
 MAX_CALL_DEPTH = 16
@@ -89,7 +90,7 @@ class Evaluator:
                     body = next((b for b in c.named_children if b.type == "heredoc_body"), None)
                     if body is not None:
                         self._nested(body.start_byte, body.end_byte, state.copy())
-                if c.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
+                if c.type in REDIRECTS:
                     continue
                 self._stmt(c, state)
         elif t == "subshell":
@@ -295,7 +296,8 @@ class Evaluator:
                 state.functions.setdefault(fname, body)
 
     # -- assignments --------------------------------------------------------
-    def _assign(self, n: ts.Node, state: State, exported: bool = False, local_scope: bool = False) -> str | None:
+    def _assign(self, n: ts.Node, state: State, exported: bool = False, local_scope: bool = False, tail: ts.Node | None = None) -> str | None:
+        """`n`, with `tail` the rest of its value where the grammar split it off (see `_glued`)."""
         name_node = n.child_by_field_name("name")
         if name_node is None:
             return None
@@ -303,7 +305,7 @@ class Evaluator:
         name = raw_name.split("[")[0]
         value = n.child_by_field_name("value")
         append = any(c.type == "+=" for c in n.children)
-        span = self.src.node_span(n)
+        span = self.src.span(n.start_byte, (tail or n).end_byte)
         old = state.vars.get(name)
         keep_export = exported or (old.exported if old else False)
         if name_node.type == "subscript":  # A[i]=v: too dynamic to track precisely
@@ -325,6 +327,10 @@ class Evaluator:
         else:
             fields = self.expander.expand(value, state, quoted=True)
             word = field_word(fields[0] if fields else [], self.src.node_span(value))
+            if tail is not None:
+                rest = tail.named_children[0] if tail.type == "command_name" and tail.named_children else tail
+                vspan = self.src.span(value.start_byte, tail.end_byte)
+                word = field_word(self.expander.glue(word, self.expander.expand(rest, state, quoted=True), rest, state, vspan)[0], vspan)
         if append and old is not None and old.words:
             prev = old.words[-1] if old.is_array else old.words[0]
             if old.is_array:
@@ -340,21 +346,11 @@ class Evaluator:
             c.type == "word" and self.src.node_text(c).startswith("-") and "x" in self.src.node_text(c) for c in n.children
         )
         array = any(c.type == "word" and re.fullmatch(r"-[a-zA-Z]*[aA][a-zA-Z]*", self.src.node_text(c)) for c in n.children)
-        prev = None
-        for c in n.named_children:
-            if prev is not None and prev.type == "variable_assignment" and c.start_byte == prev.end_byte:
-                # tree-sitter-bash splits `A=$X:$Y/b` after a bare `$` into two nodes (see `glue`):
-                # one value, which is not followed here
-                name = self.src.node_text(prev.child_by_field_name("name") or prev).split("[")[0]
-                span = self.src.span(prev.start_byte, c.end_byte)
-                state.vars[name] = Var([unknown_word(span, f"`{shorten(self.src.node_text(prev) + self.src.node_text(c))}` is not understood statically")], exported=exported, assigned_at=span)
-                prev = c
-                continue
-            prev = c
+        for c, tail in glued(n.named_children):
             if c.type not in ("variable_assignment", "variable_name", "word", "comment"):  # `export $(cat .env)`
                 self.result.hidden_assignments.append(self.src.node_span(c))
             if c.type == "variable_assignment":
-                self._assign(c, state, exported=exported)
+                self._assign(c, state, exported=exported, tail=tail)
             elif c.type == "variable_name" and array and self.src.node_text(c) not in state.vars:
                 span = self.src.node_span(c)  # `declare -A X`: an empty array
                 state.vars[self.src.node_text(c)] = Var([], True, exported, span)
@@ -377,18 +373,13 @@ class Evaluator:
         prefix, words, name_node = self._expand_command(n, state)
         if name_node is None:
             # Only assignments: in bash they persist in the shell.
-            for c in n.named_children:
+            for c, tail in glued(n.named_children):
                 if c.type == "variable_assignment":
-                    self._assign(c, state)
+                    self._assign(c, state, tail=tail)
             return
-        # A Hydra override cannot be a command name: seen as one, the command it belonged to was cut off above it.
-        if words and words[0].text and OVERRIDE_LIKE.match(words[0].text):
-            self.result.diagnostics.append(
-                BROKEN_LINE_CONTINUATION.finding(f"`{shorten(words[0].text)}` runs as a command of its own (bash: command not found): the launch "
-                    "above ended early, so this line and the ones continuing it never reach it", words[0].span, help="remove the comment or blank line inside the command, and end every line of it with `\\` "
-                    "(nothing after the backslash, not even a space)", key=words[0].text.split("=", 1)[0].lstrip("+~"))
-            )
-        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note, variant=self._iteration or None)
+        # A Hydra override cannot be a command name: seen as one, the command it belonged to may have been cut off above it.
+        above = follows(self.src, n) if words and words[0].text and OVERRIDE_LIKE.match(words[0].text) else None
+        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note, variant=self._iteration or None, follows=above)
         script = self._script_argument(words) if words else None  # `"${EMPTY[@]}"` names no command
         if script is not None:  # `bash -c "..."`, `eval "$CMD"`: its commands are read instead
             cmd.nested = True
@@ -398,7 +389,7 @@ class Evaluator:
         variants = [] if cmd.nested else self._variants(self.expander.reads, state)
         for label, branch in variants:  # once per combination of the branch values it reads
             prefix, words, _ = self._expand_command(n, branch)
-            self.result.commands.append(Command(n, cmd.span, prefix, words, branch, self._note, variant=(*self._iteration, *label)))
+            self.result.commands.append(Command(n, cmd.span, prefix, words, branch, self._note, variant=(*self._iteration, *label), follows=above))
         if not variants:
             self.result.commands.append(cmd)
         self._builtin(cmd, state)
@@ -433,17 +424,20 @@ class Evaluator:
         words: list[Word] = []
         name_node = None
         glue_end = -1
-        for c in n.named_children:
+        named = False  # the grammar took the end of an assignment for the command name: the next word is
+        for c, tail in glued(n.named_children):
             if c.type == "variable_assignment" and name_node is None:
                 tmp = state.copy()
-                name = self._assign(c, tmp)
+                name = self._assign(c, tmp, tail=tail)
+                named = named or (tail is not None and tail.type == "command_name")
                 if name:
-                    w = tmp.vars[name].words[0] if tmp.vars[name].words else Word("", self.src.node_span(c))
-                    prefix[name] = EnvVar(name, w.text, self.src.node_span(c), w.unknown, True)
-            elif c.type == "command_name":
+                    span = self.src.span(c.start_byte, (tail or c).end_byte)
+                    w = tmp.vars[name].words[0] if tmp.vars[name].words else Word("", span)
+                    prefix[name] = EnvVar(name, w.text, span, w.unknown, True)
+            elif c.type == "command_name" or (named and name_node is None and c.type not in REDIRECTS and c.type != "comment"):
                 name_node = c
-                words.extend(self.expander.field_words(c.named_children[0] if c.named_children else c, state))
-            elif c.type in ("file_redirect", "heredoc_redirect", "herestring_redirect", "comment"):
+                words.extend(self.expander.field_words(c.named_children[0] if c.type == "command_name" and c.named_children else c, state))
+            elif c.type in REDIRECTS or c.type == "comment":
                 continue
             elif name_node is not None:
                 fields = self.expander.expand(c, state)

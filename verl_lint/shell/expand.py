@@ -12,9 +12,10 @@ import tree_sitter as ts
 
 from ..model import Diagnostic, Span, Unknown, Word
 from ..rules.script import VARIABLE_USED_BEFORE_ASSIGNMENT
+from ..terminal import shorten
 from . import patterns
 from .source import Source
-from .values import Seg, State, Var, expanded_seg, field_word, shorten, split_unquoted
+from .values import Seg, State, Var, expanded_seg, field_word, split_unquoted
 
 _ARITH_OPS = {
     "+": lambda a, b: a + b,

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import tree_sitter as ts
 
 from ..model import Span, Unknown, Word
-from .values import Seg, State, Var, field_word, shorten
+from ..terminal import shorten
+from .values import Seg, State, Var, field_word
 
 if TYPE_CHECKING:
     from .expand import Expander

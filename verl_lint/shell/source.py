@@ -11,10 +11,18 @@ import subprocess
 import tree_sitter as ts
 import tree_sitter_bash as tsb
 
+from typing import NamedTuple
+
 from ..model import Diagnostic, Span
 from ..rules.script import BASH_PARSE_ERROR
 
 _PARSER: ts.Parser | None = None
+REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
+# Statements that hold commands in order (the first one starts them, the last one ends them).
+_STATEMENTS = ("redirected_statement", "pipeline", "list")
+# Between a command and the next line's: blanks, newlines, comments, backslashes (`\` newline, `\ `).
+_GAP = re.compile(rb"([ \t\n]|\\[ \t\n]|#[^\n]*)*")
+_ESCAPED_BLANK = re.compile(rb"[ \t]*(\\[ \t])")
 
 
 def parser() -> ts.Parser:
@@ -142,3 +150,47 @@ def _descendants(n: ts.Node):
         c = stack.pop()
         yield c
         stack.extend(c.children)
+
+
+class Follows(NamedTuple):
+    """A command whose name is a Hydra override (`a.b=1`), and the command right above it with
+    only blank lines, comments and backslashes between them: when that one is a launch, the
+    launch was cut short there (VL008)."""
+
+    above: Span  # the command right above
+    blank: Span | None  # a `\ ` ending that command: bash passes it " " as its last argument
+
+
+def follows(src: Source, n: ts.Node) -> Follows | None:
+    """The command right above the statement that command `n` starts, when only blank lines,
+    comments and backslashes separate them (the `\\` that should join them is missing or
+    broken), with the `\\ ` ending it if any (tree-sitter-bash drops that word; bash passes " ")."""
+    stmt = n
+    while stmt.parent is not None and stmt.parent.type in _STATEMENTS and stmt.parent.named_children[0] == stmt:
+        stmt = stmt.parent
+    prev = stmt.prev_named_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_named_sibling
+    gap = src.data[prev.end_byte : stmt.start_byte] if prev is not None else b""
+    if prev is None or b"\n" not in gap or not _GAP.fullmatch(gap):
+        return None
+    last = prev
+    while last is not None and last.type in _STATEMENTS:
+        last = next((c for c in reversed(last.named_children) if c.type not in REDIRECTS), None)
+    if last is None or last.type != "command":
+        return None
+    blank = _ESCAPED_BLANK.match(gap)
+    return Follows(src.node_span(last), src.span(prev.end_byte + blank.start(1), prev.end_byte + blank.end(1)) if blank else None)
+
+
+def glued(nodes: list[ts.Node]):
+    """(node, tail) for each node, `tail` being the next node when the grammar split one word there:
+    tree-sitter-bash ends `A=$X/$` at a bare `$` and starts a new node at `Y.log` (a command name,
+    or a word after `export`), where bash sees one assignment `A=$X/$Y.log`. The tail is not
+    yielded on its own."""
+    i = 0
+    while i < len(nodes):
+        c = nodes[i]
+        tail = nodes[i + 1] if c.type == "variable_assignment" and i + 1 < len(nodes) and nodes[i + 1].start_byte == c.end_byte else None
+        yield c, tail
+        i += 2 if tail is not None else 1

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import tree_sitter as ts
 
 from ..model import Diagnostic, EnvVar, Span, Unknown, Word
-from .source import Source
+from .source import Follows, Source
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class Command:
     note: str | None = None  # under which condition it runs, when not under the script's own values
     nested: bool = False  # its string argument was read as a script (`bash -c`, `eval`)
     variant: tuple[str, ...] | None = None  # expanded with these branch values, one per variable, or per group the same branches set ("when line 4: `[ ... ]`")
+    follows: Follows | None = None  # its name is a Hydra override: what is right above it
 
 
 class UntakenArm(NamedTuple):
@@ -162,9 +163,3 @@ def join_words(a: Word, b: Word, span: Span) -> Word:
     if a.text is None or b.text is None:
         return Word(None, span, a.unknown or b.unknown)
     return Word(a.text + b.text, span, cwd=a.cwd or b.cwd)
-
-
-def shorten(text: str, n: int = 40) -> str:
-    """`text` on one line, cut to `n` characters, for quoting a script's text in a message."""
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1] + "…"
