@@ -119,6 +119,19 @@ def test_key_never_read_outside_dataclass_nodes_is_ignored(lint, version):
     assert d.message == f"nothing in verl {version} reads `trainer.unknown_thing.sub`: the value is accepted by Hydra and ignored"
 
 
+@pytest.mark.parametrize("version", across_releases())
+def test_an_unread_key_added_as_off_is_silent(lint, version):
+    """`+flag=False` (0, null, ""): code that never reads it behaves as if it were off, as asked
+    (VL233's rule for keys read under an off condition); unless it is a slip for a read key that
+    is on: `trainer.val_before_train` is true by default."""
+    off = ("+trainer.no_such_flag=False", "+trainer.no_such_count=0", "+trainer.no_such_path=null", "+trainer.no_such_name=''")
+    assert _found(lint(main_ppo(*off), version), "VL230") == []
+    on, slip = _found(lint(main_ppo("+trainer.no_such_flag=True", "+trainer.val_before_trian=False"), version), "VL230")
+    assert on.key == "trainer.no_such_flag"
+    assert (slip.key, slip.help) == ("trainer.val_before_trian", "did you mean `trainer.val_before_train`?")
+    assert _found(lint(main_ppo("trainer.val_before_train=False", "+trainer.val_before_trian=False"), version), "VL230") == []
+
+
 @pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0 does not read algorithm.gdpo_reward_keys (issue #19)"))
 def test_a_real_added_key_is_silent(lint, version):
     # Not in the YAML, read by the trainer with `config.trainer.get("remove_previous_ckpt_in_save")`

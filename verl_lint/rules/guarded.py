@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from ..config import guards
 from ..config.context import Context
@@ -19,7 +19,7 @@ from ..config.keys import all_keys
 from ..config.reader import app_sources
 from ..model import Unknown
 from ..registry import main_ppo, rule
-from .unread import read_unseen, tree_index
+from .unread import read_unseen, silent_value, tree_index
 
 
 def _children(ctx: Context, path: tuple[str, ...]) -> frozenset[str]:
@@ -127,13 +127,6 @@ def _interpolated_names(ctx: Context, index) -> set[str]:
     return names
 
 
-def _silent_value(v) -> bool:
-    """0, False, null, "" or an empty node: how users say "off", what happens anyway."""
-    if isinstance(v, (DictConfig, ListConfig)):
-        return len(v) == 0
-    return not isinstance(v, Unknown) and not v
-
-
 @rule(
     "VL233",
     "key-read-only-under-off-condition",
@@ -194,7 +187,7 @@ def key_read_only_under_off_condition(ctx: Context):
         if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None:
             continue
         parts = tuple(o.key.split("."))
-        if len(parts) < 2 or not all(p.isidentifier() for p in parts) or read_unseen(ctx, list(parts), index) or _silent_value(ctx.get(o.key, None)):
+        if len(parts) < 2 or not all(p.isidentifier() for p in parts) or read_unseen(ctx, list(parts), index) or silent_value(ctx.get(o.key, None)):
             continue
         if interpolated is None:
             interpolated = _interpolated_names(ctx, index)

@@ -7,8 +7,11 @@ its code mentions. A key with a name that appears nowhere in that code cannot be
 from __future__ import annotations
 
 
+from omegaconf import DictConfig, ListConfig
+
 from ..config.keys import all_keys, same_name_elsewhere
 from ..config.context import Context
+from ..model import Unknown
 from ..registry import main_ppo, rule
 from ..config.reader import ReaderIndex, app_sources, reader_index
 
@@ -83,27 +86,55 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
             return f"did you mean `{new}`?" if ctx.has(new) else f"did you mean `+{new}`? (the code reads it; the config does not ship it)"
     if not typo:
         return "remove the override: this verl never reads the key, whatever its value"
-    if ctx.cfg is not None and name == leaf:
-        parent = key.rpartition(".")[0]
-        keys = [k for k in all_keys(ctx.cfg) if k != key and not k.startswith("hydra.") and index.reads(_leaf(k))]
-        elsewhere = same_name_elsewhere(ctx.cfg, key, keys)  # the setting placed under the wrong role
-        if elsewhere is not None:
-            return f"did you mean `{elsewhere}`?"
-        siblings = {_leaf(k): k for k in keys if k.rpartition(".")[0] == parent}
-        close = difflib.get_close_matches(leaf, sorted(siblings), n=1, cutoff=0.75)
-        if close:
-            return f"did you mean `{siblings[close[0]]}`?"
-        by_leaf: dict[str, list[str]] = {}
-        for k in keys:
-            by_leaf.setdefault(_leaf(k), []).append(k)
-        close = difflib.get_close_matches(leaf, sorted(by_leaf), n=1, cutoff=0.8)
-        if close:
-            where = by_leaf[close[0]]
-            return f"did you mean `{where[0]}`?" if len(where) == 1 else "did you mean one of " + ", ".join(f"`{w}`" for w in where[:3]) + "?"
+    close = _close_keys(ctx, key, index) if name == leaf else []
+    if close:
+        return f"did you mean `{close[0]}`?" if len(close) == 1 else "did you mean one of " + ", ".join(f"`{w}`" for w in close) + "?"
     close = difflib.get_close_matches(name, sorted(n for n in index.names if "_" in n and len(n) > 3), n=1, cutoff=0.85)
     if close:
         return f"did you mean `{close[0]}`? (a name verl's code reads, in place of `{name}`)"
     return "remove it, or check the key's name and place against this verl's config"
+
+
+def _close_keys(ctx: Context, key: str, index: ReaderIndex) -> list[str]:
+    """Keys of the composed config that the code reads and the added `key` may be a slip for: the
+    same name under another node (the setting placed under the wrong role), else a sibling with
+    a close name, else up to three keys with a close name elsewhere."""
+    import difflib  # only for a finding, or a value that means off
+
+    if ctx.cfg is None:
+        return []
+    leaf = _leaf(key)
+    parent = key.rpartition(".")[0]
+    keys = [k for k in all_keys(ctx.cfg) if k != key and not k.startswith("hydra.") and index.reads(_leaf(k))]
+    elsewhere = same_name_elsewhere(ctx.cfg, key, keys)
+    if elsewhere is not None:
+        return [elsewhere]
+    siblings = {_leaf(k): k for k in keys if k.rpartition(".")[0] == parent}
+    close = difflib.get_close_matches(leaf, sorted(siblings), n=1, cutoff=0.75)
+    if close:
+        return [siblings[close[0]]]
+    by_leaf: dict[str, list[str]] = {}
+    for k in keys:
+        by_leaf.setdefault(_leaf(k), []).append(k)
+    close = difflib.get_close_matches(leaf, sorted(by_leaf), n=1, cutoff=0.8)
+    return by_leaf[close[0]][:3] if close else []
+
+
+def silent_value(v) -> bool:
+    """0, False, null, "" or an empty node: how users say "off", what happens anyway where the
+    code does not read the key."""
+    if isinstance(v, (DictConfig, ListConfig)):
+        return len(v) == 0
+    return not isinstance(v, Unknown) and not v
+
+
+def _off_anyway(ctx: Context, key: str, name: str, index: ReaderIndex) -> bool:
+    """An added key set to a value that means off (`+flag=False`): nothing the user expects
+    changes, unless it is a slip for a read key that is on (`+actor.use_kl_los=False` while
+    `actor.use_kl_loss` is true)."""
+    if not silent_value(ctx.get(key, None)):
+        return False
+    return name != _leaf(key) or all(silent_value(ctx.get(k, None)) for k in _close_keys(ctx, key, index))
 
 
 def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bool):
@@ -119,7 +150,7 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         if read_unseen(ctx, parts, index):
             continue
         name = _unread_name(parts, index)
-        if name is None:
+        if name is None or typo and _off_anyway(ctx, o.key, name, index):
             continue
         seen.add(o.key)
         # Under a node verl builds into a dataclass, VL110 says more (the field is missing from the
@@ -135,8 +166,11 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
     bad=[
         main_ppo("+trainer.no_such_knob=1"),
         main_ppo("+data.train_batch_sizee=4"),
+        main_ppo("+trainer.val_before_trian=False"),
     ],
     good=[
+        main_ppo("+trainer.no_such_knob=False"),
+        main_ppo("+trainer.no_such_knob=null"),
         main_ppo("+actor_rollout_ref.model.override_config.attention_dropout=0.0"),
         main_ppo("++actor_rollout_ref.rollout.engine_kwargs.vllm.block_size=16"),
         main_ppo("actor_rollout_ref.actor.clip_ratio=0.2"),
@@ -156,7 +190,11 @@ def key_never_read(ctx: Context):
     `runtime_env`, `env_vars`, `transfer_queue`, free-form `dict` fields such as `model.lora`,
     nodes the tree unpacks with `**`, iterates or converts with `to_container`), and so is
     `data.*` when `data.custom_cls.path` names a user dataset. Suggests a read key close to
-    it: a typo of a sibling, or the same name under another node.
+    it: a typo of a sibling, or the same name under another node. A key added with a value
+    that means off (`+flag=False`, `0`, `null`, an empty string or node) is not reported, as
+    VL233 does: code that never reads it behaves as if it were off, which is what you asked
+    for; unless the key looks like a slip for a key the code reads that is on
+    (`+actor.use_kl_los=False` while `actor.use_kl_loss` is true).
 
     ## Why is this bad?
     Hydra accepts any added key, and verl never looks at it: the run trains with the default
