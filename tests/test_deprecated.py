@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 
@@ -11,7 +12,10 @@ import pytest
 from conftest import NEWEST, OLDER, OLDEST, across_releases, cached_release
 from verl_lint.config import classes
 from verl_lint.config.deprecations import in_code, in_post_init
+from verl_lint.launch.locate import tree_at
+from verl_lint.model import Options
 from verl_lint.registry import main_ppo
+from verl_lint.runner import lint_file
 
 
 def found(report, code="VL232"):
@@ -30,8 +34,9 @@ def test_val_batch_size_is_deprecated_in_every_release(lint, version):
     file moved from ray_trainer.py (0.5.0) to utils/config.py (0.7.1, 0.9.1); the finding follows."""
     [d] = found(lint(main_ppo("trainer.total_epochs=1", "data.val_batch_size=16"), version))
     assert (d.span.line, d.span.col) == (2, 57)
-    where = d.message.split("(", 1)[1].split(" warns")[0]
+    where = d.message.split("(", 1)[1].split(" prints")[0]
     assert 'config.data.get("val_batch_size", None) is not None' in _evidence_line(version, where)
+    assert 'prints: "WARNING: val_batch_size is deprecated.' in d.message  # a print: always shown
     assert where.startswith("verl/trainer/ppo/ray_trainer.py:" if version == OLDEST else "verl/utils/config.py:")
     assert d.fix is None  # no one-to-one replacement
     [rel] = d.related
@@ -51,7 +56,8 @@ def test_grad_clip_maps_one_to_one_to_clip_grad(lint, version):
     [d] = found(lint(main_ppo("+actor_rollout_ref.actor.optim.grad_clip=0.5"), version))
     assert (d.span.line, d.span.col) == (2, 34)
     assert "verl copies the value into `actor_rollout_ref.actor.optim.clip_grad`" in d.message
-    assert "`grad_clip` is deprecated, use `clip_grad` instead." in d.message
+    # warnings.warn(..., DeprecationWarning): Python's default filters drop it, the user sees nothing
+    assert 'warns: "`grad_clip` is deprecated, use `clip_grad` instead.", a DeprecationWarning, which Python\'s default warning filters hide' in d.message
     # `+` would fail for clip_grad, which the config ships: the whole token is rewritten.
     assert (d.fix.safe, d.fix.kind, d.fix.new) == (True, "replace-token", "actor_rollout_ref.actor.optim.clip_grad=0.5")
     assert found(lint(main_ppo("+actor_rollout_ref.actor.optim.grad_clip=null"), version)) == []
@@ -62,6 +68,26 @@ def test_grad_clip_with_clip_grad_set_too_has_no_fix(lint):
     assert "overwriting the `actor_rollout_ref.actor.optim.clip_grad` you set too" in d.message
     assert d.fix is None and d.help == "keep only `actor_rollout_ref.actor.optim.clip_grad`"
     assert [r.key for r in d.related][0] == "actor_rollout_ref.actor.optim.clip_grad"
+
+
+@pytest.mark.slow
+def test_no_replacement_the_code_does_not_read(composer, tmp_path):
+    """A tree whose workers still read the old key (a fork of 0.7.1 whose engine and workers read
+    `optim.warmup_style`; only the config dataclass knows `lr_scheduler_type`): the finding stays,
+    but writing the replacement would reach no code, so it is not offered."""
+    fork = tmp_path / "fork"
+    shutil.copytree(cached_release(OLDER).root / "verl", fork / "verl")
+    for f in (fork / "verl").rglob("*.py"):
+        if f.parent.name != "config" and "lr_scheduler_type" in (text := f.read_text()):
+            f.write_text(text.replace("lr_scheduler_type", "warmup_style"))
+    script = tmp_path / "sft.sh"
+    script.write_text("#!/bin/bash\npython3 -m verl.trainer.sft_trainer optim.warmup_style=cosine\n")
+    [d] = found(lint_file(script, Options(verl_tree=tree_at(fork, "checkout")), composer))
+    assert "verl copies the value into `optim.lr_scheduler_type`, which nothing in verl 0.7.1 reads beyond its config declaration" in d.message
+    assert d.help == "keep `optim.warmup_style`: written as `optim.lr_scheduler_type`, the setting would reach no code of this tree" and d.fix is None
+    # the release itself reads it (its engines): the replacement is offered, with the rename
+    [d] = found(lint_file(script, Options(verl_tree=cached_release(OLDER)), composer))
+    assert d.help == "write `optim.lr_scheduler_type` instead" and d.fix is not None
 
 
 def test_a_value_known_only_at_run_time_still_sets_the_key(lint):
@@ -152,13 +178,30 @@ def test_only_provable_shapes_are_read():
     post_init = tree.body[0].body[0]
     facts = in_post_init(post_init.body, "m.py")
     assert sorted(facts) == ["flag", "old"]
-    assert (facts["old"].new, facts["old"].guard, facts["old"].where) == ("new", "not-none", "m.py:4")
-    assert (facts["flag"].new, facts["flag"].guard, facts["flag"].message) == ("", "truthy", "`flag={...}` is deprecated")
+    assert (facts["old"].new, facts["old"].guard, facts["old"].where, facts["old"].how) == ("new", "not-none", "m.py:4", "DeprecationWarning")
+    assert (facts["flag"].new, facts["flag"].guard, facts["flag"].message, facts["flag"].how) == ("", "truthy", "`flag={...}` is deprecated", "log")
     code = in_code(tree, "m.py")
-    assert [(f.key, f.guard, f.message) for f in code] == [
-        ("data.vbs", "not-none", "WARNING: vbs is deprecated. more"),
-        ("trainer.y", "truthy", "y is deprecated"),
+    assert [(f.key, f.guard, f.message, f.how) for f in code] == [
+        ("data.vbs", "not-none", "WARNING: vbs is deprecated. more", "print"),
+        ("trainer.y", "truthy", "y is deprecated", "print"),
     ]
+
+
+@pytest.mark.parametrize(
+    "call,how",
+    [
+        ('warnings.warn("x is deprecated")', "UserWarning"),  # no category: a UserWarning
+        ('warnings.warn("x is deprecated", FutureWarning, stacklevel=2)', "FutureWarning"),
+        ('warn("x is deprecated", category=DeprecationWarning)', "DeprecationWarning"),
+        ('warnings.warn("x is deprecated", MY_CATEGORY)', "MY_CATEGORY"),
+        ('warnings.warn("x is deprecated", kinds[0])', ""),  # not known statically
+        ('logger.warn("x is deprecated")', "log"),
+        ('logging.warning("x is deprecated")', "log"),
+    ],
+)
+def test_how_verl_says_it(call, how):
+    body = ast.parse(f"def __post_init__(self):\n    if self.x is not None:\n        {call}\n").body[0].body
+    assert in_post_init(body, "m.py")["x"].how == how
 
 
 @pytest.mark.parametrize("version", [NEWEST, OLDER])

@@ -34,6 +34,7 @@ class Deprecation(NamedTuple):
     guard: str  # "not-none" (`is not None` / `.get(k) is not None`) or "truthy" (`if self.old:`)
     message: str  # the warning's literal text, placeholders shown as {...}
     where: str  # "verl/workers/config/optimizer.py:59": the `if` that warns (it names the key)
+    how: str = ""  # how it says so: a warning class ("DeprecationWarning"), "print" or "log"; "" when not known
 
 
 def message_text(node: ast.expr) -> str | None:
@@ -49,16 +50,32 @@ def message_text(node: ast.expr) -> str | None:
     return None
 
 
-def _warning(body: list[ast.stmt]) -> str | None:
-    """The text of the first deprecation warning among `body`'s top-level statements."""
+def _warning(body: list[ast.stmt]) -> tuple[str, str] | None:
+    """(text, how) of the first deprecation warning among `body`'s top-level statements (see
+    `Deprecation.how`)."""
     for stmt in body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and stmt.value.args:
             f = stmt.value.func
             name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             text = message_text(stmt.value.args[0]) if name in _WARN_CALLS else None
             if text and "deprecat" in text.lower():
-                return " ".join(text.split())
+                return " ".join(text.split()), _how(stmt.value, name)
     return None
+
+
+def _how(call: ast.Call, name: str) -> str:
+    """How a call says it: `warnings.warn(msg[, Category])` (or a bare `warn`) -> the class
+    (UserWarning when none is given), `print` -> "print", a logger's method -> "log"; "" for a
+    class given by an expression."""
+    if name == "print":
+        return "print"
+    f = call.func
+    if name != "warn" or isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and f.value.id == "warnings"):
+        return "log"  # logger.warning / logger.info / logger.warn
+    cls = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "category"), None)
+    if cls is None:
+        return "UserWarning"
+    return cls.id if isinstance(cls, ast.Name) else cls.attr if isinstance(cls, ast.Attribute) else ""
 
 
 def _copied_to(body: list[ast.stmt], old: str) -> str:
@@ -96,7 +113,7 @@ def in_post_init(body: list[ast.stmt], rel: str) -> dict[str, Deprecation]:
         field = _attr_of(g[0], "self") if g else None
         warned = _warning(stmt.body) if field else None
         if g and field and warned:
-            out.setdefault(field, Deprecation(field, _copied_to(stmt.body, field), g[1], warned, f"{rel}:{stmt.lineno}"))
+            out.setdefault(field, Deprecation(field, _copied_to(stmt.body, field), g[1], warned[0], f"{rel}:{stmt.lineno}", warned[1]))
     return out
 
 
@@ -146,5 +163,5 @@ def in_code(tree: ast.Module, rel: str) -> list[Deprecation]:
         path = config_path(g[0]) if g else None
         warned = _warning(node.body) if path else None
         if g and path and warned:
-            out.append(Deprecation(path, "", g[1], warned, f"{rel}:{node.lineno}"))
+            out.append(Deprecation(path, "", g[1], warned[0], f"{rel}:{node.lineno}", warned[1]))
     return out

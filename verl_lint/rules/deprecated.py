@@ -67,8 +67,14 @@ def deprecated_key(ctx: Context):
     A key you set that makes that warning fire is reported at the override that set it, with
     verl's own words and where they are. When verl copies the value into another field one to
     one, the finding names that key and offers a safe fix that renames the override (not when
-    you set the new key too, or when a `+` would no longer apply). Nothing else is judged: a
-    warning under another condition, or a mapping through a helper, stays silent.
+    you set the new key too, or when a `+` would no longer apply); when no code of the tree
+    (the entry point's own packages included) reads the new key beyond its config declaration
+    (a fork whose workers still read the old one), it is not offered: written so, the setting
+    would reach nothing. The message says whether the run shows verl's warning, from the call
+    in the source: a `DeprecationWarning` is hidden by Python's default warning filters, a
+    `UserWarning` (`warnings.warn` without a class) or `FutureWarning` is shown, a `print` always
+    is. Nothing else is judged: a warning under another condition, or a mapping through a
+    helper, stays silent.
 
     ## Why is this bad?
     The run still starts, but the key lives on borrowed time: verl says it will drop it, and
@@ -105,18 +111,41 @@ def _finding(ctx: Context, key: str, fact: Deprecation, new: str, root: str) -> 
     file, _, line = fact.where.rpartition(":")
     maps = f"; verl copies the value into `{new}`" if new else ""
     both = new and ctx.user_set(new)
-    if both:
+    # The replacement is read only where the tree's code reads it: a tree whose workers still read
+    # the old key (a fork, a project's own worker) would lose the setting to the new one.
+    unread = new and not reader_index(Path(root), app_sources(ctx.app)).used_beyond_config(fact.new)
+    if unread:
+        maps += f", which nothing in {where} reads beyond its config declaration"
+        help = f"keep `{key}`: written as `{new}`, the setting would reach no code of this tree"
+    elif both:
         maps += f", overwriting the `{new}` you set too"
-    d = ctx.diag(
-        "VL232",
-        f"`{key}` is deprecated in {where} ({fact.where} warns: \"{fact.message}\"){maps}",
-        key=key,
-        help=(f"keep only `{new}`" if both else f"write `{new}` instead") if new else "remove the override, or set what verl's warning names instead",
-        related=[new] if both else (),
-    )
+        help = f"keep only `{new}`"
+    else:
+        help = f"write `{new}` instead" if new else "remove the override, or set what verl's warning names instead"
+    d = ctx.diag("VL232", f"`{key}` is deprecated in {where} ({_says(fact)}){maps}", key=key, help=help, related=[new] if both else ())
     span = Span(str(Path(root, file)), int(line), 1, int(line), 1)
     d.related = (*d.related, Related(key, span, "verl's deprecation warning"))
-    if new and not both:
+    if new and not both and not unread:
         o = ctx.comp.last_setter(key)
         d.fix = ctx.rename_fix(o, new) if o is not None else None
     return d
+
+
+# Warning classes Python's default filters ignore (outside `__main__`), and the built-in ones they show.
+_HIDDEN = {"DeprecationWarning", "PendingDeprecationWarning", "ImportWarning", "ResourceWarning"}
+_SHOWN = {"Warning", "UserWarning", "FutureWarning", "RuntimeWarning", "SyntaxWarning", "BytesWarning", "UnicodeWarning", "EncodingWarning"}
+
+
+def _says(fact: Deprecation) -> str:
+    """How verl says it, and whether the run shows it: a DeprecationWarning is hidden by Python's
+    default warning filters, a UserWarning or FutureWarning is shown."""
+    text = f'"{fact.message}"'
+    if fact.how == "print":
+        return f"{fact.where} prints: {text}"
+    if fact.how == "log":
+        return f"{fact.where} logs: {text}"
+    if fact.how in _HIDDEN:
+        return f"{fact.where} warns: {text}, a {fact.how}, which Python's default warning filters hide: the run shows nothing"
+    if fact.how in _SHOWN:
+        return f"{fact.where} warns: {text}, a {fact.how}, which Python shows"
+    return f"{fact.where} warns: {text}"
