@@ -45,6 +45,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ..cache import memo
@@ -315,7 +316,12 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
 
     In memory it is kept per (root, extra) without looking at the files again: one process
     lints a set of scripts against a tree that does not change meanwhile, and the stat walk
-    (~30 ms) would otherwise be paid for every launch."""
+    (~30 ms) would otherwise be paid for every launch. Asked again with the same arguments (a
+    rule asks once per key), no path is resolved again."""
+    asked = (tree_root, extra)
+    hit = _LOADED.get(asked)
+    if hit is not None:
+        return hit
     root = Path(tree_root).resolve()
     extra = tuple(Path(p).resolve() for p in extra)
     hit = _LOADED.get((root, extra))
@@ -323,12 +329,14 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
         roots = source_roots(root, extra)
         own = len(roots) == len(source_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
         if own and extra:  # config dirs inside verl/, read anyway: the tree's own index, not a second build
-            hit = _LOADED[(root, extra)] = reader_index(root)
-            return hit
-        # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
-        stamp = tree_stamp(root) if own else files_digest(root, source_files(roots))
-        ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
-        hit = _LOADED[(root, extra)] = memo("reader", ident, lambda: _build_shown(root, extra), ReaderIndex)
+            hit = reader_index(root)
+        else:
+            # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
+            stamp = tree_stamp(root) if own else files_digest(root, source_files(roots))
+            ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
+            hit = memo("reader", ident, lambda: _build_shown(root, extra), ReaderIndex)
+        _LOADED[(root, extra)] = hit
+    _LOADED[asked] = hit
     return hit
 
 
@@ -339,9 +347,10 @@ def _build_shown(root: Path, extra: tuple[Path, ...]) -> ReaderIndex:
         return build(root, extra, shown.update)
 
 
-_LOADED: dict[tuple[Path, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
+_LOADED: dict[tuple[Path | str, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
 
 
+@lru_cache(maxsize=64)  # per app, like the index: the rules ask once per key of a launch
 def app_sources(app: HydraApp) -> tuple[Path, ...]:
     """An entry point outside the tree (a project built on verl) reads keys too: its package (or
     its file), the packages and modules beside it that it imports, and the interpolations of

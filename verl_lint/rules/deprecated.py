@@ -95,9 +95,10 @@ def deprecated_key(ctx: Context):
         return
     chosen = {o.key for o in ctx.comp.settings if o.ok and o.kind in ("set", "add", "force_add")}
     for key in sorted(chosen):
-        if _interpolated(ctx, key):
+        facts = list(_facts(ctx, root, key))  # most keys have none: then the config is not searched
+        if not facts or _interpolated(ctx, key):
             continue
-        for fact, new in _facts(ctx, root, key):
+        for fact, new in facts:
             setter = ctx.comp.last_setter(key)
             unknown = setter is not None and setter.value_unknown is not None
             if not (unknown and fact.guard == "not-none") and not (ctx.user_set(key) and _warns(fact, ctx.get(key, None))):
