@@ -152,7 +152,7 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: all cores for many files)")
     p.add_argument("--max-file-size", type=float, default=None, metavar="MiB", help="skip larger files with VL004 (default 4)")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="per-file analysis limit, VL005 (default 20; 0: none)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S", help="time limit per launch (and for a file's shell code), VL005 (default 20; 0: none)")
 
 
 def _report_flags(p: argparse.ArgumentParser) -> None:

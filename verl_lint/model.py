@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from .files import read_regular
+from .limits import MAX_LAUNCHES
 from .terminal import safe
 
 if TYPE_CHECKING:
@@ -258,7 +259,8 @@ class Options:
     allowed_roots: tuple[Path, ...] = ()  # `source` may read files under these
     debug: bool = False
     max_bytes: int = 4 * 2**20  # larger files get a VL004 finding instead of an analysis
-    timeout: float = 20.0  # seconds per file before a VL005 finding (0: no limit)
+    timeout: float = 20.0  # seconds per step (the file's shell analysis, each launch) before VL005 (0: no limit)
+    max_launches: int = MAX_LAUNCHES  # launch analyses per file; the rest get VL005 (limits.py)
     cwd: str | None = None  # where the scripts are run from (--cwd); None: assumed per script
 
 

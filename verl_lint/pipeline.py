@@ -13,31 +13,50 @@ from .engines.versions import context_versions, project_root, resolve
 from .environment import installed_versions
 from .launch import recognise as launch_mod
 from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, locate_app, verl_tree_for
+from .limits import Timeout, time_limit
 from .model import Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Related, Span, Word, in_config_file
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
 from .rules.hydra_keys import CONFIG_COMPOSITION_ERROR
-from .rules.script import ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE, after_cut, broken_continuations, never_assigned
+from .rules.script import ANALYSIS_TIMEOUT, ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE, after_cut, broken_continuations, never_assigned
 from .rules.tables import removed_module_diag
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
 
 
 def lint_text(
-    path: str, text: str, options: Options, composer: Composer, positional: list[Word] | None = None, cwd: str | None = None
+    path: str, text: str, options: Options, composer: Composer, positional: list[Word] | None = None, cwd: str | None = None,
+    step_limit: float = 0,
 ) -> FileReport:
-    """Lint one script's text. `positional`: its arguments ("$@", unknown when None); `cwd`: where it runs."""
+    """Lint one script's text. `positional`: its arguments ("$@", unknown when None); `cwd`: where it
+    runs; `step_limit`: seconds for the shell analysis and for each launch (limits.py; 0: none).
+
+    Raises `limits.Timeout`: without a report when the shell analysis runs out of time, with the
+    report of the launches analysed before the one that did (the rest reported as not analysed)."""
     report = FileReport(path, text=text)
-    script_dir, result, found = script_launches(path, text, options, positional, cwd)
+    with time_limit(step_limit):
+        script_dir, result, found = script_launches(path, text, options, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
     report.diagnostics.extend(broken_continuations(result.commands, found))  # before the launches: it marks those cut short
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found, [c.words for c in result.commands if c.span.path == path]))
     variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings
     counted: set[Span] = set()  # commands with variants: counted as one launch
-    for la in found:
-        diags, is_app = launch_findings(la, options, composer, script_dir, report)
+    timed_out = False
+    for i, la in enumerate(found):
+        if i == options.max_launches:  # the budget, in work: the same cut whatever the machine's load
+            why = f"the script has more than {options.max_launches} launch analyses (one per variant of a command), the limit per file"
+            report.diagnostics.extend(_cut(found[i:], variants, counted, report, why, "split the script"))
+            break
+        try:
+            with time_limit(step_limit):
+                diags, is_app = launch_findings(la, options, composer, script_dir, report)
+        except Timeout:  # the safety net: a hang in the code a launch runs
+            why = f"analysing it took longer than {step_limit:g} s, the limit per launch"
+            report.diagnostics.extend(_cut(found[i:], variants, counted, report, why, "raise the limit with --timeout"))
+            timed_out = True
+            break
         if is_app and la.span not in counted:
             report.launches += 1
             if la.variant is not None:
@@ -58,30 +77,32 @@ def lint_text(
         yaml_text = report.text_of(where) if in_config_file(diags[0].span) else None
         kept += apply_suppressions(diags, yaml_text, where, report_unused=False) if yaml_text else diags
     report.diagnostics = finalize(kept, options)
+    if timed_out:  # not a result of the input alone: the caller must not keep it as one
+        raise Timeout(report)
     return report
 
 
-def lint_source(path: str, text: str, options: Options, composer: Composer) -> FileReport:
+def lint_source(path: str, text: str, options: Options, composer: Composer, step_limit: float = 0) -> FileReport:
     """Lint a file: a shell script, a doc or workflow holding launches (its shell view, line for
     line), or a project's primary config (as the launch that uses it as it is)."""
     p = Path(path)
     what = embedded.kind(p, text) if p.suffix.lower() in embedded.DOCS + embedded.YAMLS else None
     if what == "config":
-        return lint_config(path, text, options, composer)
-    report = lint_text(path, embedded.shell_view(p, text) if what else text, options, composer)
+        return lint_config(path, text, options, composer, step_limit)
+    report = lint_text(path, embedded.shell_view(p, text) if what else text, options, composer, step_limit=step_limit)
     if what == "doc":  # snippets, not whole scripts: what a launch needs from before it is not there
         report.diagnostics = [d for d in report.diagnostics if d.code not in embedded.NOT_FOR_SNIPPETS]
     return report
 
 
-def lint_config(path: str, text: str, options: Options, composer: Composer) -> FileReport:
+def lint_config(path: str, text: str, options: Options, composer: Composer, step_limit: float = 0) -> FileReport:
     """A primary config linted as the launch that uses it with no override: the findings located in
     its files (it and the files its defaults list merges) and whether it composes; what a launch
     would still have to set (a mandatory value) is the scripts' to say."""
     config = Path(path)
     launch, note = embedded.config_launch(config)
     as_script = str(config.resolve().parent / f".{config.name}.launch")  # the launch runs beside the config
-    linted = lint_text(as_script, launch, options, composer)
+    linted = lint_text(as_script, launch, options, composer, step_limit=step_limit)
     report = FileReport(path, text=text, verl=linted.verl, file_value_users=linted.file_value_users, note=note)
     report.errors = [replace(e, path=path, line=1, col=1) if e.path == as_script else e for e in linted.errors]
     here = Span(path, 1, 1, 1, 1)
@@ -91,6 +112,19 @@ def lint_config(path: str, text: str, options: Options, composer: Composer) -> F
         elif d.code in (CONFIG_COMPOSITION_ERROR.code, LAUNCH_NOT_ANALYSABLE.code):
             report.diagnostics.append(replace(d, span=here, related=()))
     return report
+
+
+def _cut(rest: list[Launch], variants: dict, counted: set[Span], report: FileReport, why: str, fix: str) -> list[Diagnostic]:
+    """VL005 at each launch of `rest`, not analysed; a command cut between its variants is not
+    reported from the variants analysed (nor counted)."""
+    out = {}
+    for la in rest:
+        variants.pop(la.span, None)
+        if la.span in counted:
+            counted.discard(la.span)
+            report.launches -= 1
+        out.setdefault(la.span, ANALYSIS_TIMEOUT.finding(f"this launch was not analysed: {why}", la.entry_span, fix))
+    return list(out.values())
 
 
 def script_launches(path: str, text: str, options: Options, positional: list[Word] | None = None, cwd: str | None = None):

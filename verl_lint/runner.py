@@ -5,14 +5,11 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
-import signal
 import stat
 import struct
 import sys
-import threading
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -20,6 +17,7 @@ from typing import TYPE_CHECKING
 from . import embedded
 from .files import NotRegularFile, file_kind, has_sh_shebang, is_shell_script, open_regular
 from . import results
+from .limits import Timeout
 from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Span, command_text, in_config_file
 from .registry import Rule
 from .rules.script import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
@@ -353,29 +351,6 @@ def _limit_diag(path: Path | str, rule: Rule, message: str, line: int = 1, col: 
     return rule.finding(message, Span(str(path), line, col, line, col + 1), help=rule.summary)
 
 
-class _Timeout(Exception):
-    pass
-
-
-@contextmanager
-def _time_limit(seconds: float):
-    """Interrupt the analysis of one file after `seconds` (main thread only; elsewhere unbounded)."""
-    if not seconds or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def alarm(signum, frame):
-        raise _Timeout()
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
 _WORKER: tuple[Options, bool] | None = None
 _COMPOSERS: dict[bool, Composer] = {}
 
@@ -427,11 +402,14 @@ def lint_script(
         return None
     try:
         if report is None:
-            with _time_limit(options.timeout):
-                report = results.computed(entry, lambda: _pipeline().lint_source(name, text, opts, composer or process_composer(use_cache)))
-    except _Timeout:
-        msg = f"analysis took longer than {options.timeout:g} s; not analysed (raise the limit with --timeout)"
-        return FileReport(name, diagnostics=[_limit_diag(name, ANALYSIS_TIMEOUT, msg)], text=text)
+            lint = _pipeline().lint_source
+            report = results.computed(entry, lambda: lint(name, text, opts, composer or process_composer(use_cache), step_limit=options.timeout))
+    except Timeout as ex:  # the safety net fired: kept for this run only, never cached
+        if ex.report is not None:
+            report = ex.report
+        else:
+            msg = f"analysis took longer than {options.timeout:g} s; not analysed (raise the limit with --timeout)"
+            return FileReport(name, diagnostics=[_limit_diag(name, ANALYSIS_TIMEOUT, msg)], text=text)
     except RecursionError:
         return FileReport(name, errors=[InputError(name, "script is nested too deeply to analyse; skipped")])
     except Exception as ex:  # noqa: BLE001 - one broken file never stops the run

@@ -54,7 +54,7 @@ class Settings:
     engines: dict[str, str] = field(default_factory=dict)
     severity: dict[str, Severity] = field(default_factory=dict)
     max_file_size: float = 4.0  # MiB
-    timeout: float = 20.0  # seconds per file
+    timeout: float = 20.0  # seconds per launch (and for a file's shell code)
     root: Path = Path(".")  # paths in the file are relative to it
     path: Path | None = None  # the file they were read from; None: the defaults
     given: tuple[str, ...] = ()  # the settings that file sets (names as written, `fail-on`)
@@ -215,7 +215,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "vllm-ascend": ("engines.vllm_ascend", _engine_version),
     "torch-npu": ("engines.torch_npu", _engine_version),
     "max-file-size": ("max_file_size", _number(0, above=True, what="MiB")),
-    "timeout": ("timeout", _number(0, above=False, what="seconds per file; 0: no limit")),
+    "timeout": ("timeout", _number(0, above=False, what="seconds per launch; 0: no limit")),
 }
 
 

@@ -30,12 +30,13 @@ from pathlib import Path
 from .check import UsageError, load, options_for
 from .config.compose import Composer
 from .files import WriteError, write_atomic
+from .limits import Timeout, time_limit
 from .model import COMMAND_LINE, Severity, Span, Word, command_text
 from .files import is_shell_script
 from .model import FileReport, InputError
 from .pipeline import lint_text
 from .report.render import RENDERERS
-from .runner import _per_file_ignores, _time_limit, _Timeout, read_script
+from .runner import _per_file_ignores, read_script
 from .settings import SettingsFinder
 from .terminal import use_color
 
@@ -168,13 +169,13 @@ def run(args, command_argv: list[str] | None) -> int:
             extra = _per_file_ignores(Path(call.path), settings.per_file_ignores)
             if extra:
                 options = replace(options, ignore=options.ignore + extra)
-        # The same per-file limit as `check`; the command waits for the lint, so it must end.
-        with _time_limit(options.timeout):
+        # One limit for the whole lint (`check` has one per launch): the command waits for it, so it must end.
+        with time_limit(options.timeout):
             reports = lint_command(command_argv, options, Composer(cache=not args.no_cache))
     except UsageError as ex:
         _say(f"error: {ex}")
         return EXIT_USAGE
-    except _Timeout:
+    except Timeout:
         failure = f"the analysis took longer than {options.timeout:g} s (--timeout)"
     except Exception as ex:  # noqa: BLE001 - a linter bug must not block the launch
         if args.debug:

@@ -101,17 +101,24 @@ ANALYSIS_TIMEOUT = declare(
     "VL005",
     "analysis-timeout",
     "error",
-    """Analysing the file took longer than the per-file time limit.
+    """A launch (or a whole file) was not analysed: it reached a limit on the analysis.
 
     ## What it does
-    Stops the analysis of one file after `--timeout` seconds (default 20) with this
-    finding; the other files are still linted.
+    Bounds the work on one script so that its findings depend on the script, not on how busy
+    the machine is. The budget is counted in work: at most 1000 launch analyses per file (a
+    command analysed once per branch value or loop iteration counts once per variant); the
+    launches past it are reported here, the same ones on every run. The wall clock is only a
+    safety net against a hang: `--timeout` seconds (default 20) for each launch and for the
+    file's shell code, never for the file as a whole. A launch over it is reported here with
+    every launch after it; the findings of the launches analysed before are kept (and not
+    cached, so the next run tries again). When the file's shell code alone takes longer,
+    nothing in it was analysed: one finding at its first line.
 
     ## Why is this bad?
-    The launches in the file were not checked.
+    The launches reported were not checked: their overrides may still be wrong.
 
     ## Use instead
-    Raise `--timeout`, or split the script.
+    Split the script; raise `--timeout` when one launch really needs longer.
     """,
     bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
     good=["#!/bin/bash\necho quick\n"],

@@ -1,0 +1,49 @@
+"""The limits on analysing one script, so that its findings depend on its input, not on how busy
+the machine is.
+
+The budget is counted in work, not seconds: a script's launches are analysed in order, at most
+`Options.max_launches` of them (a command analysed once per branch value or loop iteration
+counts once per variant; each such variant is bounded already: `shell.evaluator.MAX_VARIANTS`).
+The wall clock is a last-resort safety net against a hang in the code verl-lint runs (Hydra,
+OmegaConf): `Options.timeout` seconds for each step, the shell analysis of the file and each
+launch, never for the file as a whole, so a long script of ordinary launches never reaches it.
+What was analysed before a limit is kept; the rest is reported as not analysed (VL005).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+MAX_LAUNCHES = 1000  # launch analyses per script: ~0.1 s each, so minutes at most
+
+
+class Timeout(BaseException):
+    """A step ran out of time. Not an `Exception`: no `except Exception` in the code a step runs
+    may swallow it and carry on with half an answer. `report`: what was analysed before, when
+    the caller kept it (pipeline.lint_text), never to be cached as the file's result."""
+
+    def __init__(self, report=None):
+        super().__init__()
+        self.report = report
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Raise `Timeout` in the block after `seconds` of wall time (0: none; main thread only,
+    where signals are delivered; elsewhere unbounded)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def alarm(signum, frame):
+        raise Timeout()
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
