@@ -13,7 +13,8 @@ import textwrap
 from . import __version__, cache, doctor
 from .launch.locate import LocateError, release_tree
 from .environment import MissingTable
-from .settings import ENGINE_FLAGS, FAIL_ON, registered_rules
+from .rules import registered_rules
+from .settings import ENGINE_FLAGS, FAIL_ON
 from .terminal import show_progress, usage_error
 
 EXIT_CLEAN, EXIT_USAGE = 0, 2

@@ -52,7 +52,7 @@ def _get(url: str, accept: str | None = None, missing: str | None = None):
     """An open urllib response; network and HTTP failures become DownloadError (`missing` is the
     message for HTTP 404)."""
     import urllib.error  # the network stack (~30 ms, ssl, email) only when something is downloaded
-    import urllib.request
+    import urllib.request  # with urllib.error above: only when something is downloaded
 
     req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
     try:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import embedded, registry, shell
+from .catalogue import ANALYSIS_TIMEOUT, CONFIG_COMPOSITION_ERROR, ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE
 from .config.compose import Composer
 from .config.context import Context
 from .engines.versions import context_versions, project_root, resolve
@@ -18,8 +19,7 @@ from .model import Diagnostic, EnvVar, FileReport, InputError, Launch, Options, 
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
-from .rules.hydra_keys import CONFIG_COMPOSITION_ERROR
-from .rules.script import ANALYSIS_TIMEOUT, ENTRY_POINT_NOT_FOUND, LAUNCH_NOT_ANALYSABLE, after_cut, broken_continuations, never_assigned
+from .rules.script import after_cut, broken_continuations, never_assigned
 from .rules.tables import removed_module_diag
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from .cache import memo
-from .config.source import Evidence, tree_has
+from .evidence import Evidence, tree_has
 from .model import Diagnostic, Severity, Span
 
 if TYPE_CHECKING:  # for annotations only: the context imports the registry
@@ -50,6 +50,9 @@ class Rule:
     # and none of `unless` (code that makes the problem moot, e.g. verl fixing the value itself).
     evidence: tuple[Evidence, ...] = ()
     unless: tuple[Evidence, ...] = ()
+    # Codes whose finding at the same token this rule's finding replaces: it says the same thing
+    # better (a renamed key explains Hydra's bare "Could not override"). `pack.check` applies it.
+    supersedes: tuple[str, ...] = ()
 
     def finding(self, message: str, span: Span, help: str = "", key: str = "", severity: Severity | None = None) -> Diagnostic:
         """A finding of this rule at `span` (`severity` overrides the rule's default for this one)."""
@@ -73,6 +76,8 @@ class Rule:
                 out.append(f"{label}: " + " or ".join(f"`/{ev.pattern}/` in {', '.join(ev.files)}" for ev in evs) + ".")
         if self.live:
             out.append("Found only in a running process (the Hydra callback, `verl-lint doctor`).")
+        if self.supersedes:
+            out.append(f"Its finding replaces one of {', '.join(self.supersedes)} at the same token.")
         out += ["", self.body] if self.body else []
         for title, examples in (("Bad", self.bad), ("Good", self.good)):
             for ex in examples:
@@ -177,21 +182,21 @@ RETIRED = {
 
 def declare(
     code: str, name: str, severity: str, doc: str, check=None, verl: str = "", bad=(), good=(), apps=(), bad_options=None,
-    evidence=(), unless=(), live: bool = False,
+    evidence=(), unless=(), live: bool = False, supersedes=(),
 ) -> Rule:
     """Register a rule: the one way in. Without `check` it is reported by a front end (the shell
     reader, composition, the runner, the live allocator check) through the returned `Rule`."""
     return REGISTRY.register(
         Rule(
             code, name, Severity.parse(severity), doc, check, verl, list(bad), list(good), tuple(apps), dict(bad_options or {}),
-            live=live, evidence=tuple(evidence), unless=tuple(unless),
+            live=live, evidence=tuple(evidence), unless=tuple(unless), supersedes=tuple(supersedes),
         )
     )
 
 
 def rule(code: str, name: str, severity: str, **where):
     """Decorator: `declare` a rule checked by the decorated function; its docstring is the
-    rule's documentation. `where`: verl, bad, good, apps, bad_options, evidence, unless."""
+    rule's documentation. `where`: verl, bad, good, apps, bad_options, evidence, unless, supersedes."""
 
     def deco(fn):
         declare(code, name, severity, fn.__doc__ or "", fn, **where)

@@ -15,12 +15,12 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from . import embedded
-from .files import NotRegularFile, file_kind, has_sh_shebang, is_shell_script, open_regular
 from . import results
+from .catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
+from .files import NotRegularFile, file_kind, has_sh_shebang, is_shell_script, open_regular
 from .limits import Timeout
 from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Span, command_text, in_config_file
 from .registry import Rule
-from .rules.script import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .settings import Settings
 from .terminal import Progress, show_progress
 

@@ -23,7 +23,8 @@ from typing import Any
 from .cache import memo
 from .engines.versions import version_problem
 from .model import Severity
-from .registry import REGISTRY, RETIRED, Registry
+from .registry import RETIRED
+from .rules import registered_rules
 from .terminal import safe
 
 if sys.version_info >= (3, 11):
@@ -98,13 +99,6 @@ def rule_names() -> dict[str, str]:
     """{code: name} of every rule, kept on disk: checking a `select` setting on a warm run does
     not load the rule pack."""
     return memo("tables", "rule names", lambda: {r.code: r.name for r in registered_rules()}, dict)
-
-
-def registered_rules() -> Registry:
-    """The registry, with the rule pack registered in it."""
-    from .rules import pack  # noqa: F401 - heavy (OmegaConf): only a setting or flag naming rules needs the pack
-
-    return REGISTRY
 
 
 # ------------------------------------------------------------- the table ----

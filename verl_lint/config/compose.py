@@ -31,7 +31,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..cache import entry, store
 from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
 from ..model import Diagnostic, Span, Unknown, Word
-from ..rules.hydra_keys import (
+from ..catalogue import (
     ADD_EXISTING_KEY,
     CONFIG_COMPOSITION_ERROR,
     DELETE_MISSING_KEY,

@@ -14,11 +14,11 @@ from omegaconf.nodes import ValueNode
 from omegaconf.resolvers import oc
 from packaging.version import Version
 
+from ..evidence import Evidence, tree_has
 from ..launch.locate import HydraApp
 from ..model import Diagnostic, EnvVar, Fix, Launch, Related, Severity, Span, Unknown
 from ..registry import REGISTRY
 from .compose import Composition
-from .source import Evidence, tree_has
 
 MISSING = Unknown("the key is not in the config")
 

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from ..cache import memo
-from ..config.source import source_text
+from ..evidence import source_text
 from ..knowledge import load_table as load_data
 from .pysource import const_str, parse_source, top_classes
 

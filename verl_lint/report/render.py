@@ -15,7 +15,7 @@ from .. import __version__
 from ..model import Severity, argument
 from ..embedded import DOCS, YAMLS
 from ..model import FileReport, stats
-from ..settings import registered_rules
+from ..rules import registered_rules
 from ..terminal import plural, safe, width
 
 _COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.INFO: "\033[1;36m"}

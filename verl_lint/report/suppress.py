@@ -9,9 +9,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from ..catalogue import UNUSED_SUPPRESSION
 from ..files import read_regular, write_atomic
 from ..model import Diagnostic, Severity, Span
-from ..rules.script import UNUSED_SUPPRESSION
 
 _DIRECTIVE = re.compile(r"#\s*verl-lint:\s*(disable-file|disable)\s*=\s*([A-Za-z0-9_,\- ]+)")
 

@@ -15,7 +15,7 @@ from ..allocator.host import RUNTIME_SPAN, RuntimeReport
 from ..allocator.settings import ALLOC_VARS
 from ..allocator.verl_code import analyze_verl, rollout_config_default
 from ..config.context import MISSING
-from ..config.source import Evidence
+from ..evidence import Evidence
 from ..model import Diagnostic, EnvVar
 from ..registry import REGISTRY, main_ppo, parse_version, rule
 from .allocator_checks import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from math import gcd
 
 from ..config.roles import uses_critic
-from ..config.source import Evidence
+from ..evidence import Evidence
 from ..model import Severity
 from ..registry import main_ppo, rule
 from .sizes import (

@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from ..engines import versions
 from ..config.context import Context
-from ..config.source import source_text
+from ..evidence import source_text
 from ..registry import lazy_module, main_ppo, rule, spec_contains
 from ..knowledge import load_table as load_data
 from ..model import EnvVar, RayAttach, Severity

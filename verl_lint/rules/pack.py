@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable
 from ..config.context import Context
 from ..engines.versions import notes as version_notes
 from ..model import Diagnostic
-from ..registry import Rule
+from ..registry import REGISTRY, Rule
+from .. import catalogue  # noqa: F401 - the rules the front ends report
 from . import (  # noqa: F401 - each registers its rules
     allocator,
     allocator_live,
@@ -49,14 +50,7 @@ def check(ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Excepti
         except Exception as ex:  # noqa: BLE001 - reported through on_error; the other rules still run
             on_error(r, ex)
     found += version_notes(ctx)
-    # A removed/renamed-key finding explains Hydra's bare "Could not override" at the same token.
-    explained = {d.span for d in found if d.code.startswith("VL4")}
-    # "nothing reads this key" (VL230) is the weaker form of "the class built from this node has
-    # no such field" (VL110, an error): one finding per override.
-    rejected = {d.span for d in found if d.code == "VL110"}
-    # A deprecated key derived from the code (VL232) is said better by a curated record of the same
-    # override (VL2xx ineffective, VL4xx renamed: they know what each release's workers do with it).
-    # So is a key read only under a condition that is off (VL233): the record says why in words.
-    curated = {d.span for d in found if d.code in tables.CODES}
-    found = [d for d in found if not (d.code == "VL230" and d.span in rejected) and not (d.code in ("VL232", "VL233") and d.span in curated)]
-    return [d for d in ctx.comp.diagnostics if not (d.code in ("VL101", "VL105") and d.span in explained)] + found
+    # A finding gives way to one that says the same better at the same token (`Rule.supersedes`).
+    every = [*ctx.comp.diagnostics, *found]
+    superseded = {(code, d.span) for d in every for code in getattr(REGISTRY.get(d.code), "supersedes", ())}
+    return [d for d in every if (d.code, d.span) not in superseded]

@@ -3,7 +3,7 @@ parallel sizes, Ulysses sequence parallelism (see `sizes.py` for what the 3xx ru
 
 from __future__ import annotations
 
-from ..config.source import Evidence
+from ..evidence import Evidence
 from ..registry import main_ppo, rule
 from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
 

@@ -4,7 +4,7 @@ launch command says (`--nproc_per_node`, `--nnodes`)."""
 
 from __future__ import annotations
 
-from ..config.source import Evidence
+from ..evidence import Evidence
 from ..registry import rule
 
 SFT = Evidence(("verl/trainer/fsdp_sft_trainer.py",), r"is not divisible by dp size")

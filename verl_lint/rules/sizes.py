@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 
 from ..config.context import MISSING
-from ..config.source import Evidence, source_text
+from ..evidence import Evidence, source_text
 from ..registry import REGISTRY, main_ppo, rule
 
 A = "actor_rollout_ref.actor"

@@ -30,7 +30,7 @@ from ..registry import REGISTRY, ROLLOUT_NAME, declare, main_ppo, parse_version
 from ..config.context import Context
 from ..config.roles import ref_worker
 from ..config.reader import app_sources, reader_index
-from ..config.source import source_text
+from ..evidence import source_text
 from ..model import Diagnostic, Fix
 
 
@@ -331,13 +331,16 @@ def removed_module_diag(module: str, tree, span) -> Diagnostic | None:
     return None
 
 
-CODES: set[str] = set()  # the codes of the table records
+# A key derived from the code as deprecated (VL232) or read only under a condition that is off
+# (VL233) is said better by a curated record of the same override: the record knows what each
+# release's workers do with it, in words. A removed or renamed key (VL4xx) also explains Hydra's
+# bare "Could not override" (VL101) or rejection (VL105) at the same token.
+SUPERSEDED = {"ineffective_keys.yaml": ("VL232", "VL233"), "removed_keys.yaml": ("VL101", "VL105", "VL232", "VL233")}
 
 
 def _register() -> None:
     for name in ("ineffective_keys.yaml", "removed_keys.yaml"):
         for rec in load_table(name):
-            CODES.add(rec.code)
             if REGISTRY.get(rec.code) is not None:
                 raise TableError(f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule {REGISTRY.get(rec.code).name}")
             if isinstance(rec, IneffectiveRecord):
@@ -345,7 +348,10 @@ def _register() -> None:
             else:
                 check, apps = (None if rec.module else _removed(rec)), ()
             # "": gated on evidence inside the check (`applies`), not on the version
-            declare(rec.code, rec.name, rec.severity, _doc(rec), check, bad=_examples(rec, True), good=_examples(rec, False), apps=apps)
+            declare(
+                rec.code, rec.name, rec.severity, _doc(rec), check, bad=_examples(rec, True), good=_examples(rec, False), apps=apps,
+                supersedes=SUPERSEDED[name],
+            )
 
 
 _register()

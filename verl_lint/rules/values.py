@@ -18,7 +18,7 @@ from ..config.classes import Choice
 from ..config.context import Context
 from ..config.keys import same_name_elsewhere
 from ..config.reader import app_sources, reader_index
-from ..config.source import Evidence, source_text, sources_have, tree_has
+from ..evidence import Evidence, source_text, sources_have, tree_has
 from ..registry import main_ppo, rule
 
 # A project module assigning its own function over verl's `omega_conf_to_dataclass` (a monkey patch).
@@ -120,6 +120,7 @@ def _check_of(ctx: Context, root: str, key: str, in_code: dict[str, Choice]) -> 
     "error",
     bad=[main_ppo("+actor_rollout_ref.actor.clip_ratio_cap=3.0"), main_ppo("+actor_rollout_ref.actor.optim.warmup_ratio=0.1")],
     good=[main_ppo("actor_rollout_ref.actor.clip_ratio_c=3.0", "+actor_rollout_ref.model.override_config.attention_dropout=0.0")],
+    supersedes=("VL230",),  # "nothing reads this key" is the weaker form of "the class built from it has no such field"
 )
 def added_key_not_a_field(ctx: Context):
     """A `+key` added under a config node that verl builds into a dataclass without that field.

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from ..launch.locate import places, working_dirs
+from ..catalogue import OVERRIDE_LIKE
 from ..model import EnvVar, Word
-from ..rules.script import OVERRIDE_LIKE
 from ..terminal import shorten
+from ..places import places, working_dirs
 from .expand import Expander
 from .source import REDIRECTS, Source, follows, glued, syntax_errors
 from .values import Command, ScriptResult, State, UntakenArm, Var, field_word, join_words, unknown_word

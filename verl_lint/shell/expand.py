@@ -10,8 +10,8 @@ from pathlib import Path
 
 import tree_sitter as ts
 
+from ..catalogue import VARIABLE_USED_BEFORE_ASSIGNMENT
 from ..model import Diagnostic, Span, Unknown, Word
-from ..rules.script import VARIABLE_USED_BEFORE_ASSIGNMENT
 from ..terminal import shorten
 from . import patterns
 from .source import Source

@@ -9,12 +9,12 @@ import shutil
 import subprocess
 
 import tree_sitter as ts
-import tree_sitter_bash as tsb
-
 from typing import NamedTuple
 
+import tree_sitter_bash as tsb
+
+from ..catalogue import BASH_PARSE_ERROR
 from ..model import Diagnostic, Span
-from ..rules.script import BASH_PARSE_ERROR
 
 _PARSER: ts.Parser | None = None
 REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
