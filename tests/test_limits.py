@@ -7,11 +7,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 from conftest import OLDER
-from verl_lint.limits import Timeout, time_limit
+from verl_lint.limits import Timeout, paused, time_limit
 
 LAUNCH = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1\n"
 BRANCHED = 'if [ "$1" = big ]; then N=4; else N=2; fi\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=$N trainer.nnodez=1\n'
@@ -43,6 +44,21 @@ def test_the_time_limit_is_not_an_exception_code_under_it_could_swallow():
                 except Exception as ex:  # noqa: BLE001 - what Hydra-calling code does
                     caught.append(ex)
     assert caught == []
+
+
+def test_the_clock_stops_while_a_cached_index_is_built():
+    """Work kept for the rest of the run (cache.memo) does not count against the step that pays
+    for it; the step then has the time it had left."""
+    slept = False
+    with pytest.raises(Timeout):
+        with time_limit(0.2):
+            with paused():
+                time.sleep(0.5)  # over the limit, but not counted
+            slept = True
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:  # the clock runs again: it fires here
+                sum(range(10_000))
+    assert slept
 
 
 @pytest.mark.slow

