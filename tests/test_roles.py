@@ -1,4 +1,4 @@
-"""Which workers a launch runs, read from its entry point (config/roles.py), against real verl
+"""Which workers a launch runs, read from its entry point (rules/roles.py), against real verl
 releases: the reference-policy worker decides VL222 (its offload setting) and the reference's
 micro-batch pair of VL303/VL315."""
 

@@ -315,7 +315,7 @@ def _child(node, key: str):
 
 FILE_FACTS = ("contains", "lacks", "exists")
 FACTS = (*FILE_FACTS, "reads", "not_read", "field", "config_key", "worker", "any", "all")
-WORKERS = ("ref",)  # the workers a {worker: NAME} fact knows (verl_lint/config/roles.py)
+WORKERS = ("ref",)  # the workers a {worker: NAME} fact knows (verl_lint/rules/roles.py)
 
 
 class Fact(NamedTuple):

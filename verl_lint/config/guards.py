@@ -309,7 +309,7 @@ def _word(name: str) -> re.Pattern:
 def uses_in(rel: str, text: str, tree: ast.Module, name: str) -> Uses:
     """The reads (with the guards around each) and writes of a node called `name` in one parsed
     module, `rel` naming its file: for the tree's sources, and for a fact about one file (how
-    an entry point wires its workers, config/roles.py)."""
+    an entry point wires its workers, rules/roles.py)."""
     finder = _Finder(rel, sorted({text.count("\n", 0, m.start()) + 1 for m in _word(name).finditer(text)}))
     finder.visit(tree, ())
     return Uses(tuple(finder.reads.get(name, ())), tuple(finder.writes.get(name, ())))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from math import gcd
 
-from ..config.roles import uses_critic
+from .roles import uses_critic
 from ..evidence import Evidence
 from ..model import Severity
 from ..registry import main_ppo, rule

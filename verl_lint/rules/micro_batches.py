@@ -4,7 +4,7 @@ VL315: neither)."""
 
 from __future__ import annotations
 
-from ..config.roles import ref_policy, uses_critic
+from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
 from .sizes import A, R, VALIDATED_APPS, VALIDATION, report_unless_default, validating_app

@@ -6,6 +6,7 @@ recognition) and declared with them in `verl_lint/catalogue.py`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 

@@ -28,7 +28,7 @@ from packaging.version import Version
 from ..knowledge import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord, TableError, load_table
 from ..registry import REGISTRY, ROLLOUT_NAME, declare, main_ppo, parse_version
 from ..config.context import Context
-from ..config.roles import ref_worker
+from .roles import ref_worker
 from ..config.reader import app_sources, reader_index
 from ..evidence import source_text
 from ..model import Diagnostic, Fix

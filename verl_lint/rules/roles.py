@@ -28,9 +28,9 @@ from pathlib import Path
 
 from ..engines.expressions import UNKNOWN, Evaluator
 from ..model import Unknown
-from .context import MISSING, Context
-from .guards import chain_of, uses_in
-from .source import Evidence, source_text
+from ..config.context import MISSING, Context
+from ..config.guards import chain_of, uses_in
+from ..evidence import Evidence, source_text
 
 NEED_CRITIC = Evidence(("verl/trainer/ppo/utils.py",), r"if config\.critic\.enable is not None")
 GAE_CRITIC = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"adv_estimator == AdvantageEstimator\.GAE:\s*self\.use_critic = True")
