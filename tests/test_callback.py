@@ -120,7 +120,10 @@ def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version)
     _, plain = run_app(tmp_path, verl_trees[version], *GOOD)
     added = set(marker["modules"]) - set(plain["modules"])
     assert "verl_lint.callback" in added
-    lazy = ENGINE_MODULES | {"verl_lint.engines.wheels", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}
+    # The reference-worker rules (VL222, VL303/VL315) decide the entry point's RefPolicy condition
+    # at job start (rules/roles.py), with the expression evaluator: allowed, the rest stays lazy.
+    decide = {"verl_lint.engines.expressions", "verl_lint.engines.pysource", "packaging.specifiers"}
+    lazy = (ENGINE_MODULES | {"verl_lint.engines.wheels", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}) - decide
     lazy.add("verl_lint.settings")  # only a bad parameter needs its messages
     assert not added & lazy, sorted(added & lazy)
 

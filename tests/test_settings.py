@@ -37,7 +37,7 @@ def check(tmp_path: Path, settings: str, *flags: str) -> subprocess.CompletedPro
         ("select = [1]", "select = [1]: must be a string or a list of strings (rule codes, prefixes or names)"),
         ('ignore = ["unknown-config-keys"]', 'unknown rule code or name "unknown-config-keys"; did you mean "unknown-config-key"?'),
         ("extend-select = 5", "extend-select = 5: must be a string or a list of strings"),
-        ('timeout = "soon"', 'timeout = "soon": must be a number >= 0 (seconds per file; 0: no limit)'),
+        ('timeout = "soon"', 'timeout = "soon": must be a number >= 0 (seconds per launch; 0: no limit)'),
         ("max-file-size = -1", "max-file-size = -1: must be a number > 0 (MiB)"),
         ("verl-root = 5", "verl-root = 5: must be a non-empty string (quote it)"),
         ("verl-version = 0.9", "verl-version = 0.9: must be a non-empty string (quote it)"),  # 0.10 would read as 0.1

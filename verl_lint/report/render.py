@@ -139,12 +139,15 @@ def summary(reports: list[FileReport]) -> dict:
         skipped = sum(1 for d in r.diagnostics if d.code == "VL007")
         if r.launches or skipped:
             by_file[r.path] = {"analysed": r.launches, "not_analysable": skipped}
-    return {
+    out = {
         "type": "summary",
         "files": {"linted": s["files"] - s["files_unreadable"], "unreadable": s["files_unreadable"], "not_analysed": s["files_unanalysed"]},
         "launches": {"analysed": s["launches"], "not_analysable": s["unanalysed"], "reasons": reasons(reports), "by_file": by_file},
-        "configs": {r.path: r.note for r in reports if r.note},  # primary configs linted on their own, and as which launch
     }
+    configs = {r.path: r.note for r in reports if r.note}
+    if configs:  # primary configs linted on their own, and as which launch
+        out["configs"] = configs
+    return out
 
 
 def render_statistics(reports: list[FileReport], fmt: str) -> str:

@@ -26,8 +26,8 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from ..engines.expressions import UNKNOWN, Evaluator
 from ..model import Unknown
+from ..registry import lazy_module
 from ..config.context import MISSING, Context
 from ..config.guards import chain_of, uses_in
 from ..evidence import Evidence, source_text
@@ -36,6 +36,9 @@ NEED_CRITIC = Evidence(("verl/trainer/ppo/utils.py",), r"if config\.critic\.enab
 GAE_CRITIC = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"adv_estimator == AdvantageEstimator\.GAE:\s*self\.use_critic = True")
 TRAINER = "verl/trainer/ppo/ray_trainer.py"
 ROLE = ("Role", "RefPolicy")
+# lazy_module: the Hydra callback imports every rule at each job start; the evaluator (and the
+# packaging it reads versions with) loads only when a wiring condition is decided.
+expressions = lazy_module("verl_lint.engines.expressions")
 _UNKNOWN_NAME = "__verl_lint_unknown__"  # stands for a sub-expression that cannot be decided
 
 
@@ -150,14 +153,14 @@ def _decide(ctx: Context, expr: str, where: Path, locals_: dict[str, str]) -> bo
 
     def lookup(key: str):
         if ctx.left_to_caller(key):
-            return UNKNOWN  # the caller may set it
+            return expressions.UNKNOWN  # the caller may set it
         v = ctx.get(key)
         if v is MISSING:
-            return Evaluator.MISSING
-        return UNKNOWN if isinstance(v, Unknown) else v
+            return expressions.Evaluator.MISSING
+        return expressions.UNKNOWN if isinstance(v, Unknown) else v
 
-    v = Evaluator(lookup, locals_).eval(ast.unparse(node))
-    if v is UNKNOWN:
+    v = expressions.Evaluator(lookup, locals_).eval(ast.unparse(node))
+    if v is expressions.UNKNOWN:
         return None
     try:
         return bool(v)
