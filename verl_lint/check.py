@@ -341,9 +341,10 @@ def _fix_targets(reports: list[FileReport], args: Namespace):
         for d in r.diagnostics:
             if d.fix is not None and in_config_file(d.fix.span) and d.fix.span.path != r.path:
                 elsewhere.setdefault(d.fix.span.path, []).append(d)
+    linted = {r.path for r in reports}
     for path, diags in elsewhere.items():
         text = reports[0].text_of(path)
-        if text is not None and path not in {r.path for r in reports}:
+        if text is not None and path not in linted:
             yield path, text, diags
 
 

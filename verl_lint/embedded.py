@@ -27,7 +27,7 @@ _LAUNCH = re.compile(r"(?:^|[\s;&|(=\"'])(?:python[\d.]*|torchrun|ray\s+job\s+su
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*\{?\s*([\w+-]*)")
 _SHELL_LANGS = {"", "bash", "sh", "shell", "zsh", "console", "shell-session", "shellsession", "terminal"}
 _RST_BLOCK = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode)::\s*(\w*)\s*$")
-_PROMPT = re.compile(r"^(\s*)(\$|#|>)\s")  # `$ python3 ...` in a console block
+_PROMPT = re.compile(r"^(\s*)\$\s")  # `$ python3 ...` in a console block
 _PRIMARY_NAMES = re.compile(r"(?:^|_)trainer$|^generation$|^evaluation$")  # verl's primary configs
 
 
@@ -99,8 +99,8 @@ def _placeholders(line: str) -> str:
 def _unprompted(line: str) -> str:
     """A console line without its `$ ` prompt (spaces keep the columns)."""
     m = _PROMPT.match(line)
-    if m and m.group(2) == "$":
-        return line[: m.start(2)] + " " * (m.end() - m.start(2)) + line[m.end() :]
+    if m:
+        return m.group(1) + " " * (m.end() - m.end(1)) + line[m.end() :]
     return line
 
 
