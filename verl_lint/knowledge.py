@@ -445,9 +445,11 @@ class IneffectiveRecord(RuleRecord):
     # The record stays silent when the launch itself overrides one of these keys (the user has
     # visibly chosen, e.g. use_kl_loss=False next to a leftover coefficient).
     unless_set: tuple[str, ...] = _field(_list(_text), ())
-    # Config names the record applies to: it was verified on the main_ppo path (its trainer and
-    # workers); other apps (fully-async, one-step-off) read some of these keys themselves.
-    apps: tuple[str, ...] = _field(_list(_text, nonempty=True), ("ppo_trainer", "ppo_megatron_trainer"))
+    # verl's entry points the record applies to, whatever the config is named: it was verified on
+    # the main_ppo path (its trainer and workers); verl's other apps (fully-async, one-step-off, a
+    # recipe's main) read some of these keys themselves. A project's own entry point is taken at
+    # its config's word (registry.Rule.entry_points).
+    entry_points: tuple[str, ...] = _field(_list(_text, nonempty=True), ("verl.trainer.main_ppo",))
     # Values that agree with what verl does anyway while the key is ignored (kl_coef=0 with the
     # KL off is how users say "off"): no finding. Compared with the composed value, numbers
     # numerically (0 matches 0.0), booleans and null exactly, other values as text. A value only

@@ -11,7 +11,7 @@ from ..evidence import Evidence
 from ..model import Severity
 from ..registry import main_ppo, rule
 from .sizes import (
-    A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app,
+    A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app,
 )
 
 
@@ -19,7 +19,6 @@ from .sizes import (
     "VL301",
     "train-batch-not-divisible-by-gpus",
     "error",
-    apps=VALIDATED_APPS,
     evidence=[Evidence(VALIDATION, r"must be divisible by minimal possible batch size")],
     bad=[main_ppo("data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=48")],
     good=[main_ppo("data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192")],
@@ -95,7 +94,6 @@ MINI_CHECKS = {
     "VL302",
     "train-batch-smaller-than-mini-batch",
     "error",
-    apps=VALIDATED_APPS,
     # verl 0.1-0.2 has no such check: the actor splits the batch into mini batches of at most that size.
     evidence=[*MINI_CHECKS[A], *MINI_CHECKS["critic"]],
     bad=[
@@ -516,7 +514,6 @@ def max_model_len_budget(ctx):
     "VL313",
     "val-do-sample-needs-temperature",
     "error",
-    apps=VALIDATED_APPS,
     evidence=[Evidence(VALIDATION, r"validation gen temperature should be greater than 0")],
     bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
     good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],

@@ -23,17 +23,13 @@ from ..registry import REGISTRY, main_ppo, rule
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
 GPUS = ("trainer.n_gpus_per_node", "trainer.nnodes")
-# Apps whose main() runs verl.utils.config.validate_config (the fully-async app does not:
-# it requires data.train_batch_size=0 and validates on its own).
-VALIDATED_APPS = ("ppo_trainer", "ppo_megatron_trainer")
-
-
 def validating_app(check):
-    """A check of verl's config validation, not run for an entry point of verl's own that does
-    not validate: one whose file neither calls validate_config (0.6+) nor builds the
-    RayPPOTrainer whose __init__ validates (0.4-0.5), such as main_generation_server, which
-    shares ppo_trainer's config. Another app on that config (a project's trainer) is taken at
-    its config's word."""
+    """A check of verl's config validation, run for every config that has the keys it reads
+    (whatever its name) except under an entry point of verl's own that does not validate: one
+    whose file neither calls validate_config (0.6+) nor builds the RayPPOTrainer whose __init__
+    validates (0.4-0.5), such as main_generation_server, which shares ppo_trainer's config, or
+    the fully-async app (it requires data.train_batch_size=0 and validates on its own). Another
+    app on that config (a project's trainer) is taken at its config's word."""
 
     @functools.wraps(check)
     def run(ctx):
