@@ -125,18 +125,18 @@ def _rollout(ctx: Context, facts: ModelFacts, gpu_gib: float) -> list[str]:
     room = share - weights
     length, length_from = _max_model_len(ctx, facts)
     out = [
-        f"  {'engine share (gpu_memory_utilization x GPU)':<44} {share / GIB:8.2f} GiB  {util:g} x {gpu_gib:g} GiB",
-        f"  {'weights (bf16, / TP)':<44} {weights / GIB:8.2f} GiB  TP = {tp}",
-        f"  {'KV cache room':<44} {max(room, 0) / GIB:8.2f} GiB  {per_token / 1024:.1f} KiB per token "
+        f"  {'engine share (gpu_memory_utilization x GPU)':<52} {share / GIB:8.2f} GiB  {util:g} x {gpu_gib:g} GiB",
+        f"  {'weights (bf16, / TP)':<52} {weights / GIB:8.2f} GiB  TP = {tp}",
+        f"  {'KV cache room':<52} {max(room, 0) / GIB:8.2f} GiB  {per_token / 1024:.1f} KiB per token "
         f"(2 x {facts.layers} layers x {max(1, facts.kv_heads // max(tp, 1))} KV heads x {facts.head_dim} x 2 B)" if not facts.mla else
-        f"  {'KV cache room':<44} {max(room, 0) / GIB:8.2f} GiB  {per_token / 1024:.1f} KiB per token (MLA latent)",
+        f"  {'KV cache room':<52} {max(room, 0) / GIB:8.2f} GiB  {per_token / 1024:.1f} KiB per token (MLA latent)",
     ]
     if room <= 0:
         out.append("  error: the weights exceed the engine's share; vLLM refuses to start (no memory for the KV cache)")
     elif length:
         tokens = int(room // per_token)
         verdict = "fits" if tokens >= length else "error: vLLM refuses to start (one sequence of max_model_len does not fit in the KV cache)"
-        out.append(f"  {'tokens the KV cache holds':<44} {tokens:>8}      max_model_len {length} ({length_from}): {verdict}")
+        out.append(f"  {'tokens the KV cache holds':<52} {tokens:>8}      max_model_len {length} ({length_from}): {verdict}")
     out.append("  assumes: vLLM's activation peak and CUDA graphs (~1-3 GiB) are not subtracted; the training state is offloaded or freed during rollout")
     return out
 

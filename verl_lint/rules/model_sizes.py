@@ -49,14 +49,24 @@ def _resolved(ctx, prefix: str) -> tuple:
     return cache[prefix]
 
 
-def _facts_of(ctx, prefix: str) -> tuple:
+def _path(ctx, prefix: str) -> str | None:
+    """The model path the user set, when known now; read without a trace in VL300's list."""
     reads, ctx.unknown_reads = ctx.unknown_reads, None
     try:
         path = ctx.text(f"{prefix}.path")
-        if not path or not ctx.user_set(f"{prefix}.path"):
-            return None, None
-        env = {name: (v.value if v.unknown is None else None) for name, v in ctx.env.items()}
-        found = resolve(path.strip(), env)
+        return path.strip() if path and path.strip() and ctx.user_set(f"{prefix}.path") else None
+    finally:
+        ctx.unknown_reads = reads
+
+
+def _facts_of(ctx, prefix: str) -> tuple:
+    path = _path(ctx, prefix)
+    if path is None:
+        return None, None
+    env = {name: (v.value if v.unknown is None else None) for name, v in ctx.env.items()}
+    found = resolve(path, env)
+    reads, ctx.unknown_reads = ctx.unknown_reads, None
+    try:
         override = ctx.get(f"{prefix}.override_config", None)
     finally:
         ctx.unknown_reads = reads
@@ -182,7 +192,7 @@ def ulysses_heads(ctx) -> Iterator:
     verl 0.7.1 the same function.
     """
     for role, (sp_key, strategy_key, prefix) in ULYSSES.items():
-        if role != "actor" and not ctx.user_set(sp_key):
+        if role != "actor" and not ctx.set_by_override(sp_key):  # not only through the actor's value
             continue
         sp, facts = ctx.int(sp_key), known(ctx, prefix)
         if facts is None or sp is None or sp <= 1 or (ctx.text(strategy_key) or "fsdp") not in ("fsdp", "fsdp2"):
@@ -314,7 +324,7 @@ def megatron_tp_heads(ctx) -> Iterator:
         return
     for role, key in MEGATRON_TP.items():
         tp = ctx.int(key)
-        if tp is None or tp <= 1 or (role == "ref" and not ctx.user_set(key)):
+        if tp is None or tp <= 1 or (role == "ref" and not ctx.set_by_override(key)):
             continue
         bad = [f"{n} {what}" for n, what in ((facts.heads, "attention heads"), (facts.kv_heads, "query groups (KV heads)")) if n % tp]
         if bad:
@@ -424,8 +434,8 @@ def unknown_model(ctx) -> Iterator:
     Lint where the model is (its directory, or the Hugging Face cache holding it).
     """
     for prefix in (M,):
-        path = ctx.text(f"{prefix}.path")
-        if path and ctx.user_set(f"{prefix}.path") and _resolved(ctx, prefix)[0] is None:
+        path = _path(ctx, prefix)
+        if path and _resolved(ctx, prefix)[0] is None:
             skipped = [r.code for r in REGISTRY if r.code in MODEL_RULES and r.runs_on(ctx)]
             d = ctx.diag("VL329", f"model {path} is not a local directory, not in the Hugging Face cache and not in verl-lint's table: "
                          f"{', '.join(skipped)} did not run", key=f"{prefix}.path", help="lint where the model's directory or Hugging Face cache is")
