@@ -100,12 +100,12 @@ def test_table_model_and_ulysses(lint):
 def test_unknown_model_is_said_once_per_run_and_nothing_is_guessed(tmp_path, verl_trees):
     one = main_ppo(f"{M}.path=acme/secret", f"{R}.tensor_model_parallel_size=8")
     (tmp_path / "a.sh").write_text(one + one.split("\n", 1)[1])  # two launches of the same unknown model
-    (tmp_path / "b.sh").write_text(one)
+    (tmp_path / "b.sh").write_text(main_ppo(f"{M}.path=acme/other", f"{R}.tensor_model_parallel_size=8"))
     cmd = [sys.executable, "-m", "verl_lint", "check", "a.sh", "b.sh", "--output-format", "json", "--no-cache", "--verl-root", str(verl_trees[NEWEST].root)]
     p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     found = json_findings(p.stdout)
     assert [f["code"] for f in found] == ["VL329"], found
-    assert "acme/secret" in found[0]["message"] and "VL320" in found[0]["message"]
+    assert "acme/secret" in found[0]["help"] and "VL320" in found[0]["message"]
 
 
 def test_model_path_known_only_at_run_time_is_silent(lint):

@@ -423,7 +423,7 @@ def unknown_model(ctx) -> Iterator:
     """The launch names a model verl-lint knows nothing about: the checks against it do not run.
 
     ## What it does
-    Says, once per run and model, that a model path the script sets is neither a local
+    Says, once per run, that a model path the script sets is neither a local
     directory with a `config.json`, nor in the Hugging Face cache, nor in verl-lint's table of
     popular models, and names the checks that therefore did not run. Nothing is guessed.
 
@@ -437,7 +437,9 @@ def unknown_model(ctx) -> Iterator:
         path = _path(ctx, prefix)
         if path and _resolved(ctx, prefix)[0] is None:
             skipped = [r.code for r in REGISTRY if r.code in MODEL_RULES and r.runs_on(ctx)]
-            d = ctx.diag("VL329", f"model {path} is not a local directory, not in the Hugging Face cache and not in verl-lint's table: "
-                         f"{', '.join(skipped)} did not run", key=f"{prefix}.path", help="lint where the model's directory or Hugging Face cache is")
+            # One line per run, whatever the models: the message names no model, the help the first one met.
+            d = ctx.diag("VL329", f"the checks against the model ({', '.join(skipped)}) did not run: a launch's model is not a local directory, "
+                         "not in the Hugging Face cache and not in verl-lint's table", key=f"{prefix}.path",
+                         help=f"lint where the directory or Hugging Face cache of {path} is")
             d.once = True
             yield d
