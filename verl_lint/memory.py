@@ -62,29 +62,38 @@ def breakdown(ctx: Context, gpu_gib: float) -> list[str]:
 
 
 def _training(ctx: Context, facts: ModelFacts, gpus: int) -> tuple[list, list[str]]:
+    """The state on each GPU while the actor updates: verl loads the actor's offloaded
+    parameters, gradients and optimizer state back onto the GPU for the update
+    (`load_fsdp_model_to_gpu` / `load_fsdp_optimizer`, Megatron's likewise), so offload does not
+    lower this peak; the reference policy and the critic stay resident unless offloaded."""
     p = facts.params()
     rows, notes = [], []
+    lora = _int(ctx, "actor_rollout_ref.model.lora_rank", 0) > 0
     if ctx.text(f"{A}.strategy") == "megatron":
         mg = f"{A}.megatron"
         split = _int(ctx, f"{mg}.tensor_model_parallel_size", 1) * _int(ctx, f"{mg}.pipeline_model_parallel_size", 1)
         dp = max(gpus // max(split * _int(ctx, f"{mg}.context_parallel_size", 1), 1), 1)
-        off_p, off_o = _on(ctx, f"{mg}.param_offload"), _on(ctx, f"{mg}.optimizer_offload")
-        rows.append(("actor bf16 weights + fp32 grads (6 B/param)", 0 if off_p else 6 * p / split, f"/ TP x PP = {split}" + (", offloaded" if off_p else "")))
-        rows.append(("actor fp32 master + Adam (12 B/param)", 0 if off_o else 12 * p / (split * dp), f"/ TP x PP x DP = {split * dp}" + (", offloaded" if off_o else "")))
+        shards, ref_off = split, _on(ctx, "actor_rollout_ref.ref.megatron.param_offload")
+        rows.append(("actor bf16 weights + fp32 grads (6 B/param)", 6 * p / split, f"/ TP x PP = {split}"))
+        rows.append(("actor fp32 master + Adam (12 B/param)", 12 * p / (split * dp), f"/ TP x PP x DP = {split * dp} (distributed optimizer)"))
     else:
-        fsdp = f"{A}.fsdp_config"
-        size = _int(ctx, f"{fsdp}.fsdp_size", -1)
+        size = _int(ctx, f"{A}.fsdp_config.fsdp_size", -1)
         shards = gpus if size <= 0 else min(size, gpus)
-        for what, nbytes, key in (("fp32 weights", 4, "param_offload"), ("fp32 grads", 4, "grad_offload"), ("Adam moments (fp32)", 8, "optimizer_offload")):
-            off = _on(ctx, f"{fsdp}.{key}") or (key == "grad_offload" and _on(ctx, f"{fsdp}.param_offload"))
-            rows.append((f"actor {what} ({nbytes} B/param)", 0 if off else nbytes * p / shards, f"/ {shards} FSDP ranks" + (", offloaded" if off else "")))
         ref_off = _on(ctx, "actor_rollout_ref.ref.fsdp_config.param_offload")
-        if ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward"):
-            rows.append(("ref bf16 weights (2 B/param)", 0 if ref_off else 2 * p / shards, f"/ {shards} FSDP ranks" + (", offloaded" if ref_off else "")))
-        if ctx.text("algorithm.adv_estimator") == "gae":
-            critic = known(ctx, "critic.model") or facts
-            off = _on(ctx, "critic.model.fsdp_config.param_offload")
-            rows.append((f"critic weights, grads, Adam (16 B/param, {critic.params() / 1e9:.2f}B)", 0 if off else 16 * critic.params() / shards, f"/ {shards} FSDP ranks"))
+        if lora:
+            rows.append(("actor bf16 weights, frozen under LoRA (2 B/param)", 2 * p / shards, f"/ {shards} FSDP ranks"))
+            notes.append("LoRA: the adapters' weights, gradients and Adam moments are left out (small)")
+        else:
+            rows.append(("actor fp32 weights, grads, Adam (16 B/param)", 16 * p / shards, f"/ {shards} FSDP ranks"))
+    if ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward"):
+        rows.append(("ref bf16 weights (2 B/param)", 0 if ref_off else 2 * p / shards, f"/ {shards} ranks" + (", offloaded" if ref_off else "")))
+    if ctx.text("algorithm.adv_estimator") == "gae":
+        critic = known(ctx, "critic.model") or facts
+        off_p, off_o = _on(ctx, "critic.model.fsdp_config.param_offload"), _on(ctx, "critic.model.fsdp_config.optimizer_offload")
+        resident = (0 if off_p else 8) + (0 if off_o else 8)
+        rows.append((f"critic state left on the GPU ({resident} B/param of {critic.params() / 1e9:.2f}B)", resident * critic.params() / shards, f"/ {shards} ranks"))
+    if any(_on(ctx, f"{A}.{k}") for k in ("fsdp_config.param_offload", "fsdp_config.optimizer_offload", "megatron.param_offload", "megatron.optimizer_offload")):
+        notes.append("the actor's offload frees its state during rollout, not during its update (verl loads it back)")
     tokens = _micro_tokens(ctx)
     if tokens:
         ckpt = ctx.flag("actor_rollout_ref.model.enable_gradient_checkpointing") is not False
