@@ -74,8 +74,17 @@ def _training(ctx: Context, facts: ModelFacts, gpus: int) -> tuple[list, list[st
         split = _int(ctx, f"{mg}.tensor_model_parallel_size", 1) * _int(ctx, f"{mg}.pipeline_model_parallel_size", 1)
         dp = max(gpus // max(split * _int(ctx, f"{mg}.context_parallel_size", 1), 1), 1)
         shards, ref_off = split, _on(ctx, "actor_rollout_ref.ref.megatron.param_offload")
-        rows.append(("actor bf16 weights + fp32 grads (6 B/param)", 6 * p / split, f"/ TP x PP = {split}"))
-        rows.append(("actor fp32 master + Adam (12 B/param)", 12 * p / (split * dp), f"/ TP x PP x DP = {split * dp} (distributed optimizer)"))
+        experts = facts.expert_params()
+        ep = _int(ctx, f"{mg}.expert_model_parallel_size", 1)
+        etp = ctx.int(f"{mg}.expert_tensor_parallel_size") or _int(ctx, f"{mg}.tensor_model_parallel_size", 1)
+        pp = _int(ctx, f"{mg}.pipeline_model_parallel_size", 1)
+        local = (p - experts) / split + experts / max(ep * etp * pp, 1)
+        how = f"/ TP x PP = {split}" + (f"; experts / EP x ETP x PP = {ep * etp * pp}" if experts else "")
+        rows.append(("actor bf16 weights + fp32 grads (6 B/param)", 6 * local, how))
+        states = 12 * p / max(split * dp, 1) if not experts else 12 * p / gpus
+        opt = f"{A}.optim.override_optimizer_config"
+        on_cpu = ctx.num(f"{opt}.optimizer_offload_fraction") if ctx.flag(f"{opt}.optimizer_cpu_offload") else 0
+        rows.append(("actor fp32 master + Adam (12 B/param)", states * (1 - (on_cpu or 0)), "/ every rank (distributed optimizer)" + (f", {on_cpu:g} kept on the CPU" if on_cpu else "")))
     else:
         size = _int(ctx, f"{A}.fsdp_config.fsdp_size", -1)
         shards = gpus if size <= 0 else min(size, gpus)
@@ -101,7 +110,8 @@ def _training(ctx: Context, facts: ModelFacts, gpus: int) -> tuple[list, list[st
         logits = tokens * facts.vocab * 4
         notes.append(f"activations (not in the total): ~{(hidden + logits) / GIB:.2f} GiB for {tokens} tokens per micro batch "
                      f"({'checkpointed hidden states' if ckpt else 'no gradient checkpointing: ~16 tensors per layer'} + fp32 logits)")
-    notes.append("assumes: verl's FSDP keeps fp32 master weights; the all-gathered layer, activations and allocator slack come on top")
+    kept = "Megatron keeps bf16 weights and fp32 main grads" if ctx.text(f"{A}.strategy") == "megatron" else "verl's FSDP keeps the actor in fp32"
+    notes.append(f"assumes: {kept}; the all-gathered layer, activations and allocator slack come on top")
     return rows, notes
 
 

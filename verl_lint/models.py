@@ -114,6 +114,10 @@ class ModelFacts:
         embed = self.vocab * h * (1 if self.tied else 2)
         return embed + self.layers * (attn + 2 * h) + mlps + h
 
+    def expert_params(self) -> int:
+        """The parameters in routed experts (0 for a dense model): what expert parallelism splits."""
+        return (self.layers - self.dense_layers) * self.experts * 3 * self.hidden * self.moe_intermediate if self.moe else 0
+
     def kv_bytes_per_token(self, tp: int = 1, dtype_bytes: int = 2) -> int:
         """The KV cache one token takes on one of `tp` ranks, as vLLM sizes it: K and V per
         layer, the KV heads split over TP (replicated where fewer than TP); MLA caches its

@@ -82,6 +82,11 @@ def _overridden(facts: ModelFacts, override) -> ModelFacts | None:
     if items is None:
         return None
     values = dict(items())
+    nested = values.pop("model_config", None)  # verl's Megatron path reads override_config.model_config too
+    if nested is not None:
+        if not hasattr(nested, "items"):
+            return None
+        values.update(nested.items())
     if any(k in values for k in _STRUCTURE):
         return None
     if "max_position_embeddings" in values:
