@@ -72,6 +72,9 @@ def test_local_directory(tmp_path, lint):
     # 4 positions too few: the length rule reads the same file
     long = lint(main_ppo(f"{M}.path={d}", "data.max_prompt_length=1024", "data.max_response_length=4096"))
     assert codes(long) == ["VL322"] and "max_position_embeddings 4096" in long.diagnostics[0].message
+    assert long.diagnostics[0].severity.name == "WARNING"  # 0.9.1: max_model_len becomes 4096, responses are cut
+    old = lint(main_ppo(f"{M}.path={d}", "data.max_prompt_length=1024", "data.max_response_length=4096"), "0.5.0")
+    assert codes(old) == ["VL322"] and old.diagnostics[0].severity.name == "ERROR" and "verl asserts" in old.diagnostics[0].message
 
 
 def test_home_in_the_path_expands_as_the_shell_does(tmp_path, lint):

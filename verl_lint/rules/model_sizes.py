@@ -15,6 +15,7 @@ from dataclasses import replace
 from weakref import WeakKeyDictionary
 
 from ..evidence import Evidence
+from ..model import Severity
 from ..models import ModelFacts, ModelProblem, resolve
 from ..registry import REGISTRY, main_ppo, rule
 from .sizes import A, R, anchor_key, report_unless_default
@@ -282,7 +283,7 @@ def context_length(ctx) -> Iterator:
         yield report_unless_default(
             ctx, "VL322", f"max_prompt_length + max_response_length = {budget} exceeds max_position_embeddings {p} of {facts.name}, "
             f"which becomes rollout.max_model_len; responses are cut to {p} - prompt tokens",
-            lengths, anchor_key(ctx, *lengths), f"keep max_prompt_length + max_response_length <= {p}", severity="warning",
+            lengths, anchor_key(ctx, *lengths), f"keep max_prompt_length + max_response_length <= {p}", severity=Severity.WARNING,
         )
 
 
