@@ -454,7 +454,7 @@ def batched_tokens(ctx):
     ## What it does
     Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`. Where the
     tree's rollout server sets an unset `max_model_len` to the model's `max_position_embeddings`
-    (verl 0.7-0.8), that is the value compared, when the model is known (see VL320).
+    (verl 0.7-0.8), that is the value compared for the vLLM rollout, when the model is known (see VL320).
 
     ## Why is this bad?
     vLLM's SchedulerConfig raises "max_num_batched_tokens (...) is smaller than
@@ -473,7 +473,7 @@ def batched_tokens(ctx):
     tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
     inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"]
     what = f"max_model_len={max_len}"
-    if max_len is None and ctx.get(f"{R}.max_model_len", 0) is None and ctx.verl_has(CONTEXT_RAISE):
+    if max_len is None and ctx.get(f"{R}.max_model_len", 0) is None and ctx.text(f"{R}.name") == "vllm" and ctx.verl_has(CONTEXT_RAISE):
         facts = known(ctx)  # verl 0.7-0.8 sets an unset max_model_len to the model's max_position_embeddings
         if facts is not None and facts.max_positions:
             max_len, what = facts.max_positions, f"max_model_len={facts.max_positions} (the max_position_embeddings of {facts.name}, as verl sets it)"
