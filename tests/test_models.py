@@ -147,3 +147,12 @@ def test_config_shows_the_facts_and_the_memory_breakdown(tmp_path, verl_trees):
     assert subprocess.run([*cmd, "--memory"], cwd=tmp_path, capture_output=True, text=True).returncode == 2
     same = subprocess.run([*cmd, "--memory", "--gpu", "h100"], cwd=tmp_path, capture_output=True, text=True)
     assert same.stdout == p.stdout
+
+
+def test_vl300_names_the_model_checks_only_when_the_model_is_known(lint):
+    def vl300(model: str) -> str:
+        script = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {R}.name=vllm {M}.path={model} {R}.tensor_model_parallel_size=$TP\n"
+        return " ".join(d.message for d in lint(script).diagnostics if d.code == "VL300")
+
+    assert "VL320" in vl300("Qwen/Qwen2.5-7B-Instruct")
+    assert "VL306" in vl300("acme/secret") and "VL320" not in vl300("acme/secret")

@@ -140,9 +140,11 @@ def rollout_tp_heads(ctx) -> Iterator:
     `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py`; the check is vLLM's
     (`vllm/config`, `verify_with_parallel_config`) and SGLang's model layers'.
     """
-    facts = known(ctx)
+    facts = known(ctx)  # first: without a model, the sizes are not "left to run time" for this rule (VL300)
+    if facts is None or ctx.text(f"{R}.name") not in ("vllm", "sglang"):
+        return
     tp = ctx.int(f"{R}.tensor_model_parallel_size")
-    if facts is None or tp is None or tp <= 1 or ctx.text(f"{R}.name") not in ("vllm", "sglang"):
+    if tp is None or tp <= 1:
         return
     problem = ""
     if facts.heads % tp:
@@ -200,8 +202,11 @@ def ulysses_heads(ctx) -> Iterator:
     for role, (sp_key, strategy_key, prefix) in ULYSSES.items():
         if role != "actor" and not ctx.set_by_override(sp_key):  # not only through the actor's value
             continue
-        sp, facts = ctx.int(sp_key), known(ctx, prefix)
-        if facts is None or sp is None or sp <= 1 or (ctx.text(strategy_key) or "fsdp") not in ("fsdp", "fsdp2"):
+        facts = known(ctx, prefix)
+        if facts is None or (ctx.text(strategy_key) or "fsdp") not in ("fsdp", "fsdp2"):
+            continue
+        sp = ctx.int(sp_key)
+        if sp is None or sp <= 1:
             continue
         if facts.heads % sp:
             problem = f"{facts.heads} attention heads"
