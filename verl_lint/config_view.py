@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 
 from .check import UsageError, load, options_for
 from .config.context import Context
+from .memory import breakdown, gpu_memory, model_lines
 from .model import FileReport
 from .pipeline import launch_context, script_launches
 from .runner import process_composer, read_script
@@ -28,6 +29,8 @@ class View:
     def __init__(self, where: str, entry: str, verl: str | None, config_name: str | None, values: dict[str, tuple[object, str, int | None]]):
         self.where, self.entry, self.verl, self.config_name = where, entry, verl, config_name
         self.values = values  # dotted key -> (value, origin, line or None, config file or None)
+        self.models: list[str] = []  # the launch's models: facts and where they come from (memory.model_lines)
+        self.memory: list[str] = []  # the memory breakdown, when asked for (memory.breakdown)
 
     def as_dict(self, prefix: str) -> dict:
         return {
@@ -36,6 +39,8 @@ class View:
             "verl": self.verl,
             "config_name": self.config_name,
             "values": {k: {"value": v, "origin": o, "line": n, **({"file": f} if f else {})} for k, (v, o, n, f) in self.values.items() if _under(k, prefix)},
+            **({"models": self.models} if self.models else {}),
+            **({"memory": self.memory} if self.memory else {}),
         }
 
 
@@ -73,7 +78,7 @@ def view_of(ctx: Context, path: str) -> View:
     return View(where, la.module or la.file or "", ctx.app.verl_version, ctx.app.config_name, values)
 
 
-def views(path: str, options, line: int | None) -> tuple[list[View], list[str]]:
+def views(path: str, options, line: int | None, gpu_gib: float | None = None) -> tuple[list[View], list[str]]:
     """The views of the launches in a script (the one at `line`), and why others have none."""
     text, err, _notes = read_script(Path(path), options.max_bytes)
     if err is not None or text is None:
@@ -100,6 +105,8 @@ def views(path: str, options, line: int | None) -> tuple[list[View], list[str]]:
             skipped += [f"{where}: does not compose: {d.message}" for d in ctx] or [f"{where}: only prints its config"]
             continue
         out.append(view_of(ctx, path))
+        out[-1].models = model_lines(ctx)
+        out[-1].memory = breakdown(ctx, gpu_gib) if gpu_gib else []
     return out, skipped
 
 
@@ -119,6 +126,8 @@ def render_text(vs: list[View], prefix: str) -> str:
         rows = [(k, _show(val[0]), _where(val)) for k, val in v.values.items() if _under(k, prefix)]
         width = min(max((len(k) + len(val) + 2 for k, val, _ in rows), default=0), 72)  # origins line up, unless a value is long
         lines += [safe(f"{k}: {val}".ljust(width) + f"  # {o}") for k, val, o in rows]
+        lines += [safe(f"# model: {m}" if not m.startswith(" ") else f"#        {m.strip()}") for m in v.models]
+        lines += ["", *(safe(m) for m in v.memory)] if v.memory else []
     return "\n".join(lines) + "\n"
 
 
@@ -155,7 +164,7 @@ def run(args: Namespace) -> int:
             if not Path(path).is_file():
                 raise UsageError(f"{path}: no such file")
             options = options_for(args, load(finder, Path(path)))
-            vs, skipped = views(path, options, line)
+            vs, skipped = views(path, options, line, gpu_memory(args))
             for s in skipped:
                 print(f"verl-lint: {safe(s)}", file=sys.stderr)
             if args.diff and len(vs) != 1:

@@ -22,6 +22,7 @@ from . import (  # noqa: F401 - each registers its rules
     guarded,
     hydra_keys,
     micro_batches,
+    model_sizes,
     overwritten,
     parallel_sizes,
     script,
