@@ -437,8 +437,7 @@ class IneffectiveRecord(RuleRecord):
     # the script does not set is its caller's to choose: no finding.
     when: tuple[tuple[str, str], ...] = _field(_conditions, ())
     value: str | None = _field(_null_or(_as_text), None)  # only overrides that set this value (str() form) trigger the record
-    # The record stays silent when the launch itself overrides one of these keys (the user has
-    # visibly chosen, e.g. use_kl_loss=False next to a leftover coefficient).
+    # Silent when the launch overrides one of these (a visible choice: use_kl_loss=False by a leftover coefficient).
     unless_set: tuple[str, ...] = _field(_list(_text), ())
     # verl entry points it applies to, whatever the config's name (verified on main_ppo's trainer and workers;
     # verl's other apps read some keys themselves); a project's own entry point: registry.Rule.entry_points.
