@@ -137,16 +137,53 @@ def _off_anyway(ctx: Context, key: str, name: str, index: ReaderIndex) -> bool:
     return name != _leaf(key) or all(silent_value(ctx.get(k, None)) for k in _close_keys(ctx, key, index))
 
 
+def _shipped_keys(ctx: Context) -> list[str]:
+    """The keys of the composed config that no added setting (`+key`, a project file's new key)
+    made: neither one of those keys, nor under one, nor a node made to hold one."""
+    added = [o.key for o in ctx.comp.settings if o.ok and o.kind in ("add", "force_add")]
+    return [k for k in all_keys(ctx.cfg) if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)]
+
+
+def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, list[str]] | None:
+    """For an added key whose names are all read somewhere: (the section, the keys where the
+    config has it) when the key makes a section `c` under a node `p` that no code reads it from,
+    and the config has the same section, with the key's rest, elsewhere (`critic.optim.lr`
+    added under `actor_rollout_ref`). The names alone do not tell: `critic`, `optim` and `lr`
+    are read, as keys of the root and of the critic. Reads of `c` through a receiver named for
+    no node (`self.config.critic`) belong to the node the config has `c` under."""
+    parts = key.split(".")
+    for i in range(1, len(parts) - 1):
+        prefix = ".".join(parts[: i + 1])
+        if any(k == prefix or k.startswith(prefix + ".") for k in shipped):
+            continue  # verl's config (or the project's) has this node: not the user's addition
+        section = parts[i]
+        if not section.isidentifier() or _passed_whole(parts[: i + 1], index) or index.reads_under(parts[i - 1], section):
+            return None  # (a node above it handed on whole: any key under it may be read)
+        rest = ".".join(parts[i:])
+        homes = [k for k in shipped if k == rest or k.endswith("." + rest)]
+        return (section, homes[:3]) if homes else None
+    return None
+
+
 def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bool):
     index = tree_index(ctx)
     if index is None:
         return
     where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
     seen: set[str] = set()
+    shipped: list[str] | None = None
     for o in ctx.comp.settings:
         if not o.ok or o.kind not in kinds or o.key in seen:
             continue
         parts = o.key.split(".")
+        if typo and len(parts) > 2 and ctx.cfg is not None and not read_unseen(ctx, parts[:1], index):
+            shipped = _shipped_keys(ctx) if shipped is None else shipped
+            found = _misplaced(ctx, o.key, index, shipped)
+            if found is not None:
+                if not (silent_value(ctx.get(o.key, None)) and all(silent_value(ctx.get(h, None)) for h in found[1])):
+                    seen.add(o.key)
+                    yield _misplaced_finding(ctx, o, where, *found)
+                continue
         if read_unseen(ctx, parts, index):
             continue
         name = _unread_name(parts, index)
@@ -157,6 +194,20 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         # class, an error) when the tree converts that node; the pipeline keeps that one.
         what = tail
         yield ctx.diag(code, f"nothing in {where} reads `{o.key}`: {what}", key=o.key, help=_suggest(ctx, o.key, name, index, typo), span=o.word.span)
+
+
+def _misplaced_finding(ctx: Context, o, where: str, section: str, homes: list[str]):
+    parent = o.key.split(f".{section}.", 1)[0]
+    there = ", ".join(f"`{h}`" for h in homes)
+    guess = f"did you mean `{homes[0]}`?" if len(homes) == 1 else f"did you mean one of {there}?"
+    return ctx.diag(
+        "VL230",
+        f"nothing in {where} reads `{o.key}`: its code reads `{section}` where the config has it ({there}), "
+        f"never under `{parent}`; the value is accepted by Hydra and ignored",
+        key=o.key,
+        help=guess,
+        span=o.word.span,
+    )
 
 
 @rule(

@@ -23,6 +23,9 @@ from ..registry import main_ppo, rule
 
 # A project module assigning its own function over verl's `omega_conf_to_dataclass` (a monkey patch).
 REPLACES_CONVERSION = r"\.omega_conf_to_dataclass\s*=(?!=)"
+# A project module defining a worker class of its own (`class MyRolloutWorker(Worker):`): whether
+# it builds a node into verl's dataclass is not read.
+OWN_WORKER = r"class \w+\((?:[\w.]+\.)?Worker\)"
 
 R = "actor_rollout_ref.rollout"
 
@@ -134,7 +137,8 @@ def added_key_not_a_field(ctx: Context):
     `engine_kwargs`, are not judged; nor are `reward_model.*` nodes with the reward model off
     (no worker builds them), the roles of a recipe that ships workers of its own (whether they
     convert the node is not read), or a project whose code replaces verl's
-    `omega_conf_to_dataclass` (RAGEN's accepts extra fields).
+    `omega_conf_to_dataclass` (RAGEN's accepts extra fields) or whose entry point's packages
+    define worker classes of their own (`class MyRolloutWorker(Worker)`).
 
     ## Why is this bad?
     Hydra accepts any `+key` (and a project config file may add any key), so the job starts.
@@ -154,7 +158,7 @@ def added_key_not_a_field(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return
-    if sources_have(app_sources(ctx.app), REPLACES_CONVERSION) or _recipe_workers(ctx):
+    if sources_have(app_sources(ctx.app), f"{REPLACES_CONVERSION}|{OWN_WORKER}") or _recipe_workers(ctx):
         return
     for o in ctx.comp.settings:
         if not o.ok or o.kind not in ("add", "force_add") or "." not in o.key:
