@@ -9,8 +9,9 @@ It answers one question, "does anything in this tree read a key of this NAME?", 
 deliberately generous: reading a name wrongly as "read" only costs a missed finding; wrongly as
 "not read" it would be a false warning. A name counts as read when it is
 
-* any identifier token of the Python sources, comments and strings included (`"a.b"` gives
-  `a` and `b`). That is a superset of what an ast walk would collect
+* any identifier token of the Python sources that is not called or defined (`def x(`, `x(`,
+  `.x(`: a function named like a key reads no key), comments and strings included (`"a.b"`
+  gives `a` and `b`). That is a superset of what an ast walk would collect
   (attribute chains `x.actor.ppo_mini_batch_size`, `.get("x")`, `["x"]`, `getattr(o, "x")`,
   `hasattr`, `"x" in cfg`, `cfg.pop("x")`, `OmegaConf.select(cfg, "a.b")`, keyword and
   parameter names, dataclass fields) at a quarter of the cost: `ast.parse` of verl 0.9.1 alone
@@ -21,6 +22,12 @@ deliberately generous: reading a name wrongly as "read" only costs a missed find
   LoRA's `f"warmup_{lora_id}"`) would otherwise make nearly any `prefix_word` name read;
 * read by a `${a.b.c}` interpolation of the tree's YAML files: an interpolated key is read
   whenever the key holding the interpolation is.
+
+Which node a name is read from is kept as the steps the text takes from a name to a key below it
+(`edges`, "p.c"): attribute chains and dotted strings (`config.critic.optim`, "a.b.c"), keys
+written `["c"]`, `.get("c")`, `.pop("c")`, `getattr(p, "c")`, `"c" in x.p`, and interpolations.
+`reads_under(p, c)` answers "is `c` ever read as a key of a node named `p`" (or of a variable
+named for it, `critic_cfg`): `critic` is read, but never as `actor_rollout_ref.critic`.
 
 Nodes whose keys are all read, whatever their names, are kept apart (`whole`): a node reached
 from a config object and unpacked into a call (`f(**cfg.engine_kwargs)`), iterated

@@ -1,7 +1,9 @@
 """2xx, derived from code: keys the user sets that no code of the verl tree reads.
 
-The evidence is the reader index of the tree being linted (`verl_lint/reader.py`): every name
-its code mentions. A key with a name that appears nowhere in that code cannot be read by it.
+The evidence is the reader index of the tree being linted (`verl_lint/config/reader.py`): every
+name its code mentions, and the steps it takes from a node to a key below it. A key with a name
+that appears nowhere in that code cannot be read by it, nor a section under a node it is never
+read from.
 """
 
 from __future__ import annotations
@@ -218,6 +220,7 @@ def _misplaced_finding(ctx: Context, o, where: str, section: str, homes: list[st
         main_ppo("+trainer.no_such_knob=1"),
         main_ppo("+data.train_batch_sizee=4"),
         main_ppo("+trainer.val_before_trian=False"),
+        main_ppo("+actor_rollout_ref.critic.optim.lr=1e-5"),
     ],
     good=[
         main_ppo("+trainer.no_such_knob=False"),
@@ -235,7 +238,13 @@ def key_never_read(ctx: Context):
     the reader index of the verl tree being linted: every name its Python code mentions
     (attributes, string keys, keyword and parameter names, dataclass fields) and every key its
     YAML interpolations read; for an entry point outside the tree, its own package and the
-    packages beside it that it imports too. A name that appears nowhere cannot be read. Keys
+    packages it imports from the directories above it (its workers, rollout, monitors) too. A
+    name that appears nowhere (or only as a function called or defined) cannot be read. A key
+    that adds a section under a node that no code reads that section from is not read either,
+    when the config has the section, with the rest of the key, elsewhere
+    (`+actor_rollout_ref.critic.optim.lr`: verl reads `critic` from the root only, as
+    `config.critic`, never `actor_rollout_ref.critic`); a read through a receiver named for
+    no node (`self.config.critic`) counts for the node the config has the section under. Keys
     under a node verl hands whole to a library or to user code are left alone (`*_kwargs` such
     as `engine_kwargs`, `override_*` such as `override_config`, `mbridge_config`, `ray_init`,
     `runtime_env`, `env_vars`, `transfer_queue`, free-form `dict` fields such as `model.lora`,
@@ -260,7 +269,7 @@ def key_never_read(ctx: Context):
     The key the help names, without `+` when it exists in the config.
 
     ## Where in verl
-    Derived from the tree itself (`verl_lint/reader.py`): for verl 0.9.1 the Python files of
+    Derived from the tree itself (`verl_lint/config/reader.py`): for verl 0.9.1 the Python files of
     `verl/` (and `recipe/` in a checkout) and the interpolations of `verl/trainer/config/*.yaml`;
     the dataclass conversion is `verl/utils/config.py` (`omega_conf_to_dataclass`), called on
     the actor and rollout nodes by `verl/workers/engine_workers.py` (0.9.1 and 0.7.1).
