@@ -2,8 +2,8 @@
 
 The evidence is the reader index of the tree being linted (`verl_lint/config/reader.py`): every
 name its code mentions, and the steps it takes from a node to a key below it. A key with a name
-that appears nowhere in that code cannot be read by it, nor a section under a node it is never
-read from.
+that appears nowhere in that code cannot be read by it, nor a top-level section placed under a
+node it is never read from.
 """
 
 from __future__ import annotations
@@ -146,13 +146,16 @@ def _shipped_keys(ctx: Context) -> list[str]:
     return [k for k in all_keys(ctx.cfg) if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)]
 
 
-def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, list[str]] | None:
-    """For an added key whose names are all read somewhere: (the section, the keys where the
-    config has it) when the key makes a section `c` under a node `p` that no code reads it from,
-    and the config has the same section, with the key's rest, elsewhere (`critic.optim.lr`
-    added under `actor_rollout_ref`). The names alone do not tell: `critic`, `optim` and `lr`
-    are read, as keys of the root and of the critic. Reads of `c` through a receiver named for
-    no node (`self.config.critic`) belong to the node the config has `c` under."""
+def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, str] | None:
+    """For an added key: (the section, the key where the config has it) when the key makes a
+    section `c` under a node `p` that no code reads it from, and the config has `c`, with the
+    key's rest, at its top level (`critic.optim.lr` added under `actor_rollout_ref`). The names
+    alone do not tell: `critic`, `optim` and `lr` are all read, as keys of the root and of the
+    critic. A read of `c` through a receiver named for no node (`self.config.critic`) is taken
+    as a read of the root's `c`: only for a top-level section, where the other nodes' code has
+    no such key to read. A nested section (`optim`, `profiler`, `checkpoint`) is not judged:
+    each role's code reads its own through `self.config`, and which node that is the index
+    does not resolve (verl 0.5.0 reads `critic.checkpoint` only as `self.config.checkpoint`)."""
     parts = key.split(".")
     for i in range(1, len(parts) - 1):
         prefix = ".".join(parts[: i + 1])
@@ -162,8 +165,7 @@ def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -
         if not section.isidentifier() or _passed_whole(parts[: i + 1], index) or index.reads_under(parts[i - 1], section):
             return None  # (a node above it handed on whole: any key under it may be read)
         rest = ".".join(parts[i:])
-        homes = [k for k in shipped if k == rest or k.endswith("." + rest)]
-        return (section, homes[:3]) if homes else None
+        return (section, rest) if rest in shipped else None
     return None
 
 
@@ -182,9 +184,10 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
             shipped = _shipped_keys(ctx) if shipped is None else shipped
             found = _misplaced(ctx, o.key, index, shipped)
             if found is not None:
-                if not (silent_value(ctx.get(o.key, None)) and all(silent_value(ctx.get(h, None)) for h in found[1])):
+                section, home = found
+                if not (silent_value(ctx.get(o.key, None)) and silent_value(ctx.get(home, None))):
                     seen.add(o.key)
-                    yield _misplaced_finding(ctx, o, where, *found)
+                    yield _misplaced_finding(ctx, o, where, section, home)
                 continue
         if read_unseen(ctx, parts, index):
             continue
@@ -198,16 +201,14 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         yield ctx.diag(code, f"nothing in {where} reads `{o.key}`: {what}", key=o.key, help=_suggest(ctx, o.key, name, index, typo), span=o.word.span)
 
 
-def _misplaced_finding(ctx: Context, o, where: str, section: str, homes: list[str]):
+def _misplaced_finding(ctx: Context, o, where: str, section: str, home: str):
     parent = o.key.split(f".{section}.", 1)[0]
-    there = ", ".join(f"`{h}`" for h in homes)
-    guess = f"did you mean `{homes[0]}`?" if len(homes) == 1 else f"did you mean one of {there}?"
     return ctx.diag(
         "VL230",
-        f"nothing in {where} reads `{o.key}`: its code reads `{section}` where the config has it ({there}), "
-        f"never under `{parent}`; the value is accepted by Hydra and ignored",
+        f"nothing in {where} reads `{o.key}`: its code reads `{section}` from the top of the config "
+        f"(`{home}`), never under `{parent}`; the value is accepted by Hydra and ignored",
         key=o.key,
-        help=guess,
+        help=f"did you mean `{home}`?",
         span=o.word.span,
     )
 
@@ -240,11 +241,10 @@ def key_never_read(ctx: Context):
     YAML interpolations read; for an entry point outside the tree, its own package and the
     packages it imports from the directories above it (its workers, rollout, monitors) too. A
     name that appears nowhere (or only as a function called or defined) cannot be read. A key
-    that adds a section under a node that no code reads that section from is not read either,
-    when the config has the section, with the rest of the key, elsewhere
+    that adds one of the config's top-level sections under a node that no code reads it from
+    is not read either, when the config has the rest of the key in that section
     (`+actor_rollout_ref.critic.optim.lr`: verl reads `critic` from the root only, as
-    `config.critic`, never `actor_rollout_ref.critic`); a read through a receiver named for
-    no node (`self.config.critic`) counts for the node the config has the section under. Keys
+    `config.critic` or `self.config.critic`, never `actor_rollout_ref.critic`). Keys
     under a node verl hands whole to a library or to user code are left alone (`*_kwargs` such
     as `engine_kwargs`, `override_*` such as `override_config`, `mbridge_config`, `ray_init`,
     `runtime_env`, `env_vars`, `transfer_queue`, free-form `dict` fields such as `model.lora`,
