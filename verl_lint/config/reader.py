@@ -4,6 +4,9 @@ Built once per tree and kept on disk (`cache.memo`, folder `reader/`), keyed on 
 the files it reads: each file's path relative to the tree, size and mtime_ns. Editing a file
 changes its mtime, so a stale index is never used; a copy that keeps mtimes (pip unpacking a
 wheel twice) shares the entry, which is right since the contents are then the same.
+A project's own files (an entry point's package, its config dirs) are indexed apart, keyed on
+their own digest, and joined to the tree's: editing a project's YAML, or linting a new project,
+never indexes the verl tree again.
 
 It answers one question, "does anything in this tree read a key of this NAME?", and is
 deliberately generous: reading a name wrongly as "read" only costs a missed finding; wrongly as
@@ -275,6 +278,11 @@ def _yaml_reads(text: str, names: set[str], interpolated: set[str]) -> None:
 
 def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
     """Read the tree now (no cache), calling `progress(n, total)` as the n-th of its files is read."""
+    return _scan(tree_root, source_files(source_roots(tree_root, extra)), progress)
+
+
+def _scan(tree_root: Path, files: list[Path], progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
+    """The index of `files`; the facts about keys come from those under the tree's verl/."""
     names: set[str] = set()
     patterns: set[str] = set()
     whole: set[str] = set()
@@ -283,7 +291,6 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
     deprecated: list[Deprecation] = []
     choices: list[tuple[str, Choice]] = []
     own = tree_root / "verl"
-    files = source_files(source_roots(tree_root, extra))
     for done, f in enumerate(files, 1):
         if progress:
             progress(done, len(files))
@@ -299,6 +306,15 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
             _yaml_reads(text, names, interpolated)
     found = (frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
     return ReaderIndex(*found, tuple(deprecated), tuple(choices), frozenset(interpolated))
+
+
+def _joined(tree: ReaderIndex, more: ReaderIndex) -> ReaderIndex:
+    """The index of the tree's files and then `more`'s: what `build` gives for both at once."""
+    return ReaderIndex(
+        tree.names | more.names, tuple(sorted({*tree.patterns, *more.patterns})), tree.whole | more.whole,
+        tree.files + more.files, tree.used | more.used, tree.deprecated + more.deprecated, tree.choices + more.choices,
+        tree.interpolated | more.interpolated,
+    )
 
 
 def _key_facts(text: str, rel: str, deprecated: list[Deprecation], choices: list[tuple[str, Choice]]) -> None:
@@ -327,24 +343,27 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     hit = _LOADED.get((root, extra))
     if hit is None:
         roots = source_roots(root, extra)
-        own = len(roots) == len(source_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
-        if own and extra:  # config dirs inside verl/, read anyway: the tree's own index, not a second build
-            hit = reader_index(root)
-        else:
+        n_own = len(source_roots(root, ()))
+        if len(roots) == n_own:  # nothing beyond the tree's verl/ and recipe/ (config dirs inside verl/ are read anyway)
             # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
-            stamp = tree_stamp(root) if own else files_digest(root, source_files(roots))
-            ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
-            hit = memo("reader", ident, lambda: _build_shown(root, extra), ReaderIndex)
+            ident = "\0".join([_FORMAT, str(root), tree_stamp(root)])
+            hit = memo("reader", ident, lambda: _build_shown(root), ReaderIndex)
+        else:
+            # A project's own files (its package, its config dirs) are indexed apart, keyed on
+            # their own stamp: editing one, or a new project, never indexes the verl tree again.
+            files = source_files(roots[n_own:])
+            ident = "\0".join([_FORMAT, "project", str(root), files_digest(root, files)])
+            hit = _joined(reader_index(root), memo("reader", ident, lambda: _scan(root, files), ReaderIndex))
         _LOADED[(root, extra)] = hit
     _LOADED[asked] = hit
     return hit
 
 
-def _build_shown(root: Path, extra: tuple[Path, ...]) -> ReaderIndex:
+def _build_shown(root: Path) -> ReaderIndex:
     """build(), saying so: a cache miss on a big tree takes a second or more."""
     what = f"indexing verl tree at {root}"
     with Progress(what, note=f"{what} (first run for this tree)") as shown:
-        return build(root, extra, shown.update)
+        return build(root, (), shown.update)
 
 
 _LOADED: dict[tuple[Path | str, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
