@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from ..cache import entry, store
+from ..limits import Timeout, expired
 from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
 from ..model import Diagnostic, Span, Unknown, Word
 from ..catalogue import (
@@ -276,6 +277,8 @@ class Composer:
             if blob is None:
                 self.stats["base_misses"] += 1
                 blob = self._compose_base(app, base_lines, keep_hydra)
+                if expired():  # the time limit fired while composing: whatever came out is not kept
+                    raise Timeout()
                 if path:
                     store(path, blob if isinstance(blob, bytes) else pickle.dumps(blob))
             else:
