@@ -104,6 +104,7 @@ def converted_sections(root: str) -> frozenset[str]:
 _LOCAL_NAMES = {"config", "cfg", "conf", "get", "raw", "self"}
 
 
+@lru_cache(maxsize=4096)
 def built(root: str, path: str) -> bool:
     """The config node at dotted `path` (or a section above it) is converted into a dataclass."""
     return any(part in converted_sections(root) for part in path.split("."))
@@ -114,6 +115,7 @@ def of_node(root: str, path: str, target) -> ConfigClass | None:
     return find(root, target) if isinstance(target, str) and path and built(root, path) else None
 
 
+@lru_cache(maxsize=1024)  # asked per key of every launch; the answer depends on the tree alone
 def find(root: str, target: str) -> ConfigClass | None:
     """The dataclass `target` (a dotted `_target_`) in the tree at `root`, with its bases merged."""
     module, _, name = target.rpartition(".")

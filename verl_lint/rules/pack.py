@@ -43,10 +43,10 @@ def check(ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Excepti
         if not r.runs_on(ctx):
             continue
         if on_error is None:
-            found.extend(r.check(ctx))
+            found.extend(r.run(ctx)[0])
             continue
         try:
-            found.extend(list(r.check(ctx)))
+            found.extend(r.run(ctx)[0])
         except Exception as ex:  # noqa: BLE001 - reported through on_error; the other rules still run
             on_error(r, ex)
     found += version_notes(ctx)

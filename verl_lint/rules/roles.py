@@ -92,18 +92,35 @@ def _wiring(path: str) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, st
 def ref_policy(ctx: Context) -> bool | None:
     """Whether the config validation checks the reference policy's settings for this launch."""
     path = Path(ctx.app.file)
-    module = _module(str(path))
-    for node in ast.walk(module) if module is not None else ():
-        if isinstance(node, ast.Call):
-            for kw in node.keywords:
-                if kw.arg == "use_reference_policy":
-                    return _decide(ctx, ast.unparse(kw.value), path, _locals(module, node.lineno))
+    site = _validation_argument(str(path))
+    if site is not None:
+        return _decide(ctx, site[0], path, site[1])
     root = ctx.verl_root
     if root is None:
         return None
     trainer = root / TRAINER
-    m = re.search(r"^\s*self\.use_reference_policy = (.+)$", source_text(trainer) or "", re.M)
-    return _decide(ctx, m.group(1), trainer, {}) if m else None
+    expr = _trainer_assignment(str(trainer))
+    return _decide(ctx, expr, trainer, {}) if expr is not None else None
+
+
+@lru_cache(maxsize=64)  # per entry point: the launch's config decides, the code is read once
+def _validation_argument(path: str) -> tuple[str, dict[str, str]] | None:
+    """The entry point's `use_reference_policy=...` argument: (its source text, the names its
+    function assigns once); None when the file passes none."""
+    module = _module(path)
+    for node in ast.walk(module) if module is not None else ():
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "use_reference_policy":
+                    return ast.unparse(kw.value), _locals(module, node.lineno)
+    return None
+
+
+@lru_cache(maxsize=64)
+def _trainer_assignment(path: str) -> str | None:
+    """The right side of the trainer's `self.use_reference_policy = ...` (0.1-0.5)."""
+    m = re.search(r"^\s*self\.use_reference_policy = (.+)$", source_text(path) or "", re.M)
+    return m.group(1) if m else None
 
 
 @lru_cache(maxsize=256)
@@ -207,6 +224,11 @@ def _function(ctx: Context, where: Path, name: str) -> tuple[ast.expr, list[str]
     """The function `name` as the module at `where` sees it (defined there, or imported from a
     module of the verl tree or beside the file), when its body is one `return`: (the returned
     expression, its parameters, its file)."""
+    return _function_in(where, name, ctx.verl_root)
+
+
+@lru_cache(maxsize=256)  # per file and name: every launch of an entry point asks the same
+def _function_in(where: Path, name: str, verl_root: Path | None) -> tuple[ast.expr, list[str], Path] | None:
     module = _module(str(where))
     if module is None:
         return None
@@ -214,7 +236,7 @@ def _function(ctx: Context, where: Path, name: str) -> tuple[ast.expr, list[str]
     for node in module.body:
         if isinstance(node, ast.ImportFrom) and node.module and any(a.name == name and a.asname is None for a in node.names):
             rel = Path(*node.module.split(".")).with_suffix(".py")
-            homes = [base / rel for base in (ctx.verl_root, *where.parents) if base is not None]
+            homes = [base / rel for base in (verl_root, *where.parents) if base is not None]
     for home in homes:
         found = _module(str(home))
         for fn in found.body if found is not None else ():
