@@ -202,6 +202,7 @@ def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[t
 
 
 _TABLES: dict[Path, dict] = {}
+_PATHS: dict[tuple[Path, str, str], Path] = {}  # (cache dir, folder, ident) -> entry(): hashed once per process
 
 
 def remembered(folder: str, ident: str, key, compute: Callable[[], T]) -> T:
@@ -210,7 +211,10 @@ def remembered(folder: str, ident: str, key, compute: Callable[[], T]) -> T:
     them (a Hydra job start asks a few dozen such questions), rewritten when an answer is added.
     `key` and the value must pickle; two processes adding at once may lose an answer, which is
     then computed again."""
-    path = entry(folder, ident)
+    slot = (cache_dir(), folder, ident)
+    path = _PATHS.get(slot)
+    if path is None:
+        path = _PATHS[slot] = entry(folder, ident)
     table = _TABLES.get(path)
     if table is None:
         try:

@@ -359,6 +359,28 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     return hit
 
 
+def key_facts(tree_root: Path, extra: tuple[Path, ...] = ()) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
+    """The index's facts about keys (`deprecated`, `choices`) without loading its names: kept on
+    disk apart from the index, a few KB instead of its many names, which a Hydra job start
+    (VL232, VL108) does not need."""
+    asked = (tree_root, extra)
+    hit = _FACTS.get(asked)
+    if hit is None:
+        loaded = _LOADED.get(asked)
+        root = Path(tree_root).resolve()
+        if loaded is None and len(source_roots(root, tuple(Path(p).resolve() for p in extra))) == len(source_roots(root, ())):
+            ident = "\0".join([_FORMAT, "key facts", str(root), tree_stamp(root)])
+            hit = memo("reader", ident, lambda: _facts_of(reader_index(root)), tuple)
+        else:
+            hit = _facts_of(loaded or reader_index(tree_root, extra))
+        _FACTS[asked] = hit
+    return hit
+
+
+def _facts_of(index: ReaderIndex) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
+    return index.deprecated, index.choices
+
+
 def _build_shown(root: Path) -> ReaderIndex:
     """build(), saying so: a cache miss on a big tree takes a second or more."""
     what = f"indexing verl tree at {root}"
@@ -367,6 +389,7 @@ def _build_shown(root: Path) -> ReaderIndex:
 
 
 _LOADED: dict[tuple[Path | str, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
+_FACTS: dict[tuple[Path | str, tuple[Path, ...]], tuple] = {}  # key_facts, in this process
 
 
 @lru_cache(maxsize=64)  # per app, like the index: the rules ask once per key of a launch
@@ -392,4 +415,4 @@ def app_sources(app: HydraApp) -> tuple[Path, ...]:
     return (*out, *app.config_dirs)  # (reader_index drops what lies inside verl/ or recipe/)
 
 
-__all__ = ["ReaderIndex", "app_sources", "build", "reader_index"]
+__all__ = ["ReaderIndex", "app_sources", "build", "key_facts", "reader_index"]
