@@ -15,6 +15,7 @@ located diagnostic and the rest of the launch is still composed and checked.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -289,7 +290,15 @@ class Composer:
         if isinstance(blob, Exception):
             comp.diagnostics.append(_base_error(blob, applied, anchor))
             return None
-        return pickle.loads(blob)
+        # A fresh copy for each launch. Unpickling a config makes thousands of objects at once:
+        # without the collector meanwhile it takes a third of the time (nothing it makes is garbage).
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return pickle.loads(blob)
+        finally:
+            if enabled:
+                gc.enable()
 
     def _compose_base(self, app: HydraApp, base_lines: tuple[str, ...], keep_hydra: bool = False) -> bytes | Exception:
         h = _hydra()
