@@ -305,7 +305,7 @@ def run_passes(items: list[Item], config_dir: Path, cache_root: Path, plain_ever
 
     from verl_lint.config.compose import Composer
     from verl_lint.model import Options
-    from verl_lint.runner import lint_file
+    from verl_lint.runner import _batch_collector, lint_file
 
     results: dict = {"mismatches": [], "plain": Pass("plain hydra.compose"), "cold": Pass("verl-lint cold (empty caches)"),
                      "warm_disk": Pass("verl-lint warm disk (new process)"), "warm_mem": Pass("verl-lint warm memory (same Composer)"),
@@ -323,7 +323,9 @@ def run_passes(items: list[Item], config_dir: Path, cache_root: Path, plain_ever
     # The full lint (`verl-lint check` as one process runs it, -j 1: shell, composition and every
     # rule, with the on-disk caches empty) runs once per script, before its first launch; its
     # time is shared among the script's launches.
-    with initialize_config_dir(config_dir=str(config_dir), version_base=None, job_name="main_ppo"):
+    # The collector set as `verl-lint check` sets it for its files (runner._batch_collector), for
+    # plain Hydra too.
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None, job_name="main_ppo"), _batch_collector():
         for i, it in enumerate(items):
             if tree is not None and it.script not in results["lint_codes"]:
                 t0, c0 = time.perf_counter(), _cpu()
