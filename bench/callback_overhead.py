@@ -107,6 +107,8 @@ def phase(name, fn):
     out[name] = [(time.perf_counter() - w) * 1000, (time.process_time() - c) * 1000]
     return r
 cb = phase("import verl_lint.callback", lambda: __import__("verl_lint.callback", fromlist=["x"]))
+import gc
+gc.disable()  # as on_job_start runs the steps below (VerlLintCallback.on_job_start)
 phase("import verl_lint.registry (+compose, locate, model)", lambda: __import__("verl_lint.registry"))
 phase("import verl_lint.rules (rule pack, YAML tables)", lambda: __import__("verl_lint.rules.pack"))
 live = phase("import verl_lint.live (the lint core)", lambda: __import__("verl_lint.live", fromlist=["x"]))
@@ -117,6 +119,7 @@ def allocator_check():
     except Exception as ex:
         out["live error"] = repr(ex)
 phase("first live_findings (allocator check)", allocator_check)
+gc.enable()
 phase("lint_config again (warm caches)", lambda: live.lint_config(cfg, env=os.environ))
 print("PHASES " + json.dumps(out))
 '''
