@@ -9,10 +9,12 @@ and the compose cancel out). The task checks that no heavy module (torch, torch_
 verl, ray) was imported.
 
 That difference is the right quantity but a noisy estimate: Hydra's own start-up (~2 s here)
-varies by more than the target between two runs. The verdict therefore uses what the callback
-adds measured inside the same runs: Hydra's import of `verl_lint.callback` plus the callback's
-own `on_job_start` timer (every lint stage and every lazy import; logged as "clean (N ms)"),
-medians over the runs. A per-step breakdown in fresh processes shows where the time goes.
+varies by more than the target between two runs. What the callback adds is therefore measured
+inside the runs: Hydra's import of `verl_lint.callback` plus the callback's own `on_job_start`
+timer (every lint stage and every lazy import; logged as "clean (N ms)"), medians over the runs
+(wall time), and step by step in fresh processes (wall and CPU time). The verdict uses the CPU
+time of those steps (`--verdict wall` for the wall time): the work is single-threaded, so on a
+quiet machine the two agree, and on a busy one only CPU time measures the callback.
 
     python bench/callback_overhead.py [--verl 0.9.1] [--runs 15] [--json]
 
@@ -105,6 +107,8 @@ def phase(name, fn):
     out[name] = [(time.perf_counter() - w) * 1000, (time.process_time() - c) * 1000]
     return r
 cb = phase("import verl_lint.callback", lambda: __import__("verl_lint.callback", fromlist=["x"]))
+import gc
+gc.disable()  # as on_job_start runs the steps below (VerlLintCallback.on_job_start)
 phase("import verl_lint.registry (+compose, locate, model)", lambda: __import__("verl_lint.registry"))
 phase("import verl_lint.rules (rule pack, YAML tables)", lambda: __import__("verl_lint.rules.pack"))
 live = phase("import verl_lint.live (the lint core)", lambda: __import__("verl_lint.live", fromlist=["x"]))
@@ -115,6 +119,7 @@ def allocator_check():
     except Exception as ex:
         out["live error"] = repr(ex)
 phase("first live_findings (allocator check)", allocator_check)
+gc.enable()
 phase("lint_config again (warm caches)", lambda: live.lint_config(cfg, env=os.environ))
 print("PHASES " + json.dumps(out))
 '''
@@ -188,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     ap.add_argument("--no-phases", action="store_true", help="skip the per-step breakdown")
     ap.add_argument(
+        "--verdict",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="judge the target on CPU time (default: the same as wall time on a quiet machine, and unaffected by others' load) or wall time",
+    )
+    ap.add_argument(
         "--cold-bytecode",
         action="store_true",
         help="keep PYTHONDONTWRITEBYTECODE as set (every process then recompiles verl-lint's sources)",
@@ -257,7 +268,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     cb_import = phases["import verl_lint.callback"][0] if phases else 0.0
     result["added_in_process_ms"] = cb_import + result["on_job_start_ms_median"] if own else None
-    result["within_target"] = result["added_in_process_ms"] is not None and result["added_in_process_ms"] < TARGET_MS
+    # The same in CPU time, step by step in fresh processes: what the callback costs whatever else
+    # runs on the machine (on a quiet one, wall time is the same: the work is single-threaded).
+    steps = [k for k in (phases or {}) if k not in ("live error", "lint_config again (warm caches)")]
+    result["added_in_process_cpu_ms"] = sum(phases[k][1] for k in steps) if phases else None
+    measure = result["added_in_process_cpu_ms"] if args.verdict == "cpu" else result["added_in_process_ms"]
+    result["verdict_on"] = args.verdict
+    result["within_target"] = measure is not None and measure < TARGET_MS
     result["import_hydra_ms"] = {"wall": reference[0], "cpu": reference[1]}
     result["bytecode"] = "recompiled in every process" if args.cold_bytecode else "cached (as installed)"
     if phases is not None:
@@ -289,7 +306,9 @@ def main(argv: list[str] | None = None) -> int:
         f"Identical runs without the callback took {spread[0]:.0f}..{spread[1]:.0f} ms CPU here, so this only bounds the cost coarsely."
     )
     print(f"  yardstick: `import hydra` takes {reference[0]:.0f} ms wall / {reference[1]:.0f} ms CPU here")
-    print(f"  target < {TARGET_MS:.0f} ms: {'met' if result['within_target'] else 'NOT met'}")
+    if result["added_in_process_cpu_ms"] is not None:
+        print(f"  added by the callback in CPU time (the steps above, up to the first live_findings): {result['added_in_process_cpu_ms']:.1f} ms")
+    print(f"  target < {TARGET_MS:.0f} ms ({args.verdict}): {'met' if result['within_target'] else 'NOT met'}")
     return 0
 
 

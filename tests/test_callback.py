@@ -418,6 +418,26 @@ def test_callback_in_process_blocks_with_systemexit(composed, capsys, tmp_path):
     assert [p.split("=")[0] for p, _ in cb.problems] == ["strict", "fail_on"]
 
 
+def test_the_lint_leaves_the_collector_as_it_was(composed, capsys):
+    """The job-start lint runs with the collector paused (a collection landing in it walks the
+    whole job's heap, ~25 ms, more than the lint: bench/callback_overhead.py measures it); the
+    job gets the collector back as it had it, enabled or not, also when the callback stops it."""
+    import gc
+
+    good, bad = composed(*GOOD), composed(*BAD)
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            VerlLintCallback(fail_on="never").on_job_start(good, task_function=None)
+            assert gc.isenabled() == enabled
+            with pytest.raises(SystemExit):
+                VerlLintCallback().on_job_start(bad, task_function=None)
+            assert gc.isenabled() == enabled
+    finally:
+        gc.enable()
+    capsys.readouterr()
+
+
 def test_live_findings_are_merged_and_filtered(composed, monkeypatch):
     import verl_lint.live as cbmod
 

@@ -117,6 +117,44 @@ def test_disk_cache_follows_the_files(tmp_path, monkeypatch):
     assert reader_index(root).reads("brand_new_knob")
 
 
+def test_a_project_edit_never_indexes_the_verl_tree_again(tmp_path, monkeypatch, capsys):
+    """A project's own files (its package, its config dirs) are indexed apart from the verl tree
+    (issue #36, item 3): a comment added to the project's YAML, or a second project, reads the
+    tree's index from the cache; only the project's part is read again. The index is the same
+    as one built over both at once."""
+    from verl_lint.terminal import show_progress
+
+    monkeypatch.setenv("VERL_LINT_CACHE_DIR", str(tmp_path / "cache"))
+    root = _tree(tmp_path).resolve()
+    proj = tmp_path / "proj"
+    (proj / "mypkg").mkdir(parents=True)
+    (proj / "mypkg" / "__init__.py").write_text("def fit(config):\n    return config.trainer.project_knob\n")
+    (proj / "config").mkdir()
+    (proj / "config" / "base.yaml").write_text("trainer:\n  depth: ${data.project_interp}\n")
+    extra = ((proj / "mypkg").resolve(), (proj / "config").resolve())
+    tree_note = f"verl-lint: indexing verl tree at {root} (first run for this tree)\n"
+    show_progress(True)  # as the command line does: the note is what a user sees
+    try:
+        first = reader_index(root, extra)
+        assert capsys.readouterr().err == tree_note
+        assert first == build(root, extra) and first.reads("project_knob") and "project_interp" in first.interpolated
+        assert first.deprecated == build(root).deprecated and first.files == build(root).files + 2
+        yaml = proj / "config" / "base.yaml"
+        yaml.write_text("# a comment\n" + yaml.read_text() + "  width: ${data.new_interp}\n")
+        monkeypatch.setattr("verl_lint.config.reader._LOADED", {})  # a new process
+        edited = reader_index(root, extra)
+        assert capsys.readouterr().err == ""  # the tree's part came from the cache
+        assert edited == build(root, extra) and "new_interp" in edited.interpolated
+        other = tmp_path / "other" / "pkg"
+        other.mkdir(parents=True)
+        (other / "__init__.py").write_text("x = cfg.other_knob\n")
+        monkeypatch.setattr("verl_lint.config.reader._LOADED", {})
+        assert reader_index(root, (other.resolve(),)).reads("other_knob") and capsys.readouterr().err == ""
+    finally:
+        show_progress(False)
+    assert not reader_index(root).reads("project_knob")  # the tree's own index is the tree's alone
+
+
 def _found(report, code):
     return [d for d in report.diagnostics if d.code == code]
 

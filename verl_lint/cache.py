@@ -11,7 +11,9 @@ The cache directory (`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, el
                 cheap to rebuild.
 * `tables/`   — the parsed knowledge tables (YAML parsing is most of the rule pack's load
                 time), and `specifiers/`, which rules apply to a verl version; cheap to rebuild.
-* `reader/`   — reader indexes of verl trees (config/reader.py); cheap to rebuild.
+* `reader/`   — reader indexes of verl trees (config/reader.py), and `facts/`, what was read
+                from a verl tree's sources (its config classes, the evidence rules rest on),
+                one file per tree; cheap to rebuild.
 * `results/`  — each linted file's findings, with the files they were computed from
                 (results.py), and `fixes/`, how many fixes each would take; cheap to rebuild.
 * `releases/` — verl releases downloaded for `--verl VERSION` (unpacked wheels), and
@@ -199,9 +201,39 @@ def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[t
     return value
 
 
+_TABLES: dict[Path, dict] = {}
+_PATHS: dict[tuple[Path, str, str], Path] = {}  # (cache dir, folder, ident) -> entry(): hashed once per process
+
+
+def remembered(folder: str, ident: str, key, compute: Callable[[], T]) -> T:
+    """`compute()` for `key`, kept with the other answers about one thing (`ident`: e.g. a verl
+    tree and its stamp) in one pickled dict under `folder/`: one file read per process for all of
+    them (a Hydra job start asks a few dozen such questions), rewritten when an answer is added.
+    `key` and the value must pickle; two processes adding at once may lose an answer, which is
+    then computed again."""
+    slot = (cache_dir(), folder, ident)
+    path = _PATHS.get(slot)
+    if path is None:
+        path = _PATHS[slot] = entry(folder, ident)
+    table = _TABLES.get(path)
+    if table is None:
+        try:
+            table = pickle.loads(path.read_bytes())
+        except Exception:  # noqa: BLE001 - a missing or corrupt entry is a miss
+            table = None
+        table = _TABLES[path] = table if isinstance(table, dict) else {}
+    if key in table:
+        return table[key]
+    with paused():  # (as memo: built once for the run)
+        value = compute()
+    table[key] = value
+    store(path, pickle.dumps(table, protocol=pickle.HIGHEST_PROTOCOL))
+    return value
+
+
 # -------------------------------------------------------------- clean ----
 
-DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader", "guards", "results", "fixes")  # cheap to rebuild: removed by `clean`
+DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader", "guards", "results", "fixes", "facts")  # cheap to rebuild: removed by `clean`
 # Files verl-lint writes in its folders: hash-named pickles, wheels, and their temp files
 # (compiled on first use by `re`: `clean` is rare, start-up is not).
 # (temp files: `.NAME.<hex>.tmp` from files.replacing, `NAME.<random>.tmp` from older releases)
@@ -327,4 +359,4 @@ def run(args) -> int:
     return 2
 
 
-__all__ = ["cache_dir", "code_digest", "code_roots", "entry", "store", "memo", "make_dir", "new_entry", "is_marked", "clean", "usage", "add_arguments", "run"]
+__all__ = ["cache_dir", "code_digest", "code_roots", "entry", "store", "memo", "remembered", "make_dir", "new_entry", "is_marked", "clean", "usage", "add_arguments", "run"]

@@ -33,13 +33,23 @@ class Timeout(BaseException):
         self.report = report
 
 
+_FIRED = False  # the running step's time ran out (set by the alarm, cleared when a step starts)
+
+
 @contextmanager
 def time_limit(seconds: float):
     """Raise `Timeout` in the block after `seconds` of wall time (0: none; main thread only,
-    where signals are delivered; elsewhere unbounded)."""
+    where signals are delivered; elsewhere unbounded).
+
+    The alarm raises wherever the step happens to be; where Python swallows what it raises (a
+    `__del__`, a weakref or garbage-collector callback), the step could go on with half an
+    answer: the block then still ends in `Timeout`, and `expired()` tells the code meanwhile
+    that nothing it computed may be kept."""
+    global _FIRED
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
+    _FIRED = False
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -47,9 +57,19 @@ def time_limit(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        fired, _FIRED = _FIRED, False
+    if fired:  # (the block ended normally: what the alarm raised was swallowed)
+        raise Timeout()
+
+
+def expired() -> bool:
+    """The running step's time limit has fired (even where the `Timeout` it raised was swallowed)."""
+    return _FIRED
 
 
 def _alarm(signum, frame):
+    global _FIRED
+    _FIRED = True
     raise Timeout()
 
 

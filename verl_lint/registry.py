@@ -128,6 +128,20 @@ class Rule:
         module = ctx.app.verl_module()
         return module is None or module in self.entry_points
 
+    def run(self, ctx: "Context") -> tuple[list[Diagnostic], list[str]]:
+        """The rule's findings on the launch of `ctx` and the keys it read that the script leaves
+        to run time, computed once per launch: `pack.check` and VL300 (which lists the size
+        checks that could not decide) both ask."""
+        hit = ctx.rule_runs.get(self.code)
+        if hit is None:
+            outer, ctx.unknown_reads = ctx.unknown_reads, []
+            try:
+                found = list(self.check(ctx))
+            finally:
+                reads, ctx.unknown_reads = ctx.unknown_reads, outer
+            hit = ctx.rule_runs[self.code] = (found, reads)
+        return hit
+
     def holds_in(self, root: Path | str | None) -> bool:
         """The verl tree at `root` contains the evidence the rule needs (no tree: it does not apply)."""
         if not self.evidence and not self.unless:

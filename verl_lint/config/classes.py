@@ -34,6 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from ..cache import remembered
+from ..launch.locate import tree_stamp
 from .deprecations import Deprecation, config_path, in_post_init, statements
 
 
@@ -80,7 +82,19 @@ _CONVERT = re.compile(r"omega_conf_to_dataclass\(\s*([A-Za-z_][\w.]*)")
 
 
 @lru_cache(maxsize=32)
+def _facts(root: str) -> str:
+    """The cache entry of what is read here from the tree at `root` (one per tree and stamp)."""
+    return f"config classes\0{root}\0{tree_stamp(Path(root))}"
+
+
+@lru_cache(maxsize=32)
 def converted_sections(root: str) -> frozenset[str]:
+    """Names of the config sections the tree's code converts into dataclasses (see
+    `_converted_sections`), read once per tree and kept on disk."""
+    return remembered("facts", _facts(root), "converted sections", lambda: _converted_sections(root))
+
+
+def _converted_sections(root: str) -> frozenset[str]:
     """Names of the config sections the tree's code converts into dataclasses: the last
     attribute of each `omega_conf_to_dataclass(self.config.actor, ...)` argument. A section
     with a `_target_` that no code converts stays a DictConfig: its keys are read one by one
@@ -104,6 +118,7 @@ def converted_sections(root: str) -> frozenset[str]:
 _LOCAL_NAMES = {"config", "cfg", "conf", "get", "raw", "self"}
 
 
+@lru_cache(maxsize=4096)
 def built(root: str, path: str) -> bool:
     """The config node at dotted `path` (or a section above it) is converted into a dataclass."""
     return any(part in converted_sections(root) for part in path.split("."))
@@ -114,6 +129,7 @@ def of_node(root: str, path: str, target) -> ConfigClass | None:
     return find(root, target) if isinstance(target, str) and path and built(root, path) else None
 
 
+@lru_cache(maxsize=1024)  # asked per key of every launch; the answer depends on the tree alone
 def find(root: str, target: str) -> ConfigClass | None:
     """The dataclass `target` (a dotted `_target_`) in the tree at `root`, with its bases merged."""
     module, _, name = target.rpartition(".")
@@ -158,6 +174,12 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
 
 @lru_cache(maxsize=32)
 def _classes(root: str, directory: str) -> dict:
+    """The classes of `directory` and of the config packages (`_read_classes`), read once per
+    tree and kept on disk."""
+    return remembered("facts", _facts(root), ("classes", directory), lambda: _read_classes(root, directory))
+
+
+def _read_classes(root: str, directory: str) -> dict:
     """{class name: {bases, fields, choices, where}} for the classes of `directory`'s Python files
     and of the config packages every verl config class derives from (`verl/base_config.py`,
     `verl/trainer/config`, `verl/workers/config`)."""

@@ -47,6 +47,7 @@ class Context:
         # run time. Static: `${oc.env:X}` reads the script's env, and X unset there is unknown.
         self.live = live
         self.unknown_reads: list[str] | None = None  # when a list: the keys read that the script left to run time
+        self.rule_runs: dict[str, tuple[list, list[str]]] = {}  # code -> (findings, unknown reads): Rule.run
         if not live:
             OmegaConf.register_new_resolver("oc.env", _oc_env, replace=True)  # again per launch: a resolver reset elsewhere undoes it
         self._cache: dict[str, object] = {}

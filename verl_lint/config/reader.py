@@ -4,6 +4,9 @@ Built once per tree and kept on disk (`cache.memo`, folder `reader/`), keyed on 
 the files it reads: each file's path relative to the tree, size and mtime_ns. Editing a file
 changes its mtime, so a stale index is never used; a copy that keeps mtimes (pip unpacking a
 wheel twice) shares the entry, which is right since the contents are then the same.
+A project's own files (an entry point's package, its config dirs) are indexed apart, keyed on
+their own digest, and joined to the tree's: editing a project's YAML, or linting a new project,
+never indexes the verl tree again.
 
 It answers one question, "does anything in this tree read a key of this NAME?", and is
 deliberately generous: reading a name wrongly as "read" only costs a missed finding; wrongly as
@@ -61,7 +64,7 @@ from ..terminal import Progress
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-12"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-13"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A name that is not called or defined (`def name(`, `name(`, `.name(`): a function named like a
 # key reads no key (the backtracking cannot stop inside a name: the lookahead refuses a name char).
@@ -327,6 +330,11 @@ def _yaml_reads(text: str, names: set[str], interpolated: set[str], edges: set[s
 
 def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
     """Read the tree now (no cache), calling `progress(n, total)` as the n-th of its files is read."""
+    return _scan(tree_root, source_files(source_roots(tree_root, extra)), progress)
+
+
+def _scan(tree_root: Path, files: list[Path], progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
+    """The index of `files`; the facts about keys come from those under the tree's verl/."""
     names: set[str] = set()
     patterns: set[str] = set()
     whole: set[str] = set()
@@ -336,7 +344,6 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
     deprecated: list[Deprecation] = []
     choices: list[tuple[str, Choice]] = []
     own = tree_root / "verl"
-    files = source_files(source_roots(tree_root, extra))
     for done, f in enumerate(files, 1):
         if progress:
             progress(done, len(files))
@@ -352,6 +359,15 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
             _yaml_reads(text, names, interpolated, edges)
     found = (frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
     return ReaderIndex(*found, tuple(deprecated), tuple(choices), frozenset(interpolated), frozenset(edges))
+
+
+def _joined(tree: ReaderIndex, more: ReaderIndex) -> ReaderIndex:
+    """The index of the tree's files and then `more`'s: what `build` gives for both at once."""
+    return ReaderIndex(
+        tree.names | more.names, tuple(sorted({*tree.patterns, *more.patterns})), tree.whole | more.whole,
+        tree.files + more.files, tree.used | more.used, tree.deprecated + more.deprecated, tree.choices + more.choices,
+        tree.interpolated | more.interpolated, tree.edges | more.edges,
+    )
 
 
 def _key_facts(text: str, rel: str, deprecated: list[Deprecation], choices: list[tuple[str, Choice]]) -> None:
@@ -380,27 +396,53 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     hit = _LOADED.get((root, extra))
     if hit is None:
         roots = source_roots(root, extra)
-        own = len(roots) == len(source_roots(root, ()))  # nothing beyond the tree's verl/ and recipe/
-        if own and extra:  # config dirs inside verl/, read anyway: the tree's own index, not a second build
-            hit = reader_index(root)
-        else:
+        n_own = len(source_roots(root, ()))
+        if len(roots) == n_own:  # nothing beyond the tree's verl/ and recipe/ (config dirs inside verl/ are read anyway)
             # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
-            stamp = tree_stamp(root) if own else files_digest(root, source_files(roots))
-            ident = "\0".join([_FORMAT, str(root), *map(str, extra), stamp])
-            hit = memo("reader", ident, lambda: _build_shown(root, extra), ReaderIndex)
+            ident = "\0".join([_FORMAT, str(root), tree_stamp(root)])
+            hit = memo("reader", ident, lambda: _build_shown(root), ReaderIndex)
+        else:
+            # A project's own files (its package, its config dirs) are indexed apart, keyed on
+            # their own stamp: editing one, or a new project, never indexes the verl tree again.
+            files = source_files(roots[n_own:])
+            ident = "\0".join([_FORMAT, "project", str(root), files_digest(root, files)])
+            hit = _joined(reader_index(root), memo("reader", ident, lambda: _scan(root, files), ReaderIndex))
         _LOADED[(root, extra)] = hit
     _LOADED[asked] = hit
     return hit
 
 
-def _build_shown(root: Path, extra: tuple[Path, ...]) -> ReaderIndex:
+def key_facts(tree_root: Path, extra: tuple[Path, ...] = ()) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
+    """The index's facts about keys (`deprecated`, `choices`) without loading its names: kept on
+    disk apart from the index, a few KB instead of its many names, which a Hydra job start
+    (VL232, VL108) does not need."""
+    asked = (tree_root, extra)
+    hit = _FACTS.get(asked)
+    if hit is None:
+        loaded = _LOADED.get(asked)
+        root = Path(tree_root).resolve()
+        if loaded is None and len(source_roots(root, tuple(Path(p).resolve() for p in extra))) == len(source_roots(root, ())):
+            ident = "\0".join([_FORMAT, "key facts", str(root), tree_stamp(root)])
+            hit = memo("reader", ident, lambda: _facts_of(reader_index(root)), tuple)
+        else:
+            hit = _facts_of(loaded or reader_index(tree_root, extra))
+        _FACTS[asked] = hit
+    return hit
+
+
+def _facts_of(index: ReaderIndex) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
+    return index.deprecated, index.choices
+
+
+def _build_shown(root: Path) -> ReaderIndex:
     """build(), saying so: a cache miss on a big tree takes a second or more."""
     what = f"indexing verl tree at {root}"
     with Progress(what, note=f"{what} (first run for this tree)") as shown:
-        return build(root, extra, shown.update)
+        return build(root, (), shown.update)
 
 
 _LOADED: dict[tuple[Path | str, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
+_FACTS: dict[tuple[Path | str, tuple[Path, ...]], tuple] = {}  # key_facts, in this process
 
 
 _IMPORT_DEPTH = 6  # directories above an entry point where the packages it imports are looked for
@@ -446,4 +488,4 @@ def _imported(file: Path, name: str) -> Path | None:
     return None
 
 
-__all__ = ["ReaderIndex", "app_sources", "build", "reader_index"]
+__all__ = ["ReaderIndex", "app_sources", "build", "key_facts", "reader_index"]

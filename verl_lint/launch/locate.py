@@ -28,6 +28,7 @@ from typing import NamedTuple
 from .. import download
 from ..cache import cache_dir, is_marked, make_dir, new_entry, why_unusable
 from ..environment import installed_version
+from ..evidence import wheel_record
 from ..model import COMMAND_LINE, Launch, Word
 from ..places import places
 
@@ -174,18 +175,6 @@ def _put_release(tmp: Path, dest: Path, hint: str) -> None:
             os.rename(dest, aside)
             shutil.rmtree(aside, ignore_errors=True)
     raise LocateError(f"cannot put verl into {dest}{hint}")
-
-
-def wheel_record(root: Path) -> str | None:
-    """The stamp of an installed (or unpacked) verl wheel at `root`: its RECORD's path, size and
-    mtime (installers replace files, they never edit them in place); None for a checkout."""
-    for record in sorted(Path(root).glob("verl-*.dist-info/RECORD")):
-        try:
-            st = record.stat()
-        except OSError:
-            continue
-        return f"{record}\0{st.st_size}\0{st.st_mtime_ns}"
-    return None
 
 
 # ----------------------------------------------------- the tree's stamp ----

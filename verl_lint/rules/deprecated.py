@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import classes as config_classes
 from ..config.context import Context
 from ..config.deprecations import Deprecation
-from ..config.reader import app_sources, reader_index
+from ..config.reader import app_sources, key_facts, reader_index
 from ..model import Diagnostic, Related, Span
 from ..registry import main_ppo, rule
 
@@ -29,7 +29,7 @@ def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str
     fact = cls.deprecated.get(field) if cls is not None else None
     if fact is not None:
         yield fact, f"{path}.{fact.new}" if fact.new else ""
-    for fact in reader_index(Path(root), app_sources(ctx.app)).deprecated:
+    for fact in key_facts(Path(root), app_sources(ctx.app))[0]:
         if fact.key == key:
             yield fact, ""
 

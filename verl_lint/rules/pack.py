@@ -42,9 +42,9 @@ def check(ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Excepti
 
     def run(r: Rule) -> list[Diagnostic]:
         if on_error is None:
-            return list(r.check(ctx))
+            return r.run(ctx)[0]
         try:
-            return list(r.check(ctx))
+            return r.run(ctx)[0]
         except Exception as ex:  # noqa: BLE001 - reported through on_error; the other rules still run
             on_error(r, ex)
             return []

@@ -21,11 +21,14 @@ needs one stays silent on None.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import warnings
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
+from ..cache import remembered
 from ..model import Unknown
 from ..registry import lazy_module
 from ..config.context import MISSING, Context
@@ -76,14 +79,15 @@ def ref_worker(ctx: Context) -> bool | None:
     return True if True in answers else False if answers == {False} else None
 
 
-@lru_cache(maxsize=64)
 def _wiring(path: str) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, str]], ...]:
     """Each statement of the file at `path` that puts `Role.RefPolicy` into a mapping, as the
     guards it runs under ((the value the test must have, its text), ...) and the names its
     function assigns once."""
-    module = _module(path)
-    if module is None:
-        return ()
+    f = _file(path)
+    return f.wiring if f is not None else ()
+
+
+def _read_wiring(path: str, module: ast.Module) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, str]], ...]:
     stores = _ref_stores(module)
     reads = uses_in(path, source_text(path) or "", module, ROLE[1]).reads
     return tuple((tuple((want, text) for _c, want, text in r.guards), _locals(module, r.line)) for r in reads if r.line in stores and r.chain == ROLE)
@@ -92,18 +96,67 @@ def _wiring(path: str) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, st
 def ref_policy(ctx: Context) -> bool | None:
     """Whether the config validation checks the reference policy's settings for this launch."""
     path = Path(ctx.app.file)
-    module = _module(str(path))
-    for node in ast.walk(module) if module is not None else ():
-        if isinstance(node, ast.Call):
-            for kw in node.keywords:
-                if kw.arg == "use_reference_policy":
-                    return _decide(ctx, ast.unparse(kw.value), path, _locals(module, node.lineno))
+    f = _file(str(path))
+    if f is not None and f.validation is not None:
+        return _decide(ctx, f.validation[0], path, f.validation[1])
     root = ctx.verl_root
     if root is None:
         return None
     trainer = root / TRAINER
-    m = re.search(r"^\s*self\.use_reference_policy = (.+)$", source_text(trainer) or "", re.M)
-    return _decide(ctx, m.group(1), trainer, {}) if m else None
+    expr = _trainer_assignment(str(trainer))
+    return _decide(ctx, expr, trainer, {}) if expr is not None else None
+
+
+def _validation_argument(module: ast.Module) -> tuple[str, dict[str, str]] | None:
+    """The entry point's `use_reference_policy=...` argument: (its source text, the names its
+    function assigns once); None when the file passes none."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "use_reference_policy":
+                    return ast.unparse(kw.value), _locals(module, node.lineno)
+    return None
+
+
+@lru_cache(maxsize=64)
+def _trainer_assignment(path: str) -> str | None:
+    """The right side of the trainer's `self.use_reference_policy = ...` (0.1-0.5)."""
+    m = re.search(r"^\s*self\.use_reference_policy = (.+)$", source_text(path) or "", re.M)
+    return m.group(1) if m else None
+
+
+class _File(NamedTuple):
+    """What is read here from one Python file (an entry point, a module it imports from)."""
+
+    validation: tuple[str, dict[str, str]] | None  # `use_reference_policy=...`: _validation_argument
+    wiring: tuple  # _wiring
+    imports: dict[str, str]  # name -> the module of its `from MODULE import name`
+    functions: dict[str, tuple[str, list[str]] | None]  # top-level function -> (its one `return`'s expression, parameters); None: more than that
+
+
+@lru_cache(maxsize=256)  # per process; on disk per file, its size and mtime: a Hydra job start parses nothing
+def _file(path: str) -> _File | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return remembered("facts", "roles: python files", (path, st.st_size, st.st_mtime_ns), lambda: _read_file(path))
+
+
+def _read_file(path: str) -> _File | None:
+    module = _module(path)
+    if module is None:
+        return None
+    imports: dict[str, str] = {}
+    functions: dict[str, tuple[str, list[str]] | None] = {}
+    for node in module.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imports.update({a.name: node.module for a in node.names if a.asname is None})
+        elif isinstance(node, ast.FunctionDef) and node.name not in functions:
+            body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            one = len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
+            functions[node.name] = (ast.unparse(body[0].value), [a.arg for a in node.args.args]) if one else None
+    return _File(_validation_argument(module), _read_wiring(path, module), imports, functions)
 
 
 @lru_cache(maxsize=256)
@@ -191,7 +244,7 @@ class _Inline(ast.NodeTransformer):
         args = dict(zip(params, node.args)) | {kw.arg: kw.value for kw in node.keywords if kw.arg}
         if set(args) != set(params):
             return ast.Name(_UNKNOWN_NAME, ast.Load())
-        inlined = _Substitute(args).visit(ast.parse(ast.unparse(body), mode="eval").body)
+        inlined = _Substitute(args).visit(ast.parse(body, mode="eval").body)
         return _Inline(self.ctx, home, self.depth + 1).visit(inlined)
 
 
@@ -203,24 +256,25 @@ class _Substitute(ast.NodeTransformer):
         return self.args.get(node.id, node)
 
 
-def _function(ctx: Context, where: Path, name: str) -> tuple[ast.expr, list[str], Path] | None:
+def _function(ctx: Context, where: Path, name: str) -> tuple[str, list[str], Path] | None:
     """The function `name` as the module at `where` sees it (defined there, or imported from a
     module of the verl tree or beside the file), when its body is one `return`: (the returned
     expression, its parameters, its file)."""
-    module = _module(str(where))
-    if module is None:
+    return _function_in(where, name, ctx.verl_root)
+
+
+@lru_cache(maxsize=256)  # per file and name: every launch of an entry point asks the same
+def _function_in(where: Path, name: str, verl_root: Path | None) -> tuple[str, list[str], Path] | None:
+    f = _file(str(where))
+    if f is None:
         return None
     homes = [where]
-    for node in module.body:
-        if isinstance(node, ast.ImportFrom) and node.module and any(a.name == name and a.asname is None for a in node.names):
-            rel = Path(*node.module.split(".")).with_suffix(".py")
-            homes = [base / rel for base in (ctx.verl_root, *where.parents) if base is not None]
+    if name in f.imports:
+        rel = Path(*f.imports[name].split(".")).with_suffix(".py")
+        homes = [base / rel for base in (verl_root, *where.parents) if base is not None]
     for home in homes:
-        found = _module(str(home))
-        for fn in found.body if found is not None else ():
-            if isinstance(fn, ast.FunctionDef) and fn.name == name:
-                body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-                if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-                    return body[0].value, [a.arg for a in fn.args.args], home
-                return None
+        found = _file(str(home))
+        if found is not None and name in found.functions:
+            fn = found.functions[name]
+            return (fn[0], fn[1], home) if fn is not None else None
     return None

@@ -17,7 +17,7 @@ from ..config import classes as config_classes
 from ..config.classes import Choice
 from ..config.context import Context
 from ..config.keys import same_name_elsewhere
-from ..config.reader import app_sources, reader_index
+from ..config.reader import app_sources, key_facts
 from ..evidence import Evidence, source_text, sources_have, tree_has
 from ..registry import main_ppo, rule
 
@@ -86,7 +86,7 @@ def value_not_accepted(ctx: Context):
         return
     # Only values the user chose are judged: start from them, not from every node of the config.
     chosen = {o.key for o in ctx.comp.settings if o.ok and o.kind in ("set", "add", "force_add")}
-    in_code = dict(reader_index(Path(root), app_sources(ctx.app)).choices)
+    in_code = dict(key_facts(Path(root), app_sources(ctx.app))[1])
     for key in sorted(chosen):
         checker, choice = _check_of(ctx, root, key, in_code)
         if choice is None or not ctx.user_set(key):
@@ -250,16 +250,17 @@ def mandatory_value_unset(ctx: Context):
 
 
 def _mandatory_unset(cfg, prefix: str = "") -> list[str]:
-    """The dotted keys of `cfg` whose value is `???`."""
-    out = []
-    for k in cfg.keys():
+    """The dotted keys of `cfg` whose value is `???`. (Read from the nodes' own values, as
+    `_is_missing` does: `keys()` and `_get_node` validate each key again, and this walks every
+    node of every launch.)"""
+    out: list[str] = []
+    content = cfg._value()
+    for k, node in content.items() if isinstance(content, dict) else ():
         key = f"{prefix}.{k}" if prefix else str(k)
-        node = cfg._get_node(k)
-        if node is None:
-            continue
-        if node._is_missing():
+        value = node._value()
+        if isinstance(value, str) and value == "???":
             out.append(key)
-        elif isinstance(node, DictConfig) and not node._is_none() and not node._is_interpolation():
+        elif isinstance(node, DictConfig) and isinstance(value, dict):  # (not None, not an interpolation)
             out.extend(_mandatory_unset(node, key))
     return out
 
