@@ -52,7 +52,7 @@ def _build_check(c: argparse.ArgumentParser) -> None:
 
 
 def _build_upgrade(u: argparse.ArgumentParser) -> None:
-    u.add_argument("paths", nargs="+", help="scripts or directories")
+    u.add_argument("paths", nargs="*", default=["."], help="scripts or directories (default: ., as for check)")
     u.add_argument("--to", required=True, metavar="VERSION", help="the verl release to upgrade to")
     g = u.add_mutually_exclusive_group()
     g.add_argument("--from", dest="from_version", metavar="VERSION", help="the current verl release (default: detected)")

@@ -371,6 +371,13 @@ def process_composer(use_cache: bool) -> Composer:
     return _COMPOSERS[use_cache]
 
 
+def forget_composers() -> None:
+    """Drop this process's Composers: `--fix` changed a project config file, and a Composer keeps
+    each composition by its config directory and name, not by the files' text (the on-disk
+    cache is keyed by the files' digest, so a new Composer composes the changed file)."""
+    _COMPOSERS.clear()
+
+
 def lint_file(
     path: Path, options: Options, composer: Composer | None = None, per_file_ignores=None, use_cache: bool = False, only_cached: bool = False
 ) -> FileReport | None:

@@ -30,7 +30,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ..cache import entry, store
 from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
-from ..model import Diagnostic, Span, Unknown, Word
+from ..model import Diagnostic, Fix, Span, Unknown, Word
 from ..catalogue import (
     ADD_EXISTING_KEY,
     CONFIG_COMPOSITION_ERROR,
@@ -422,7 +422,11 @@ def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> 
             parent = ao.key.rsplit(".", 1)[0] if "." in ao.key else ""
             if parent and OmegaConf.select(cfg, parent, default=None, throw_on_missing=False) is not None:
                 help = f"`{parent}` has no key `{ao.key.rsplit('.', 1)[1]}`; to add one use `{added}`"
-        return UNKNOWN_CONFIG_KEY.finding(f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"", span, help=help, key=ao.key)
+        d = UNKNOWN_CONFIG_KEY.finding(f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"", span, help=help, key=ao.key)
+        if guess and OmegaConf.select(cfg, guess, default=None, throw_on_missing=False) is not None:
+            # Unsafe: the key the user meant is a guess, and the value then takes effect.
+            d.fix = Fix(f"rename `{ao.key}` to `{guess}`", False, "rename-key", span, old=ao.key, new=guess)
+        return d
     if text.startswith("Could not append to config"):
         return ADD_EXISTING_KEY.finding(f"`+{ao.key}` adds a key that already exists; Hydra stops with \"Could not append to config\"", span, help=f"drop the `+` to override it (`{ao.line.lstrip('+')}`), or use `++` to add-or-override", key=ao.key)
     if text.startswith("Could not delete"):

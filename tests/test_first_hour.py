@@ -1,0 +1,89 @@
+"""What a new user trips on in the first hour (issue #36): a project with its own Hydra config,
+its docs and a pre-commit hook, linted in process with the command line's own `main` against a
+real verl release."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import NEWEST, OLDER, json_findings
+from verl_lint.cli import main
+
+PRIMARY = """\
+hydra:
+  searchpath:
+    - pkg://verl.trainer.config
+defaults:
+  - ppo_trainer
+  - _self_
+
+actor_rollout_ref:
+  actor:
+    optim:
+      warmup_style: cosine
+  rollout:
+    name: vllm
+"""
+
+LAUNCH = """\
+#!/bin/bash
+python3 -m verl.trainer.main_ppo --config-path=$(pwd)/config --config-name=my_grpo \\
+    data.train_files=$HOME/data/train.parquet \\
+    actor_rollout_ref.rollout.tensor_model_paralel_size=2 \\
+    trainer.n_gpus_per_node=8
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, verl_trees):
+    """A project (run.sh + config/my_grpo.yaml) in the working directory; returns its verl flags."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "my_grpo.yaml").write_text(PRIMARY)
+    (tmp_path / "run.sh").write_text(LAUNCH)
+    monkeypatch.chdir(tmp_path)
+    return ["--verl-root", str(verl_trees[NEWEST].root), "--no-cache"]
+
+
+def test_fixes_in_yaml_files_are_counted_listed_and_a_single_did_you_mean_is_an_unsafe_rename(project, tmp_path, capsys):
+    assert main(["check", ".", *project]) == 1
+    out = capsys.readouterr().out
+    assert out.endswith("1 fixable with --fix (1 more with --unsafe-fixes)\n"), out
+    main(["check", ".", *project, "--show-fixes", "--unsafe-fixes"])
+    listed = capsys.readouterr().out.splitlines()
+    assert "  config/my_grpo.yaml:11:7: VL418 rename `warmup_style` to `lr_scheduler_type` in config/my_grpo.yaml" in listed
+    assert (
+        "  run.sh:4:5: VL101 rename `actor_rollout_ref.rollout.tensor_model_paralel_size` to "
+        "`actor_rollout_ref.rollout.tensor_model_parallel_size` (unsafe)" in listed
+    ), listed
+    assert main(["check", ".", *project, "--fix"]) == 1  # the safe one only: the typo stays
+    assert "lr_scheduler_type: cosine" in (tmp_path / "config" / "my_grpo.yaml").read_text()
+    assert "tensor_model_paralel_size" in (tmp_path / "run.sh").read_text()
+    capsys.readouterr()
+    # Linted again after the fix: the config file as it now is, not the composition made before.
+    assert main(["check", ".", *project, "--fix", "--unsafe-fixes"]) == 0
+    assert "All clean: 1 script linted, 1 launch" in capsys.readouterr().out
+    assert "tensor_model_parallel_size=2" in (tmp_path / "run.sh").read_text()
+
+
+def test_diff_with_nothing_to_fix_says_so(project, tmp_path, capsys):
+    (tmp_path / "run.sh").write_text(LAUNCH.replace("paralel", "parallel"))
+    (tmp_path / "config" / "my_grpo.yaml").write_text(PRIMARY.replace("warmup_style", "lr_scheduler_type"))
+    assert main(["check", ".", *project, "--diff"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.splitlines()[-1] == "No fixes available to show"
+
+
+def test_upgrade_defaults_to_the_current_directory_as_check_does(project, capsys):
+    assert main(["upgrade", "--from", OLDER, "--to", NEWEST, "--no-cache"]) == 0  # a warning only
+    out = capsys.readouterr().out
+    assert "config/my_grpo.yaml:11:7: VL418" in out  # deprecated since 0.9.x, found under `.`
+    assert "VL101" not in out  # the typo is the same on both releases: not a change
+
+
+def test_run_names_files_relative_to_the_working_directory_as_check_does(project, tmp_path, capsys):
+    assert main(["run", *project, "--dry-run", "--", "bash", str(tmp_path / "run.sh")]) == 1
+    err = capsys.readouterr().err
+    assert "\nrun.sh:4:5: VL101" in "\n" + err and "config/my_grpo.yaml:11:7: VL418" in err
+    assert "(run.sh:2:12)" in err and str(tmp_path) not in err.split("would not run:")[0], err  # the command is quoted as given
