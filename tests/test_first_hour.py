@@ -87,3 +87,12 @@ def test_run_names_files_relative_to_the_working_directory_as_check_does(project
     err = capsys.readouterr().err
     assert "\nrun.sh:4:5: VL101" in "\n" + err and "config/my_grpo.yaml:11:7: VL418" in err
     assert "(run.sh:2:12)" in err and str(tmp_path) not in err.split("would not run:")[0], err  # the command is quoted as given
+
+
+def test_the_working_directory_assumed_is_said_once_per_file(project, tmp_path, capsys):
+    (tmp_path / "run.sh").write_text(LAUNCH.replace("    trainer.n_gpus_per_node=8", "    trainer.n_gpus_per_node=8 trainer.nnodez=2"))
+    main(["check", ".", *project, "--format", "json"])
+    found = json_findings(capsys.readouterr().out)
+    assert [f["code"] for f in found] == ["VL418", "VL101", "VL101"], found
+    note = "(assuming the script runs from its own directory, where config is; pass --cwd to say)"
+    assert [note in f["message"] for f in found] == [True, False, False]

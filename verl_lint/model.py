@@ -165,6 +165,9 @@ class Launch:
     processes: dict[str, Word] = field(default_factory=dict)
     ray: RayAttach | None = None
     note: str | None = None  # the branch it is in, when the script's own values do not take it
+    # The working directory its config path rests on, when assumed ("assuming the script runs
+    # from ..."): said on the file's first finding that rests on it, not on each.
+    assumed_cwd: str | None = None
     prints_only: str | None = None  # `--cfg job`, `--help`, ...: Hydra composes and prints, the app never runs
     # Set when the command names an entry point but cannot be read as a launch: why (a VL007).
     not_analysable: str | None = None

@@ -76,10 +76,26 @@ def lint_text(
     for where, diags in by_file.items():
         yaml_text = report.text_of(where) if in_config_file(diags[0].span) else None
         kept += apply_suppressions(diags, yaml_text, where, report_unused=False) if yaml_text else diags
-    report.diagnostics = finalize(kept, options)
+    report.diagnostics = said_once(finalize(kept, options), {la.assumed_cwd for la in found if la.assumed_cwd})
     if timed_out:  # not a result of the input alone: the caller must not keep it as one
         raise Timeout(report)
     return report
+
+
+def said_once(diags: list[Diagnostic], notes: set[str]) -> list[Diagnostic]:
+    """Each of `notes` (the working directory a launch's config path was assumed from) kept on the
+    file's first finding that carries it, in report order, and dropped from the others."""
+    seen: set[str] = set()
+    out = []
+    for d in diags:
+        for note in notes:
+            tail = f" ({note})"
+            if tail in d.message:
+                if note in seen:
+                    d = replace(d, message=d.message.replace(tail, "", 1))
+                seen.add(note)
+        out.append(d)
+    return out
 
 
 def lint_source(path: str, text: str, options: Options, composer: Composer, step_limit: float = 0) -> FileReport:
@@ -167,14 +183,15 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
         fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
         return [ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or "")], True  # analysed: python stops
     except ConfigNotFound as ex:
-        message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
+        message = f"Hydra cannot compose the config: {ex}" + "".join(f" ({n})" for n in (la.note, la.assumed_cwd) if n)
         return [CONFIG_COMPOSITION_ERROR.finding(message, ex.span, ex.help, ex.flag)], True  # analysed: Hydra stops
     except NotAnalysable as ex:
         return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary)], False
     if diags is None:
         return [], False  # not a Hydra app (a data-prep script, pip, ...)
-    if la.note:  # a branch the script's own values do not take: say under which condition
-        diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
+    for note in (la.note, la.assumed_cwd):  # a branch the script's own values do not take; the cwd assumed
+        if note:
+            diags = [replace(d, message=f"{d.message} ({note})") for d in diags]
     if la.cut:  # cut short by a broken continuation (VL008): say how that bears on each finding
         diags = [after_cut(d, la.cut) for d in diags]
     # A finding in a project config file names the launch that composes it (the file may serve many).

@@ -414,8 +414,7 @@ def _placed(word: Word, launch: Launch, config_name: str | None) -> str:
         else "the repository root" if c == first
         else f"{os.path.relpath(c, first)}/ in the repository"
     )
-    assumption = f"assuming the script runs from {where}, where {rel} is; pass --cwd to say"
-    launch.note = f"{launch.note}; {assumption}" if launch.note else assumption
+    launch.assumed_cwd = f"assuming the script runs from {where}, where {rel} is; pass --cwd to say"
     return d
 
 
