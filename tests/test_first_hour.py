@@ -96,3 +96,20 @@ def test_the_working_directory_assumed_is_said_once_per_file(project, tmp_path, 
     assert [f["code"] for f in found] == ["VL418", "VL101", "VL101"], found
     note = "(assuming the script runs from its own directory, where config is; pass --cwd to say)"
     assert [note in f["message"] for f in found] == [True, False, False]
+
+
+def test_nothing_analysed_is_not_no_findings(tmp_path, monkeypatch, capsys):
+    """No verl to lint against (none installed, no checkout, no flag): the summary says nothing
+    could be analysed, and why, not "No findings"."""
+    from verl_lint.launch.locate import installed_tree
+
+    if installed_tree() is not None:
+        pytest.skip("verl is installed in this environment: it would be linted against")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "my_grpo.yaml").write_text(PRIMARY)
+    (tmp_path / "run.sh").write_text(LAUNCH)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--no-cache"]) == 2
+    summary = capsys.readouterr().out.splitlines()[-2]
+    assert summary.startswith("Nothing could be analysed in 2 files: module verl.trainer.main_ppo not found: no verl tree found"), summary
+    assert summary.endswith("pass --verl VERSION, --verl-root DIR or set verl-version in [tool.verl-lint]")

@@ -334,7 +334,7 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
             if tree is not None and (tree.root / launch.module.split(".")[0]).is_dir():
                 raise EntryPointNotFound(launch, f"module {launch.module} is not in {tree.describe()}", _nearest_module(launch.module, tree.root))
             if launch.module.split(".")[0] in ("verl", "recipe"):
-                raise LocateError(f"module {launch.module} not found: no verl tree found (pass --verl-root DIR or --verl VERSION)")
+                raise LocateError(f"module {launch.module} not found: no verl tree found (verl is not installed here and no verl checkout holds the script): pass --verl VERSION, --verl-root DIR or set verl-version in [tool.verl-lint]")
             return None
     else:
         file = next((r / launch.file for r in roots if (r / launch.file).is_file()), None)

@@ -88,6 +88,9 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
             out.append(
                 f"Found {plural(s['findings'], 'finding')} ({', '.join(parts)}) in {s['files_with_findings']} of {scope}"
             )
+        elif n_err and not s["launches"]:  # not "no findings": nothing was looked at
+            why = {e.message for r in reports for e in r.errors}
+            out.append(f"Nothing could be analysed in {plural(linted, noun)}: " + (safe(why.pop()) if len(why) == 1 else "see the input errors above"))
         elif n_err:
             out.append(f"No findings in {scope}")  # never "All clean" when some input was not linted
         else:
