@@ -113,3 +113,24 @@ def test_nothing_analysed_is_not_no_findings(tmp_path, monkeypatch, capsys):
     summary = capsys.readouterr().out.splitlines()[-2]
     assert summary.startswith("Nothing could be analysed in 2 files: module verl.trainer.main_ppo not found: no verl tree found"), summary
     assert summary.endswith("pass --verl VERSION, --verl-root DIR or set verl-version in [tool.verl-lint]")
+
+
+def test_a_primary_config_cut_by_the_time_limit_is_reported_at_the_config_file(project, monkeypatch, capsys):
+    """The launch a primary config is linted as is cut by the time limit (a hang, injected: the
+    limit's own firing is tested in test_limits.py): VL005 at the config file's first line (not
+    at a `.my_grpo.yaml.launch` that does not exist), counted as a launch cut, not a file unread."""
+    from verl_lint import pipeline
+    from verl_lint.limits import Timeout
+
+    def hang(*args, **kwargs):
+        raise Timeout()
+
+    monkeypatch.setattr(pipeline, "launch_findings", hang)
+    assert main(["check", "config/my_grpo.yaml", *project]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("config/my_grpo.yaml:1:1: VL005 [error] this launch was not analysed: analysing it took longer than 20 s"), out
+    assert ".launch" not in out and "could not be read" not in out
+    assert "launches: 0 analysed, 0 not analysable, 1 cut by a limit (VL005)\n" in out
+    main(["check", "config/my_grpo.yaml", *project, "--format", "json"])
+    summary = json.loads(capsys.readouterr().out)[-1]
+    assert summary["files"] == {"linted": 1, "unreadable": 0, "not_analysed": 1} and summary["launches"]["over_limit"] == 1

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conftest import NEWEST, json_findings
 from verl_lint.registry import REGISTRY
+from verl_lint.report.render import _checkout_documentation
 from verl_lint.settings import tomllib
 from verl_lint.cli import main
 from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
@@ -38,6 +39,7 @@ def test_reports_link_each_finding_to_its_public_page_or_the_docs_url_setting(tm
 
     documentation = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["urls"]["Documentation"]
     assert documentation == "https://github.com/verl-lint/verl-lint/blob/main/docs/rules/"
+    assert _checkout_documentation() + "/" == documentation  # read from the checkout when the metadata predates it
     url, help_uri = links()
     assert url == help_uri == documentation + "VL101.md"
     assert (REPO / "docs" / "rules" / "VL101.md").read_text(encoding="utf-8") == REGISTRY.get("VL101").page()  # the page it names

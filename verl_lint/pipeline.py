@@ -15,7 +15,7 @@ from .environment import installed_versions
 from .launch import recognise as launch_mod
 from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, locate_app, verl_tree_for
 from .limits import Timeout, time_limit
-from .model import Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Related, Span, Word, in_config_file
+from .model import LAUNCH_CUT, Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Related, Span, Word, in_config_file
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
@@ -118,14 +118,23 @@ def lint_config(path: str, text: str, options: Options, composer: Composer, step
     config = Path(path)
     launch, note = embedded.config_launch(config)
     as_script = str(config.resolve().parent / f".{config.name}.launch")  # the launch runs beside the config
-    linted = lint_text(as_script, launch, options, composer, step_limit=step_limit)
+    try:
+        linted = lint_text(as_script, launch, options, composer, step_limit=step_limit)
+    except Timeout as ex:  # cut by the time limit: reported at the config file, as any other finding of the launch
+        raise Timeout(ex.report and _as_config(ex.report, path, text, as_script, note)) from None
+    return _as_config(linted, path, text, as_script, note)
+
+
+def _as_config(linted: FileReport, path: str, text: str, as_script: str, note: str) -> FileReport:
+    """The report of the launch a primary config was linted as, told at the config file: what the
+    launch itself reports (it does not compose, it is cut by a limit) at its first line."""
     report = FileReport(path, text=text, verl=linted.verl, file_value_users=linted.file_value_users, note=note)
     report.errors = [replace(e, path=path, line=1, col=1) if e.path == as_script else e for e in linted.errors]
     here = Span(path, 1, 1, 1, 1)
     for d in linted.diagnostics:
         if in_config_file(d.span):
             report.diagnostics.append(replace(d, related=tuple(r for r in d.related if r.span.path != as_script)))
-        elif d.code in (CONFIG_COMPOSITION_ERROR.code, LAUNCH_NOT_ANALYSABLE.code):
+        elif d.code in (CONFIG_COMPOSITION_ERROR.code, LAUNCH_NOT_ANALYSABLE.code, ANALYSIS_TIMEOUT.code):
             report.diagnostics.append(replace(d, span=here, related=()))
     return report
 
@@ -139,7 +148,7 @@ def _cut(rest: list[Launch], variants: dict, counted: set[Span], report: FileRep
         if la.span in counted:
             counted.discard(la.span)
             report.launches -= 1
-        out.setdefault(la.span, ANALYSIS_TIMEOUT.finding(f"this launch was not analysed: {why}", la.entry_span, fix))
+        out.setdefault(la.span, ANALYSIS_TIMEOUT.finding(f"{LAUNCH_CUT}{why}", la.entry_span, fix))
     return list(out.values())
 
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 from .. import __version__
 from ..model import Severity, argument
 from ..embedded import DOCS, YAMLS
-from ..model import FileReport, stats
+from ..model import LAUNCH_CUT, FileReport, stats
 from ..rules import registered_rules
 from ..terminal import plural, safe, width
 
@@ -110,8 +110,11 @@ def accounting(reports: list[FileReport]) -> str:
     line = f"launches: {s['launches']} analysed, {s['unanalysed']} not analysable"
     if s["unanalysed"]:
         line += " (" + ", ".join(f"{n} {why}" for why, n in reasons(reports).items()) + ")"
-    if s["files_unanalysed"]:
-        line += f"; {plural(s['files_unanalysed'], 'file')} not analysed (VL004/VL005)"
+    if s["over_limit"]:
+        line += f", {s['over_limit']} cut by a limit (VL005)"
+    whole = sum(1 for r in reports if any(d.code == "VL004" or (d.code == "VL005" and not d.message.startswith(LAUNCH_CUT)) for d in r.diagnostics))
+    if whole:
+        line += f"; {plural(whole, 'file')} not analysed at all (VL004 too large, VL005 its shell code over the time limit)"
     return line
 
 
@@ -145,6 +148,8 @@ def summary(reports: list[FileReport]) -> dict:
         "files": {"linted": s["files"] - s["files_unreadable"], "unreadable": s["files_unreadable"], "not_analysed": s["files_unanalysed"]},
         "launches": {"analysed": s["launches"], "not_analysable": s["unanalysed"], "reasons": reasons(reports), "by_file": by_file},
     }
+    if s["over_limit"]:  # launches cut by a limit (VL005), neither analysed nor not analysable
+        out["launches"]["over_limit"] = s["over_limit"]
     configs = {r.path: r.note for r in reports if r.note}
     if configs:  # primary configs linted on their own, and as which launch
         out["configs"] = configs
@@ -196,7 +201,22 @@ def _docs_base() -> str | None:
             label, _, url = entry.partition(",")
             if label.strip().lower() == "documentation" and url.strip().startswith("https://"):
                 return url.strip().rstrip("/")
-    return None
+    return _checkout_documentation()
+
+
+_DOCUMENTATION = re.compile(r'^\[project\.urls\]\s*\n(?:(?!\[).*\n)*?Documentation\s*=\s*"(https://[^"]+)"', re.M)
+
+
+def _checkout_documentation() -> str | None:
+    """`[project.urls] Documentation` of the pyproject.toml of the checkout this package runs from,
+    for an editable install made before its metadata had the address (metadata is written at install)."""
+    pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "pyproject.toml")
+    try:
+        with open(pyproject, encoding="utf-8") as f:
+            m = _DOCUMENTATION.search(f.read())
+    except OSError:
+        return None
+    return m.group(1).rstrip("/") if m else None
 
 
 def docs_url(code: str, base: str | None = None) -> str | None:
