@@ -10,6 +10,7 @@ import pytest
 
 from conftest import NEWEST, OLDER, json_findings
 from verl_lint.cli import main
+from verl_lint.runner import forget_config_files
 
 PRIMARY = """\
 hydra:
@@ -134,3 +135,19 @@ def test_a_primary_config_cut_by_the_time_limit_is_reported_at_the_config_file(p
     main(["check", "config/my_grpo.yaml", *project, "--format", "json"])
     summary = json.loads(capsys.readouterr().out)[-1]
     assert summary["files"] == {"linted": 1, "unreadable": 0, "not_analysed": 1} and summary["launches"]["over_limit"] == 1
+
+
+def test_a_primary_config_without_verls_search_path_is_told_to_add_it(project, tmp_path, capsys):
+    (tmp_path / "config" / "my_grpo.yaml").write_text(PRIMARY.replace("hydra:\n  searchpath:\n    - pkg://verl.trainer.config\n", ""))
+    assert main(["check", ".", *project, "--format", "json"]) == 1
+    found = json_findings(capsys.readouterr().out)
+    assert [(f["path"], f["line"], f["column"], f["code"]) for f in found] == [("run.sh", 2, 12, "VL106"), ("config/my_grpo.yaml", 2, 5, "VL106")]
+    for f in found:
+        assert "Could not load 'ppo_trainer'" in f["message"] and "one of verl's configs" in f["message"]
+        assert f["help"] == "add `hydra: {searchpath: [pkg://verl.trainer.config]}` to config/my_grpo.yaml (beside its defaults list)"
+    assert [(r["path"], r["line"], r["column"]) for r in found[0]["related"]] == [("config/my_grpo.yaml", 2, 5)]
+    # With the search path (the fixture's config), it composes (a new process would compose it again).
+    (tmp_path / "config" / "my_grpo.yaml").write_text(PRIMARY)
+    forget_config_files()
+    main(["check", ".", *project, "--format", "json"])
+    assert "VL106" not in {f["code"] for f in json_findings(capsys.readouterr().out)}

@@ -21,7 +21,7 @@ from .model import FileReport, InputError, Options, stats
 from .report.fix import apply_fixes
 from .report.render import RENDERERS, accounting, render, render_statistics
 from .report.suppress import filter_baseline, write_baseline
-from .runner import collect, embedded_kind, forget_composers, lint_paths, lint_script, once_per_run
+from .runner import collect, embedded_kind, forget_config_files, lint_paths, lint_script, once_per_run
 from .settings import ENGINE_FLAGS, SETTINGS, Settings, SettingsFinder, code_problem, show
 from .terminal import plural, safe, use_color, usage_error
 
@@ -332,7 +332,7 @@ def fix(args: Namespace, command_argv, inputs: Plan, reports: list[FileReport], 
             if args.show_fixes:
                 _list_fixes(shown, sys.stderr)
         if any(in_config_file(d.fix.span) for d in shown):
-            forget_composers()  # a project config file changed: composed again, not recalled
+            forget_config_files()  # a project config file changed: composed again, not recalled
         return lint(args, command_argv, inputs, tree), failed, diffs
     if not diffs and not failed and not args.quiet:
         unsafe = not args.unsafe_fixes and any(d.fix is not None and not d.fix.safe for r in reports for d in r.diagnostics)

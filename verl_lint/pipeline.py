@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -135,7 +136,8 @@ def _as_config(linted: FileReport, path: str, text: str, as_script: str, note: s
         if in_config_file(d.span):
             report.diagnostics.append(replace(d, related=tuple(r for r in d.related if r.span.path != as_script)))
         elif d.code in (CONFIG_COMPOSITION_ERROR.code, LAUNCH_NOT_ANALYSABLE.code, ANALYSIS_TIMEOUT.code):
-            report.diagnostics.append(replace(d, span=here, related=()))
+            inside = [r.span for r in d.related if os.path.realpath(r.span.path) == os.path.realpath(path)]  # the defaults entry at fault
+            report.diagnostics.append(replace(d, span=inside[0] if inside else here, related=()))
     return report
 
 

@@ -18,6 +18,7 @@ from . import embedded
 from . import results
 from .catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .files import NotRegularFile, file_kind, has_sh_shebang, is_shell_script, open_regular
+from .launch import locate
 from .limits import Timeout
 from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Span, command_text, in_config_file
 from .registry import Rule
@@ -371,11 +372,12 @@ def process_composer(use_cache: bool) -> Composer:
     return _COMPOSERS[use_cache]
 
 
-def forget_composers() -> None:
-    """Drop this process's Composers: `--fix` changed a project config file, and a Composer keeps
-    each composition by its config directory and name, not by the files' text (the on-disk
-    cache is keyed by the files' digest, so a new Composer composes the changed file)."""
+def forget_config_files() -> None:
+    """Drop what this process keeps of the project's config files: `--fix` changed one, and a
+    Composer keeps each composition by its config directory and name, not by the files' text (the
+    on-disk cache is keyed by the files' digest, so a new Composer composes the changed file)."""
     _COMPOSERS.clear()
+    locate.forget_config_files()
 
 
 def lint_file(

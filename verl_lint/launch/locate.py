@@ -493,6 +493,11 @@ def _primary_searchpath(dirs: list[Path], config_name: str | None, launch: Launc
     return None
 
 
+def forget_config_files() -> None:
+    """Read the project's config files again: one changed in this process (`--fix`)."""
+    _declared_searchpath.cache_clear()
+
+
 @lru_cache(maxsize=256)
 def _declared_searchpath(f: Path) -> tuple[str, ...] | None:
     """`hydra.searchpath` of a primary config file (read once per process); SearchPathError
