@@ -151,3 +151,34 @@ def test_a_primary_config_without_verls_search_path_is_told_to_add_it(project, t
     forget_config_files()
     main(["check", ".", *project, "--format", "json"])
     assert "VL106" not in {f["code"] for f in json_findings(capsys.readouterr().out)}
+
+
+def test_the_pre_commit_hook_runs_on_the_configs_docs_and_workflows_a_commit_changes(project, tmp_path, capsys):
+    """pre-commit passes every changed file of the hook's types: a config group file with a bad key
+    fails the commit (through the primary config above it); a YAML or doc with no launch passes."""
+    import shlex
+
+    import yaml
+
+    from conftest import EXAMPLES
+
+    [hook] = yaml.safe_load((EXAMPLES.parent / ".pre-commit-hooks.yaml").read_text())
+    assert {"shell", "yaml", "markdown", "rst"} <= set(hook["types_or"]) and "types" not in hook
+    entry = shlex.split(hook["entry"])
+    assert entry[:2] == ["verl-lint", "check"]
+    primary = PRIMARY.replace("warmup_style", "lr_scheduler_type")  # the primary itself is clean
+    (tmp_path / "config" / "my_grpo.yaml").write_text(primary.replace("  - _self_", "  - override rollout@actor_rollout_ref.rollout: my_rollout\n  - _self_"))
+    (tmp_path / "config" / "rollout").mkdir()
+    group = tmp_path / "config" / "rollout" / "my_rollout.yaml"
+    group.write_text("defaults:\n  - rollout\n  - _self_\nname: vllm\ntensor_parallel_size: 2\n")
+    (tmp_path / "values.yaml").write_text("foo: 1\n")
+    (tmp_path / "NOTES.md").write_text("# notes\n\nno launch here\n")
+    changed = ["config/rollout/my_rollout.yaml", "values.yaml", "NOTES.md"]
+    assert main([*entry[1:], *project, "--format", "json", *changed]) == 1
+    found = json_findings(capsys.readouterr().out)
+    assert [(f["path"], f["line"], f["code"]) for f in found] == [("config/rollout/my_rollout.yaml", 5, "VL110")], found
+    group.write_text("defaults:\n  - rollout\n  - _self_\nname: vllm\ntensor_model_parallel_size: 2\n")
+    forget_config_files()
+    assert main([*entry[1:], *project, *changed]) == 0
+    # Without the flag a named file with no launch is an input error, as before.
+    assert main(["check", *project, "values.yaml"]) == 2

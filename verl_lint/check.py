@@ -150,7 +150,7 @@ def plan(args: Namespace, command_argv: list[str] | None, finder: SettingsFinder
     groups: dict[Path | None, Group] = {}
     seen: set[str] = set()
     for walk_settings, raws in by_walk.values():
-        files, errors = collect(raws, walk_settings, use_ignore_files=not getattr(args, "no_ignore", False))
+        files, errors = collect(raws, walk_settings, use_ignore_files=not getattr(args, "no_ignore", False), skip_others=getattr(args, "skip_other_files", False))
         given = {str(Path(r)) for r in raws}  # as collect names them
         out.errors += errors
         for f in files:
