@@ -182,3 +182,27 @@ def test_the_pre_commit_hook_runs_on_the_configs_docs_and_workflows_a_commit_cha
     assert main([*entry[1:], *project, *changed]) == 0
     # Without the flag a named file with no launch is an input error, as before.
     assert main(["check", *project, "values.yaml"]) == 2
+
+
+@pytest.mark.parametrize("version, expected", [(NEWEST, set()), pytest.param(OLDER, {"VL607"}, marks=pytest.mark.slow)])
+def test_the_callback_and_the_cli_judge_the_engine_from_the_same_evidence(lint, verl_trees, version, expected):
+    """vLLM not installed: both read the release the verl tree declares (0.9.1 pins vllm==0.24.0,
+    whose allocator no longer asserts; 0.7.1 allows 0.8.5-0.12.0, which all do), neither says no
+    vLLM version is known (VL010)."""
+    from hydra import compose, initialize_config_dir
+
+    from verl_lint.environment import installed_versions
+    from verl_lint.live import lint_config
+
+    if installed_versions().get("vllm"):
+        pytest.skip("vLLM is installed here: both would use it")
+    overrides = ["actor_rollout_ref.rollout.name=vllm", "trainer.n_gpus_per_node=8"]
+    script = "#!/bin/bash\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\npython3 -m verl.trainer.main_ppo " + " ".join(overrides) + "\n"
+    report = lint(script, version)
+    cli = {d.code for d in report.diagnostics} & {"VL607", "VL010"}
+    tree = verl_trees[version].root
+    with initialize_config_dir(config_dir=str(tree / "verl" / "trainer" / "config"), version_base=None):
+        cfg = compose("ppo_trainer", overrides=overrides)  # what Hydra hands the callback (its job config)
+    main_ppo = str(tree / "verl" / "trainer" / "main_ppo.py")
+    live = lint_config(cfg, overrides, {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, task_file=main_ppo, config_name="ppo_trainer", argv=[])
+    assert cli == {d.code for d in live} & {"VL607", "VL010"} == expected, (cli, [(d.code, d.message) for d in live])
