@@ -5,6 +5,7 @@ real verl release."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -206,3 +207,21 @@ def test_the_callback_and_the_cli_judge_the_engine_from_the_same_evidence(lint, 
     main_ppo = str(tree / "verl" / "trainer" / "main_ppo.py")
     live = lint_config(cfg, overrides, {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, task_file=main_ppo, config_name="ppo_trainer", argv=[])
     assert cli == {d.code for d in live} & {"VL607", "VL010"} == expected, (cli, [(d.code, d.message) for d in live])
+
+
+def test_config_prints_interpolations_resolved_and_run_time_values_as_written(project, capsys):
+    assert main(["config", "run.sh", *project[:2], "--key", "actor_rollout_ref.rollout.n_gpus_per_node"]) == 0
+    [_, line] = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"actor_rollout_ref\.rollout\.n_gpus_per_node: 8 +# script, line 5, via trainer\.n_gpus_per_node", line), line
+    main(["config", "run.sh", *project[:2], "--key", "data.train_files"])
+    [_, line] = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(
+        r"data\.train_files: \$HOME/data/train\.parquet +# script, line 3, known at run time: \$HOME is not set in the script \(comes from the environment\)", line
+    ), line
+    # For machines: the value as the config holds it, and what the text shows.
+    main(["config", "run.sh", *project[:2], "--format", "json"])
+    values = json.loads(capsys.readouterr().out)[0]["values"]
+    assert values["actor_rollout_ref.rollout.n_gpus_per_node"] == {
+        "value": "${oc.select:trainer.n_gpus_per_node,8}", "origin": "script, via trainer.n_gpus_per_node", "line": 5, "resolved": 8,
+    }
+    assert values["data.train_files"]["value"] == "???" and values["data.train_files"]["written"] == "$HOME/data/train.parquet"
