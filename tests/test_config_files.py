@@ -261,3 +261,43 @@ def test_fix_renames_a_deprecated_key_in_its_yaml_file_keeping_comments(tmp_path
     refused = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", ".", "--verl-root", str(verl_trees[NEWEST].root), "--fix"], cwd=tmp_path, capture_output=True, text=True)
     assert "config/my.yaml: fix skipped: the fixed file would not parse the same way" in refused.stderr, refused.stderr
     assert conf.read_text() == RENAMED.format(also="      lr_scheduler_type: constant\n")
+
+
+# The layout the README recommends: a project config whose only content is verl's defaults list.
+ONLY_DEFAULTS = "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+SIZES = (
+    "data.train_batch_size=60 actor_rollout_ref.actor.ppo_mini_batch_size=64 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3 "
+    "actor_rollout_ref.actor.ppo_micro_batch_size=8 actor_rollout_ref.rollout.tensor_model_parallel_size=3 "
+    "trainer.n_gpus_per_node=8 trainer.nnodes=1"
+)
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_a_config_with_its_own_name_gets_every_rule_ppo_trainer_gets(tmp_path, monkeypatch, verl_trees, version):
+    """Rules apply by what the composed config contains: `--config-name=my_grpo` composing
+    ppo_trainer gives the findings the same overrides give on ppo_trainer itself."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "my_grpo.yaml").write_text(ONLY_DEFAULTS)
+    name = "" if version == OLDEST else "actor_rollout_ref.rollout.name=vllm "
+    module = "python3 -m verl.trainer.main_ppo"
+    (tmp_path / "mine.sh").write_text(f"#!/bin/bash\n{module} --config-path=$(pwd)/config --config-name=my_grpo {name}{SIZES}\n")
+    (tmp_path / "plain.sh").write_text(f"#!/bin/bash\n{module} {' ' * len('--config-path=$(pwd)/config --config-name=my_grpo ')}{name}{SIZES}\n")
+    monkeypatch.chdir(tmp_path)
+    found = _findings(tmp_path, verl_trees, version, "mine.sh", "plain.sh")
+    by_file = {f: sorted((d.code, d.span.line, d.span.col, d.key) for d in found if d.span.path.endswith(f)) for f in ("mine.sh", "plain.sh")}
+    assert by_file["mine.sh"] == by_file["plain.sh"]
+    assert {"VL301", "VL302", "VL303"} <= {c for c, *_ in by_file["mine.sh"]}, by_file
+
+
+def test_rules_verified_on_main_ppo_say_once_that_another_verl_app_was_not_judged(tmp_path, monkeypatch, verl_trees):
+    """An ineffective-key record describes main_ppo's trainer and workers: under verl's one-step-off
+    app it does not judge, and VL012 says which rule would have spoken, once per run."""
+    line = "python3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.grad_clip=0.5\n"
+    for name in ("a.sh", "b.sh"):
+        (tmp_path / name).write_text("#!/bin/bash\n" + line)
+    monkeypatch.chdir(tmp_path)
+    found = _findings(tmp_path, verl_trees, NEWEST, "a.sh", "b.sh")
+    assert [(d.code, d.span.path, d.span.line, d.span.col) for d in found] == [("VL012", "a.sh", 2, 12)]
+    assert "VL204 would report `actor_rollout_ref.actor.grad_clip`" in found[0].message
+    (tmp_path / "c.sh").write_text("#!/bin/bash\n" + line.replace("verl.experimental.one_step_off_policy.main_ppo", "verl.trainer.main_ppo"))
+    assert [d.code for d in _findings(tmp_path, verl_trees, NEWEST, "c.sh")] == ["VL204"]

@@ -75,6 +75,35 @@ def test_what_counts_as_read(tmp_path):
     assert "layers" not in ix.whole  # iterated, but not reached from a config object
 
 
+def test_reads_per_section(tmp_path):
+    """Which node a key is read from: the steps code takes (`x.critic.optim`, `["c"]`,
+    `.get("c")`, `getattr(p, "c")`, `"c" in x.p`, a variable named for the node, an
+    interpolation); a read through a receiver named for no node proves nothing about the node."""
+    pkg = tmp_path / "tree" / "verl"
+    (pkg / "trainer" / "config").mkdir(parents=True)
+    (pkg / "trainer" / "fit.py").write_text(
+        "def fit(config, critic_cfg):\n"
+        "    lr = config.critic.optim.lr\n"
+        "    a = config['actor_rollout_ref'].get('rollout', {}).get('n')\n"
+        "    b = getattr(config.algorithm, 'kl_ctrl')\n"
+        "    if 'gamma' in config.algorithm:\n"
+        "        pass\n"
+        "    c = critic_cfg.checkpoint\n"
+        "    d = self.config.profiler\n"
+        "def use_remove_padding(model):\n"
+        "    return shard_model(model)\n"
+    )
+    (pkg / "trainer" / "config" / "ppo.yaml").write_text("x: ${data.train_batch_size}\n")
+    ix = build(tmp_path / "tree")
+    for parent, name in (("critic", "optim"), ("optim", "lr"), ("actor_rollout_ref", "rollout"), ("rollout", "n"),
+                         ("algorithm", "kl_ctrl"), ("algorithm", "gamma"), ("critic", "checkpoint"), ("data", "train_batch_size")):
+        assert ix.reads_under(parent, name), (parent, name)
+    assert not ix.reads_under("actor_rollout_ref", "critic")  # `critic` is read, from the root
+    assert not ix.reads_under("actor", "profiler")  # `self.config.profiler`: which node `self.config` is is not known
+    # A function named like a key, or called, is no read of that name; a parameter is.
+    assert not ix.reads("use_remove_padding") and not ix.reads("shard_model") and ix.reads("model")
+
+
 def test_disk_cache_follows_the_files(tmp_path, monkeypatch):
     monkeypatch.setenv("VERL_LINT_CACHE_DIR", str(tmp_path / "cache"))
     root = _tree(tmp_path)
@@ -182,6 +211,21 @@ def test_did_you_mean_for_an_unknown_key_names_its_role(lint, version):
 
 
 @pytest.mark.parametrize("version", across_releases())
+def test_a_section_added_under_the_wrong_node(lint, version):
+    """`critic`, `optim` and `lr` are all read names, but verl reads `critic` from the root only:
+    under `actor_rollout_ref` the setting is dead. The same section where verl reads it is not."""
+    r = lint(main_ppo("+actor_rollout_ref.critic.optim.lr=1e-5", "+reward_model.algorithm.gamma=0.9"), version)
+    first, second = _found(r, "VL230")
+    assert first.key == "actor_rollout_ref.critic.optim.lr" and first.help == "did you mean `critic.optim.lr`?"
+    assert "reads `critic` from the top of the config (`critic.optim.lr`), never under `actor_rollout_ref`" in first.message
+    assert second.help == "did you mean `algorithm.gamma`?"
+    # A nested section (`optim` is the actor's and the critic's) is not judged: each role's code
+    # reads its own as `self.config.optim`, and which node that is the index does not resolve.
+    assert "VL230" not in codes(lint(main_ppo("+actor_rollout_ref.rollout.optim.lr=2e-6"), version))
+    assert "VL230" not in codes(lint(main_ppo("critic.optim.lr=1e-5", "+trainer.remove_previous_ckpt_in_save=True"), version))
+
+
+@pytest.mark.parametrize("version", across_releases())
 def test_config_key_never_read_only_when_set(lint, version):
     r = lint(main_ppo("data.return_raw_input_ids=True"), version)
     [d] = _found(r, "VL231")
@@ -220,3 +264,59 @@ def test_project_entry_point_outside_the_tree(tmp_path, verl_trees, vendored):
     )
     assert r.returncode == 1, r.stderr
     assert [d["key"] for d in json_findings(r.stdout)] == ["trainer.nobody_reads_this"]
+
+
+@pytest.mark.slow
+def test_a_project_package_is_a_reader(tmp_path, verl_trees):
+    """An entry point deep in a project (`myproj/recipe/x/main_ppo.py`, `recipe/` a namespace
+    package) that imports its own workers by the project's top-level name: the whole `myproj/`
+    reads keys. Its rollout's and monitor's keys are read (no VL230); a key it reads only under a
+    switch this launch leaves off is VL233; a key nothing reads is still VL230. The project
+    defines its own worker class: whether it builds verl's dataclass is unknown (no VL110)."""
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    for d in ("myproj/recipe/x/config", "myproj/workers", "myproj/utils"):
+        (proj / d).mkdir(parents=True)
+    for d in ("myproj", "myproj/workers", "myproj/utils"):
+        (proj / d / "__init__.py").write_text("")
+    (proj / "myproj/recipe/x/main_ppo.py").write_text(
+        "import hydra\nfrom myproj.workers.rollout import MyRollout\n\n"
+        "@hydra.main(config_path='config', config_name='x_trainer', version_base=None)\n"
+        "def main(config):\n    MyRollout(config.actor_rollout_ref.rollout).run()\n"
+    )
+    (proj / "myproj/workers/rollout.py").write_text(
+        "from verl.single_controller.base import Worker\nfrom myproj.utils.monitor import Monitor\n\n"
+        "class MyRollout(Worker):\n"
+        "    def __init__(self, config):\n"
+        "        self.config = config\n"
+        "        self.monitor = Monitor(config.get('monitor_interval', 10))\n"
+        "        if self.config.multi_turn.enable:\n"
+        "            self.tool_budget = self.config.tool_budget\n\n"
+        "    def run(self):\n        return self.config.my_sampling_knob\n"
+    )
+    (proj / "myproj/utils/monitor.py").write_text("class Monitor:\n    def __init__(self, interval):\n        self.interval = interval\n")
+    (proj / "myproj/recipe/x/config/x_trainer.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+    )
+    s = proj / "run.sh"
+    s.write_text(
+        "python3 -m myproj.recipe.x.main_ppo +actor_rollout_ref.rollout.my_sampling_knob=3 "
+        "+actor_rollout_ref.rollout.monitor_interval=5 +actor_rollout_ref.rollout.tool_budget=4 "
+        "+actor_rollout_ref.rollout.nobody_reads_this=1\n"
+    )
+    env = dict(os.environ, NO_COLOR="1", VERL_LINT_CACHE_DIR=str(tmp_path / "cache"))
+
+    def found(version):
+        r = subprocess.run(
+            [sys.executable, "-m", "verl_lint.cli", "check", str(s), "--verl-root", str(verl_trees[version].root),
+             "--select", "VL110,VL230,VL233", "--format", "json", "--fail-on", "never"],
+            capture_output=True, text=True, cwd=proj, env=env,
+        )
+        assert r.returncode == 0, r.stderr
+        return sorted((d["code"], d["key"]) for d in json_findings(r.stdout))
+
+    unread = ("VL230", "actor_rollout_ref.rollout.nobody_reads_this")
+    # The oldest release never assigns a `.enable` itself: the switch is judged from the config.
+    assert found(RELEASES[-1]) == [unread, ("VL233", "actor_rollout_ref.rollout.tool_budget")]
+    # The newest builds the rollout node into RolloutConfig, but the project runs its own worker.
+    assert found(RELEASES[0]) == [unread]

@@ -133,3 +133,20 @@ def test_a_project_module_read_only_through_the_index_stamp_invalidates_it(tmp_p
     (project / "proj/helpers.py").write_text("def f(cfg):\n    return cfg.trainer.my_knob\n")
     found, cached, _ = _check(project, tree)
     assert not cached and found == []
+
+
+def test_the_models_config_json_invalidates_it(tmp_path, verl_trees):
+    """A model directory that did not exist, then does, then changes its heads: each a miss."""
+    tree = verl_trees[NEWEST].root
+    model = tmp_path / "model"
+    script = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm actor_rollout_ref.model.path={model} actor_rollout_ref.rollout.tensor_model_parallel_size=4\n"
+    project = _project(tmp_path, script)
+    assert [c for c, *_ in _check(project, tree)[0]] == ["VL329"]
+    model.mkdir()
+    config = {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 4, "num_hidden_layers": 4, "vocab_size": 1000}
+    (model / "config.json").write_text(json.dumps(config))
+    found, cached, _ = _check(project, tree)
+    assert not cached and found == []
+    (model / "config.json").write_text(json.dumps({**config, "num_attention_heads": 14}))
+    found, cached, _ = _check(project, tree)
+    assert not cached and [c for c, *_ in found] == ["VL320"]

@@ -77,6 +77,38 @@ def test_an_entry_point_that_does_not_validate_gets_no_validation_finding(findin
     assert only(findings(main_ppo(*sizes, module="verl.trainer.main_generation_server"), version), "VL302") == []
 
 
+RECIPE_MAIN = """import hydra
+
+from .trainer import MyRayPPOTrainer{imports}
+
+
+@hydra.main(config_path="config", config_name="my_trainer", version_base=None)
+def main(config):
+{body}    MyRayPPOTrainer(config).fit()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version, validates", [("0.7.1", False), ("0.7.1", True), ("0.4.1", False)])
+def test_a_recipe_is_judged_by_whether_its_main_validates(findings, verl_trees, tmp_path, version, validates):
+    """A recipe of verl's own with its own config name gets the size checks of verl's validation
+    when its main runs it: it calls validate_config (0.6+), or builds a RayPPOTrainer whose
+    __init__ validates (0.3-0.5). The VLA recipe of 0.7 builds a RayPPOTrainer subclass and never
+    validates: no finding there."""
+    root = tmp_path / "verl-tree"
+    (root / "recipe" / "mine" / "config").mkdir(parents=True)
+    (root / "verl").symlink_to(verl_trees[version].root / "verl", target_is_directory=True)
+    call = "    validate_config(config)\n" if validates else ""
+    imports = "\nfrom verl.utils.config import validate_config" if validates else ""
+    (root / "recipe" / "mine" / "main.py").write_text(RECIPE_MAIN.format(imports=imports, body=call))
+    (root / "recipe" / "mine" / "config" / "my_trainer.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+    )
+    script = main_ppo("data.train_batch_size=16", f"{A}.ppo_mini_batch_size=128", module="recipe.mine.main")
+    found = only(findings(script, tree_at(root, "test")), "VL302")
+    assert bool(found) == (validates or version == "0.4.1"), found
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.4.1", "0.7.1", "0.9.1"])
 def test_the_critics_batches_are_checked_when_the_launch_trains_one(findings, version):
@@ -343,13 +375,14 @@ def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
 
 def test_size_rules_split_by_theme_and_all_registered():
     """The 3xx rules live in modules under 600 lines with their imports at module level, and
-    the pack registers every one of VL300-VL316, each from the module of its theme."""
+    the pack registers every one of VL300-VL316 and VL320-VL329 (the model's), each from the module of its theme."""
     rules = Path(__file__).parent.parent / "verl_lint" / "rules"
-    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py"):
+    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py", "model_sizes.py"):
         assert len((rules / name).read_text().splitlines()) < 600, name
         assert local_imports(rules / name) == [], name
     where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
-    assert sorted(where) == [f"VL3{i:02d}" for i in range(17)]
+    assert sorted(where) == [f"VL3{i:02d}" for i in range(17)] + ["VL320", "VL321", "VL322", "VL323", "VL324", "VL328", "VL329"]
+    assert {c for c, m in where.items() if m == "model_sizes"} == {"VL320", "VL321", "VL322", "VL323", "VL324", "VL328", "VL329"}
     assert where["VL316"] == "sft_sizes"
     assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315"}
     assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314"}

@@ -1,7 +1,8 @@
 """The catalogue of the rules the front ends report, below the stages that report them.
 
 The shell reader (VL001, VL002, VL008), the runner and its limits (VL004-VL006), launch
-recognition and location (VL007, VL009), the engine-version notes (VL010), the unassigned
+recognition and location (VL007, VL009), the engine-version notes (VL010), the rules an entry
+point does not run (VL012, `rules.pack`), the unassigned
 variables found from the launches (VL011, `rules.script`), suppressions (VL003) and Hydra's
 composition (VL101-VL106, `config.compose`) report findings that no rule check computes. Each is
 declared here through `registry.declare`, with its documentation and examples like any rule;
@@ -305,6 +306,35 @@ NEVER_ASSIGNED = declare(
     """,
     bad=["#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$projct\n"],
     good=["#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$project\n"],
+)
+
+ENTRY_POINT_NOT_JUDGED = declare(
+    "VL012",
+    "rules-not-run-for-entry-point",
+    "info",
+    """Rules verified on `verl.trainer.main_ppo`'s code did not judge a launch of another verl app.
+
+    ## What it does
+    A rule runs for every launch whose composed config has the keys it reads, whatever the
+    config is named (a project's `my_grpo.yaml` composing `ppo_trainer`, a copied and edited
+    config, `ppo_megatron_trainer`). Some rules describe what one entry point's trainer and
+    workers do with a key (the keys `verl.trainer.main_ppo` ignores or overwrites, the rollout
+    names its worker accepts). verl's other entry points (the fully-async and one-step-off apps,
+    a recipe's own `main`) run other code that may read those keys itself, so those rules do
+    not judge their launches; this line says which rules did not, once per run, where the
+    launch sets a key they judge. A project's own entry point is taken at its config's word:
+    the rules run.
+
+    ## Why is this bad?
+    Nothing is wrong with the launch; a clean report for it does not mean those keys are used.
+
+    ## Use instead
+    Nothing to change. Check those keys against the app's own code, or launch through
+    `verl.trainer.main_ppo` with `--config-name`.
+    """,
+    bad=[("#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
+          "actor_rollout_ref.actor.grad_clip=0.5\n", ">=0.9")],
+    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.optim.clip_grad=0.5\n"],
 )
 
 

@@ -80,6 +80,9 @@ def _build_config(c: argparse.ArgumentParser) -> None:
     c.add_argument("--key", metavar="PREFIX", help="only the keys under this dotted prefix (e.g. actor_rollout_ref.rollout)")
     c.add_argument("--output-format", "--format", dest="format", choices=["text", "json", "yaml"], default="text", help="%(choices)s (default: %(default)s)")
     c.add_argument("--diff", action="store_true", help="show how the launches of the two targets differ")
+    c.add_argument("--memory", action="store_true", help="show what the launch's model puts on each GPU (needs --gpu or --gpu-memory)")
+    c.add_argument("--gpu", metavar="NAME", help="the GPU for --memory: H100, H200, H800, H20, A100-40GB, A100-80GB, L40S, 910B, ...")
+    c.add_argument("--gpu-memory", type=float, metavar="GIB", help="the GPU memory for --memory, in GiB")
     _common(c)
     _cache_dir_flag(c)
 

@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 
 from .check import UsageError, load, options_for
 from .config.context import Context
+from .memory import breakdown, gpu_memory, model_lines
 from .model import FileReport, Unknown
 from .pipeline import launch_context, script_launches
 from .runner import process_composer, read_script
@@ -30,6 +31,8 @@ class View:
         # dotted key -> (value as shown, origin, line or None, config file or None, value in the config):
         # shown is the interpolation resolved, or the script's text of a value only known at run time
         self.values = values
+        self.models: list[str] = []  # the launch's models: facts and where they come from (memory.model_lines)
+        self.memory: list[str] = []  # the memory breakdown, when asked for (memory.breakdown)
 
     def as_dict(self, prefix: str) -> dict:
         return {
@@ -38,6 +41,8 @@ class View:
             "verl": self.verl,
             "config_name": self.config_name,
             "values": {k: _entry(*v) for k, v in self.values.items() if _under(k, prefix)},
+            **({"models": self.models} if self.models else {}),
+            **({"memory": self.memory} if self.memory else {}),
         }
 
 
@@ -112,7 +117,7 @@ def view_of(ctx: Context, path: str, text: str = "") -> View:
     return View(where, la.module or la.file or "", ctx.app.verl_version, ctx.app.config_name, values)
 
 
-def views(path: str, options, line: int | None) -> tuple[list[View], list[str]]:
+def views(path: str, options, line: int | None, gpu_gib: float | None = None) -> tuple[list[View], list[str]]:
     """The views of the launches in a script (the one at `line`), and why others have none."""
     text, err, _notes = read_script(Path(path), options.max_bytes)
     if err is not None or text is None:
@@ -139,6 +144,8 @@ def views(path: str, options, line: int | None) -> tuple[list[View], list[str]]:
             skipped += [f"{where}: does not compose: {d.message}" for d in ctx] or [f"{where}: only prints its config"]
             continue
         out.append(view_of(ctx, path, text))
+        out[-1].models = model_lines(ctx)
+        out[-1].memory = breakdown(ctx, gpu_gib) if gpu_gib else []
     return out, skipped
 
 
@@ -162,6 +169,8 @@ def render_text(vs: list[View], prefix: str) -> str:
         rows = [(k, _show(val[0]), _where(val)) for k, val in v.values.items() if _under(k, prefix)]
         width = min(max((len(k) + len(val) + 2 for k, val, _ in rows), default=0), 72)  # origins line up, unless a value is long
         lines += [safe(f"{k}: {val}".ljust(width) + f"  # {o}") for k, val, o in rows]
+        lines += [safe(f"# model: {m}" if not m.startswith(" ") else f"#        {m.strip()}") for m in v.models]
+        lines += ["", *(safe(m) for m in v.memory)] if v.memory else []
     return "\n".join(lines) + "\n"
 
 
@@ -198,7 +207,7 @@ def run(args: Namespace) -> int:
             if not Path(path).is_file():
                 raise UsageError(f"{path}: no such file")
             options = options_for(args, load(finder, Path(path)))
-            vs, skipped = views(path, options, line)
+            vs, skipped = views(path, options, line, gpu_memory(args))
             for s in skipped:
                 print(f"verl-lint: {safe(s)}", file=sys.stderr)
             if args.diff and len(vs) != 1:

@@ -4,21 +4,19 @@ Read as package data only (`importlib.resources`), never by a path relative to t
 whatever else is installed beside verl-lint cannot stand in for a table, and a missing table
 is an error, not a rule pack that silently shrinks.
 
-Every table is checked against its schema (`_SCHEMAS`) when it is parsed: an unknown field, a
-value of the wrong type, a malformed release or range, a duplicate key or rule code is a
-`TableError` naming the table and the line, e.g.
-`rules/ineffective_keys.yaml:123: unknown field "kyes" in record VL205`. The first table a
-process loads has every table checked (kept on disk like the parsed tables: a warm start reads
-one small file), so a broken table stops a run before it starts, not halfway through a lint.
+Every table is checked against its schema (`_SCHEMAS`) when it is parsed: an unknown field, a value of
+the wrong type, a malformed release or range, a duplicate key or rule code is a `TableError` naming
+the table and the line, e.g. `rules/ineffective_keys.yaml:123: unknown field "kyes" in record VL205`.
+The first table a process loads has every table checked (kept on disk like the parsed tables: a warm
+start reads one small file), so a broken table stops a run before it starts, not halfway through.
 
-One version vocabulary in every table, PEP 440: a release is a version string ("0.9.1",
-"0.10.2rc1", "2.6.0.post5"), a range of releases a specifier set (">=0.6.0,<0.8.0"); `since`
-is the first release a record holds for, `until` the first it no longer holds for.
+One version vocabulary in every table, PEP 440: a release is a version string ("0.9.1", "0.10.2rc1"),
+a range of releases a specifier set (">=0.6.0,<0.8.0"); `since` is the first release a record holds
+for, `until` the first it no longer holds for.
 
-Every table states the releases it was verified through (`Table.verified_through`): a
-hand-written table in its `verified_through:` header, a generated engine snapshot by its
-`versions:` (the newest one read), the generated verl assembly by its `derived_from:`.
-"""
+Every table states the releases it was verified through (`Table.verified_through`): a hand-written
+table in its `verified_through:` header, a generated engine snapshot by its `versions:` (the newest
+one read), the generated verl assembly by its `derived_from:`."""
 
 from __future__ import annotations
 
@@ -92,8 +90,7 @@ def _text_of(name: str) -> str:
 @lru_cache(maxsize=None)
 def _parsed(name: str) -> Table:
     text = _text_of(name)
-    # Parsing is most of the rule pack's load time (~15 ms for the rule tables, ~70 ms for the
-    # engine snapshots, even with libyaml), which the Hydra callback pays at every job start.
+    # Parsing is most of the rule pack's load time (~15 ms for the rule tables, ~70 ms for the engine snapshots, even with libyaml), which the Hydra callback pays at every job start.
     return memo("tables", f"{yaml.__version__}\0{_LOADER.__name__}\0{name}\0{text}", lambda: check_table(name, text), Table)
 
 
@@ -410,9 +407,8 @@ class RuleRecord:
     message: str = _field(_text)
     help: str = _field(_text)
     evidence: tuple[str, ...] = _field(_list(_text), ())  # the file:line of a release each record rests on
-    # The evidence, checked in the verl tree being linted (all must hold; see Fact). Each file is
-    # read once per process and each fact's result kept per tree. Only where the tree has no
-    # source to check (no Python file in verl/workers) does the record's range decide instead.
+    # The evidence, checked in the verl tree being linted (all must hold; see Fact), each file read once per
+    # process. Only where the tree has no source to check (no Python file in verl/workers) does the range decide.
     requires: tuple[Fact, ...] = _field(_list(_fact, nonempty=True), ())
     # Example launches that get the finding / do not, each run on the releases of the record's
     # range where the tests have them: a string is an override line as written in a script, a
@@ -433,21 +429,19 @@ class IneffectiveRecord(RuleRecord):
 
     # Dotted keys as written in an override (no +/~ prefix); a trailing ".*" matches any key below.
     keys: tuple[str, ...] = _field(_list(_text, nonempty=True))
-    # The verl releases in which the record holds: the fallback used only when the tree has no
-    # source to check; a dev, rc, post or local version then counts as its release (0.7.0.dev is
-    # the 0.7.0 code).
+    # The verl releases in which the record holds: the fallback used only when the tree has no source
+    # to check; a dev, rc, post or local version then counts as its release (0.7.0.dev is 0.7.0).
     verl: str = _field(_range)
     # Conditions that must all hold on the composed, resolved config; values are the str() form
     # of the config value ("True"/"False" for bools). In a launch passing "$@", a condition key
     # the script does not set is its caller's to choose: no finding.
     when: tuple[tuple[str, str], ...] = _field(_conditions, ())
     value: str | None = _field(_null_or(_as_text), None)  # only overrides that set this value (str() form) trigger the record
-    # The record stays silent when the launch itself overrides one of these keys (the user has
-    # visibly chosen, e.g. use_kl_loss=False next to a leftover coefficient).
+    # Silent when the launch overrides one of these (a visible choice: use_kl_loss=False by a leftover coefficient).
     unless_set: tuple[str, ...] = _field(_list(_text), ())
-    # Config names the record applies to: it was verified on the main_ppo path (its trainer and
-    # workers); other apps (fully-async, one-step-off) read some of these keys themselves.
-    apps: tuple[str, ...] = _field(_list(_text, nonempty=True), ("ppo_trainer", "ppo_megatron_trainer"))
+    # verl entry points it applies to, whatever the config's name (verified on main_ppo's trainer and workers;
+    # verl's other apps read some keys themselves); a project's own entry point: registry.Rule.entry_points.
+    entry_points: tuple[str, ...] = _field(_list(_text, nonempty=True), ("verl.trainer.main_ppo",))
     # Values that agree with what verl does anyway while the key is ignored (kl_coef=0 with the
     # KL off is how users say "off"): no finding. Compared with the composed value, numbers
     # numerically (0 matches 0.0), booleans and null exactly, other values as text. A value only
@@ -578,6 +572,11 @@ _TOGGLES = _map(_list(_text, nonempty=True))
 _SNAPSHOT_FIELDS = {"engine": _choice("vllm", "sglang", "vllm_ascend"), "versions": _list(_version, nonempty=True), "args": _TOGGLES, "env": _TOGGLES}
 _SNAPSHOT = _Schema(_fields(_SNAPSHOT_FIELDS, ("engine", "versions"), then=_toggles_in_versions), lambda got: {got["engine"]: got["versions"][-1]}, lambda got, data: data)
 
+# models.yaml (read by models.py): a model's config.json fields, its public source, its nominal size
+_CONFIG_VALUE = _is("a number, text, true/false or a mapping of them", lambda v: not isinstance(v, list) and (not isinstance(v, dict) or all(not isinstance(x, (dict, list)) for x in v.values())))
+_MODEL_FIELDS = {"id": _text, "also": _list(_text), "source": _matching(r"https://\S+", "an https address"), "params": _is("billions of parameters", lambda v: isinstance(v, (int, float)) and v > 0)}
+_MODEL = _fields({**_MODEL_FIELDS, "config": _map(_CONFIG_VALUE)}, ("id", "source", "params", "config"), label="id")
+
 _SCHEMAS: dict[str, _Schema] = {
     "ineffective_keys.yaml": _rule_table(IneffectiveRecord),
     "removed_keys.yaml": _rule_table(RemovedRecord, _one_subject),
@@ -596,5 +595,6 @@ _SCHEMAS: dict[str, _Schema] = {
     "engine_args/vllm.yaml": _SNAPSHOT,
     "engine_args/sglang.yaml": _SNAPSHOT,
     "engine_args/vllm_ascend.yaml": _SNAPSHOT,
+    "models.yaml": _hand_written({"models": _list(_MODEL, nonempty=True, unique="id")}, "verl"),
 }
 TABLES = tuple(_SCHEMAS)  # every table verl-lint ships

@@ -43,7 +43,10 @@ class Rule:
     # a (script, verl specifier) pair when it only holds for some releases.
     bad: list[str | tuple[str, str]] = field(default_factory=list)
     good: list[str | tuple[str, str]] = field(default_factory=list)
-    apps: tuple[str, ...] = ()  # config names the rule reads (empty: every app)
+    # verl's entry points (modules) whose code path, trainer and workers, the rule was verified on
+    # (empty: any). A launch of another of verl's own entry points is not judged (VL012 says so
+    # where the rule would report); a project's own entry point is taken at its config's word.
+    entry_points: tuple[str, ...] = ()
     bad_options: dict = field(default_factory=dict)  # Options fields the bad examples need (e.g. a tiny timeout)
     live: bool = False  # found only in a running process (callback, doctor): no example scripts
     # The check in verl's source the rule mirrors: it runs only on a tree holding one of these,
@@ -78,6 +81,11 @@ class Rule:
             out.append("Found only in a running process (the Hydra callback, `verl-lint doctor`).")
         if self.supersedes:
             out.append(f"Its finding replaces one of {', '.join(self.supersedes)} at the same token.")
+        if self.entry_points:
+            out.append(
+                f"Judges launches of {', '.join(f'`{m}`' for m in self.entry_points)} whatever their config is named, and of a "
+                "project's own entry point; verl's other entry points run other code and are not judged (VL012 says so)."
+            )
         out += ["", self.body] if self.body else []
         for title, examples in (("Bad", self.bad), ("Good", self.good)):
             for ex in examples:
@@ -105,10 +113,20 @@ class Rule:
         return self.verl in REGISTRY.specs_containing(version)
 
     def runs_on(self, ctx: "Context") -> bool:
-        """The rule has a check and applies to this launch's verl tree and app."""
-        if self.check is None or not self.applies_to(ctx.verl_version) or not self.holds_in(ctx.verl_root):
-            return False
-        return not self.apps or (ctx.app.config_name or "").removesuffix(".yaml") in self.apps
+        """The rule has a check and applies to this launch's verl tree and entry point, whatever
+        its config is named: a rule reads the composed config's content."""
+        return self.checks_tree(ctx) and self.judges_entry(ctx)
+
+    def checks_tree(self, ctx: "Context") -> bool:
+        """The rule has a check and applies to this launch's verl tree (release and evidence)."""
+        return self.check is not None and self.applies_to(ctx.verl_version) and self.holds_in(ctx.verl_root)
+
+    def judges_entry(self, ctx: "Context") -> bool:
+        """The launch's entry point runs the code the rule was verified on (see `entry_points`)."""
+        if not self.entry_points:
+            return True
+        module = ctx.app.verl_module()
+        return module is None or module in self.entry_points
 
     def holds_in(self, root: Path | str | None) -> bool:
         """The verl tree at `root` contains the evidence the rule needs (no tree: it does not apply)."""
@@ -182,14 +200,14 @@ RETIRED = {
 
 
 def declare(
-    code: str, name: str, severity: str, doc: str, check=None, verl: str = "", bad=(), good=(), apps=(), bad_options=None,
+    code: str, name: str, severity: str, doc: str, check=None, verl: str = "", bad=(), good=(), entry_points=(), bad_options=None,
     evidence=(), unless=(), live: bool = False, supersedes=(),
 ) -> Rule:
     """Register a rule: the one way in. Without `check` it is reported by a front end (the shell
     reader, composition, the runner, the live allocator check) through the returned `Rule`."""
     return REGISTRY.register(
         Rule(
-            code, name, Severity.parse(severity), doc, check, verl, list(bad), list(good), tuple(apps), dict(bad_options or {}),
+            code, name, Severity.parse(severity), doc, check, verl, list(bad), list(good), tuple(entry_points), dict(bad_options or {}),
             live=live, evidence=tuple(evidence), unless=tuple(unless), supersedes=tuple(supersedes),
         )
     )
@@ -197,7 +215,7 @@ def declare(
 
 def rule(code: str, name: str, severity: str, **where):
     """Decorator: `declare` a rule checked by the decorated function; its docstring is the
-    rule's documentation. `where`: verl, bad, good, apps, bad_options, evidence, unless, supersedes."""
+    rule's documentation. `where`: verl, bad, good, entry_points, bad_options, evidence, unless, supersedes."""
 
     def deco(fn):
         declare(code, name, severity, fn.__doc__ or "", fn, **where)

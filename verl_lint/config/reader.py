@@ -9,8 +9,9 @@ It answers one question, "does anything in this tree read a key of this NAME?", 
 deliberately generous: reading a name wrongly as "read" only costs a missed finding; wrongly as
 "not read" it would be a false warning. A name counts as read when it is
 
-* any identifier token of the Python sources, comments and strings included (`"a.b"` gives
-  `a` and `b`). That is a superset of what an ast walk would collect
+* any identifier token of the Python sources that is not called or defined (`def x(`, `x(`,
+  `.x(`: a function named like a key reads no key), comments and strings included (`"a.b"`
+  gives `a` and `b`). That is a superset of what an ast walk would collect
   (attribute chains `x.actor.ppo_mini_batch_size`, `.get("x")`, `["x"]`, `getattr(o, "x")`,
   `hasattr`, `"x" in cfg`, `cfg.pop("x")`, `OmegaConf.select(cfg, "a.b")`, keyword and
   parameter names, dataclass fields) at a quarter of the cost: `ast.parse` of verl 0.9.1 alone
@@ -21,6 +22,12 @@ deliberately generous: reading a name wrongly as "read" only costs a missed find
   LoRA's `f"warmup_{lora_id}"`) would otherwise make nearly any `prefix_word` name read;
 * read by a `${a.b.c}` interpolation of the tree's YAML files: an interpolated key is read
   whenever the key holding the interpolation is.
+
+Which node a name is read from is kept as the steps the text takes from a name to a key below it
+(`edges`, "p.c"): attribute chains and dotted strings (`config.critic.optim`, "a.b.c"), keys
+written `["c"]`, `.get("c")`, `.pop("c")`, `getattr(p, "c")`, `"c" in x.p`, and interpolations.
+`reads_under(p, c)` answers "is `c` ever read as a key of a node named `p`" (or of a variable
+named for it, `critic_cfg`): `critic` is read, but never as `actor_rollout_ref.critic`.
 
 Nodes whose keys are all read, whatever their names, are kept apart (`whole`): a node reached
 from a config object and unpacked into a call (`f(**cfg.engine_kwargs)`), iterated
@@ -54,8 +61,20 @@ from ..terminal import Progress
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-11"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-12"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A name that is not called or defined (`def name(`, `name(`, `.name(`): a function named like a
+# key reads no key (the backtracking cannot stop inside a name: the lookahead refuses a name char).
+_NOT_CALLED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?![A-Za-z0-9_(])")
+# One step down a config node written as a key (`["b"]`, `.get("b", d)`, `.pop("b")`), rewritten
+# as `.b` so that one chain pattern sees `cfg["a"].get("b")` as `cfg.a.b`.
+_STEP = re.compile(r"""(?:\[|\.(?:get|pop)\()\s*["']([A-Za-z_]\w*)["'](?:\s*\]|\s*\)|\s*,[^()\n]*\))""")
+_RUN = re.compile(r"[\w.]+")  # names and dots; a chain is a run with a dot (one pass: no retry inside a name)
+# `getattr(p, "c")`, `hasattr(x.p, "c")`, `select(p, "c.d")`: the string is a key of `p` (the
+# pattern starts at the comma, the name before it is looked up at each match); `"c" in x.p` too.
+_ARG_KEY = re.compile(r""",\s*["']([A-Za-z_]\w*)""")
+_NAME_END = re.compile(r"[A-Za-z_]\w*$")
+_IN_KEY = re.compile(r"""["']([A-Za-z_]\w*)["']\s+(?:not\s+)?in\s+(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)""")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
 _ITER = re.compile(r"\.\s*(?:items|keys|values)\(\s*\)")
@@ -98,6 +117,9 @@ class ReaderIndex:
     deprecated: tuple[Deprecation, ...] = ()  # keys from the root the code warns about as deprecated
     choices: tuple[tuple[str, Choice], ...] = ()  # (key from the root, the values the code allows)
     interpolated: frozenset[str] = frozenset()  # names in the YAML files' `${...}`: read whenever the key holding them is
+    # "p.c": the code (or an interpolation) reaches `c` as a key of a node or variable named `p`
+    # (`x.p.c`, `p["c"]`, `p.get("c")`, `getattr(p, "c")`, `"c" in x.p`, a dotted string "p.c").
+    edges: frozenset[str] = frozenset()
 
     def reads(self, name: str) -> bool:
         """`name` is mentioned, or built by an f-string from names that are (`ppo_micro_batch_size`
@@ -107,6 +129,20 @@ class ReaderIndex:
     def used_beyond_config(self, name: str) -> bool:
         """`name` is mentioned by code other than the config declarations, or built by an f-string."""
         return name in self.used or self.built(name)
+
+    def reads_under(self, parent: str, name: str) -> bool:
+        """Some code reaches `name` as a key of a node named `parent` (`config.critic.optim`), or
+        of a variable named for it (`critic_cfg.optim`, `rollout_config["x"]`). A read through
+        a receiver named for no node (`self.config.optim`) is no evidence of which node it is."""
+        if f"{parent}.{name}" in self.edges:
+            return True
+        tail = f".{name}"
+        for e in self.edges:
+            if e.endswith(tail):
+                holder = e[: -len(tail)]
+                if parent in holder.split("_") and re.search(r"conf|cfg", holder):
+                    return True
+        return False
 
     def built(self, name: str) -> bool:
         """`name` is built by an f-string from names the code mentions."""
@@ -222,9 +258,23 @@ def _key_use(text: str, start: int, end: int) -> bool:
     return _MEMBER.match(text, end) is not None
 
 
-def _python_reads(text: str, names: set[str], patterns: set[str], whole: set[str], used: set[str] | None) -> None:
-    tokens = _NAME.findall(text)
-    names.update(tokens)  # every identifier token (see the module docstring)
+def _edges(text: str, edges: set[str]) -> None:
+    """The steps `p.c` the text takes from a name to a key below it (see `ReaderIndex.edges`)."""
+    for run in _RUN.findall(_STEP.sub(r".\1", text)):
+        if "." in run:
+            parts = run.split(".")
+            edges.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]) if a.isidentifier() and b.isidentifier())
+    for m in _ARG_KEY.finditer(text):
+        holder = _NAME_END.search(text, max(0, m.start() - 60), m.start())
+        if holder:
+            edges.add(f"{holder.group()}.{m.group(1)}")
+    edges.update(f"{a}.{b}" for b, a in _IN_KEY.findall(text))
+
+
+def _python_reads(text: str, names: set[str], patterns: set[str], whole: set[str], used: set[str] | None, edges: set[str]) -> None:
+    tokens = _NOT_CALLED.findall(text)
+    names.update(tokens)  # every identifier token that is not called (see the module docstring)
+    _edges(text, edges)
     if used is not None:
         used.update(tokens)
     for m in _FSTRING.finditer(text):
@@ -261,7 +311,7 @@ def _add_whole(snippet: str, whole: set[str]) -> None:
         whole.add(n)
 
 
-def _yaml_reads(text: str, names: set[str], interpolated: set[str]) -> None:
+def _yaml_reads(text: str, names: set[str], interpolated: set[str], edges: set[str]) -> None:
     """Keys that interpolations read: `${a.b.c}`, `${oc.select:a.b,default}`, `${..x}`."""
     for body in _INTERP.findall(text):
         if ":" in body:  # a resolver: its arguments may be keys
@@ -269,8 +319,10 @@ def _yaml_reads(text: str, names: set[str], interpolated: set[str]) -> None:
         for arg in re.split(r"[,\s]+", body):
             arg = arg.strip().lstrip(".")
             if _DOTTED.fullmatch(arg):
-                names.update(arg.split("."))
-                interpolated.update(arg.split("."))
+                parts = arg.split(".")
+                names.update(parts)
+                interpolated.update(parts)
+                edges.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
 
 
 def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
@@ -280,6 +332,7 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
     whole: set[str] = set()
     used: set[str] = set()
     interpolated: set[str] = set()
+    edges: set[str] = set()
     deprecated: list[Deprecation] = []
     choices: list[tuple[str, Choice]] = []
     own = tree_root / "verl"
@@ -292,13 +345,13 @@ def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int
         except OSError:
             continue
         if f.suffix == ".py":
-            _python_reads(text, names, patterns, whole, None if f.parent.name == "config" else used)
+            _python_reads(text, names, patterns, whole, None if f.parent.name == "config" else used, edges)
             if own in f.parents and (_DEPRECATION_HINT.search(text) or _CHOICE_HINT.search(text)):
                 _key_facts(text, os.path.relpath(f, tree_root), deprecated, choices)
         else:
-            _yaml_reads(text, names, interpolated)
+            _yaml_reads(text, names, interpolated, edges)
     found = (frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
-    return ReaderIndex(*found, tuple(deprecated), tuple(choices), frozenset(interpolated))
+    return ReaderIndex(*found, tuple(deprecated), tuple(choices), frozenset(interpolated), frozenset(edges))
 
 
 def _key_facts(text: str, rel: str, deprecated: list[Deprecation], choices: list[tuple[str, Choice]]) -> None:
@@ -350,11 +403,16 @@ def _build_shown(root: Path, extra: tuple[Path, ...]) -> ReaderIndex:
 _LOADED: dict[tuple[Path | str, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
 
 
+_IMPORT_DEPTH = 6  # directories above an entry point where the packages it imports are looked for
+
+
 @lru_cache(maxsize=64)  # per app, like the index: the rules ask once per key of a launch
 def app_sources(app: HydraApp) -> tuple[Path, ...]:
     """An entry point outside the tree (a project built on verl) reads keys too: its package (or
-    its file), the packages and modules beside it that it imports, and the interpolations of
-    its own config directories."""
+    its file), the packages and modules it imports by a top-level name that one of the
+    directories above it holds (`from myproj.workers import ...` in `myproj/recipe/x/main.py`:
+    the whole `myproj/`, its workers, rollout and monitors), and the interpolations of its own
+    config directories."""
     file = Path(app.file).resolve()
     out: list[Path] = []
     if app.place_in_tree() is None:  # verl/ and recipe/ are what the index reads anyway
@@ -366,11 +424,26 @@ def app_sources(app: HydraApp) -> tuple[Path, ...]:
             text = file.read_text(encoding="utf-8", errors="replace")
         except OSError:
             text = ""
-        for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", text, re.M))):
-            for cand in (top.parent / name, top.parent / f"{name}.py"):
-                if name not in ("verl", "recipe") and cand.exists() and cand != top and (cand.suffix == ".py" or (cand / "__init__.py").is_file()):
-                    out.append(cand)
+        for name in sorted(set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", text, re.M)) - {"verl", "recipe"}):
+            cand = _imported(file, name)
+            if cand is not None and cand != top and top not in cand.parents:
+                out.append(cand)
     return (*out, *app.config_dirs)  # (reader_index drops what lies inside verl/ or recipe/)
+
+
+def _imported(file: Path, name: str) -> Path | None:
+    """The package or module `name` that the nearest directory above `file` holds (where Python
+    finds it when the project runs from there), up to the repository's root: a package (with
+    `__init__.py`), a namespace package (a directory with Python files), or a module."""
+    for d in list(file.parents)[:_IMPORT_DEPTH]:
+        pkg, mod = d / name, d / f"{name}.py"
+        if mod.is_file():
+            return mod
+        if pkg.is_dir() and ((pkg / "__init__.py").is_file() or next(pkg.glob("*.py"), None) is not None):
+            return pkg
+        if (d / ".git").exists():
+            break
+    return None
 
 
 __all__ = ["ReaderIndex", "app_sources", "build", "reader_index"]

@@ -92,11 +92,20 @@ class HydraApp(NamedTuple):
     def place_in_tree(self) -> tuple[str, ...] | None:
         """The app file's path parts under the verl tree's `verl/` or `recipe/` (`("recipe",
         "dapo", "main_dapo.py")`); None for an entry point of a project's own."""
-        if self.verl is None:
-            return None
-        root, file = self.verl.root.resolve(), Path(self.file).resolve()
-        parts = file.relative_to(root).parts if root in file.parents else ()
-        return parts if len(parts) > 1 and parts[0] in ("verl", "recipe") else None
+        return None if self.verl is None else _place_in_tree(self.verl.root, Path(self.file))
+
+    def verl_module(self) -> str | None:
+        """The module of an entry point of verl's own (`verl.trainer.main_ppo`, `recipe.dapo.main_dapo`);
+        None for a project's own."""
+        place = self.place_in_tree()
+        return ".".join((*place[:-1], place[-1].removesuffix(".py"))) if place else None
+
+
+@lru_cache(maxsize=256)  # asked by every rule of every launch; resolving is system calls
+def _place_in_tree(root: Path, file: Path) -> tuple[str, ...] | None:
+    root, file = root.resolve(), file.resolve()
+    parts = file.relative_to(root).parts if root in file.parents else ()
+    return parts if len(parts) > 1 and parts[0] in ("verl", "recipe") else None
 
 
 def read_version(root: Path) -> str | None:

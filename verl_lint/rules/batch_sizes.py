@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from math import gcd
 
+from .model_sizes import CONTEXT_RAISE, QWEN7, known
 from .roles import uses_critic
 from ..evidence import Evidence
 from ..model import Severity
 from ..registry import main_ppo, rule
 from .sizes import (
-    A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app,
+    A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app,
 )
 
 
@@ -19,7 +20,6 @@ from .sizes import (
     "VL301",
     "train-batch-not-divisible-by-gpus",
     "error",
-    apps=VALIDATED_APPS,
     evidence=[Evidence(VALIDATION, r"must be divisible by minimal possible batch size")],
     bad=[main_ppo("data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=48")],
     good=[main_ppo("data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192")],
@@ -95,7 +95,6 @@ MINI_CHECKS = {
     "VL302",
     "train-batch-smaller-than-mini-batch",
     "error",
-    apps=VALIDATED_APPS,
     # verl 0.1-0.2 has no such check: the actor splits the batch into mini batches of at most that size.
     evidence=[*MINI_CHECKS[A], *MINI_CHECKS["critic"]],
     bad=[
@@ -438,14 +437,22 @@ BATCHED_TOKENS_RAISED = Evidence(VLLM_SERVER, r"raising max_num_batched_tokens f
     "error",
     evidence=[Evidence(VLLM_SERVER, r"max_num_batched_tokens")],
     unless=[BATCHED_TOKENS_RAISED],
-    bad=[main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=8192")],
-    good=[main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=16384")],
+    bad=[
+        main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=8192"),
+        (main_ppo(f"{R}.enable_chunked_prefill=False", QWEN7, f"{R}.max_num_batched_tokens=8192"), ">=0.7"),
+    ],
+    good=[
+        main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=16384"),
+        (main_ppo(f"{R}.enable_chunked_prefill=False", QWEN7, f"{R}.max_num_batched_tokens=32768"), ">=0.7"),
+    ],
 )
 def batched_tokens(ctx):
     """Without chunked prefill, max_num_batched_tokens must be at least max_model_len.
 
     ## What it does
-    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`.
+    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`. Where the
+    tree's rollout server sets an unset `max_model_len` to the model's `max_position_embeddings`
+    (verl 0.7-0.8), that is the value compared for the vLLM rollout, when the model is known (see VL320).
 
     ## Why is this bad?
     vLLM's SchedulerConfig raises "max_num_batched_tokens (...) is smaller than
@@ -462,13 +469,20 @@ def batched_tokens(ctx):
     if ctx.flag(f"{R}.enable_chunked_prefill") is not False:
         return
     tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
+    inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"]
+    what = f"max_model_len={max_len}"
+    if max_len is None and ctx.get(f"{R}.max_model_len", 0) is None and ctx.text(f"{R}.name") == "vllm" and ctx.verl_has(CONTEXT_RAISE):
+        facts = known(ctx)  # verl 0.7-0.8 sets an unset max_model_len to the model's max_position_embeddings
+        if facts is not None and facts.max_positions:
+            max_len, what = facts.max_positions, f"max_model_len={facts.max_positions} (the max_position_embeddings of {facts.name}, as verl sets it)"
+            inputs.append("actor_rollout_ref.model.path")
     if tokens is not None and max_len is not None and tokens < max_len:
         yield report_unless_default(
             ctx,
             "VL311",
-            f"max_num_batched_tokens={tokens} < max_model_len={max_len} with chunked prefill off; vLLM refuses to start",
-            [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"],
-            anchor_key(ctx, f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"),
+            f"max_num_batched_tokens={tokens} < {what} with chunked prefill off; vLLM refuses to start",
+            inputs,
+            anchor_key(ctx, *inputs),
             f"set {R}.max_num_batched_tokens={max_len}",
         )
 
@@ -516,7 +530,6 @@ def max_model_len_budget(ctx):
     "VL313",
     "val-do-sample-needs-temperature",
     "error",
-    apps=VALIDATED_APPS,
     evidence=[Evidence(VALIDATION, r"validation gen temperature should be greater than 0")],
     bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
     good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],

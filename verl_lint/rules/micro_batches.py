@@ -7,7 +7,7 @@ from __future__ import annotations
 from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, R, VALIDATED_APPS, VALIDATION, report_unless_default, validating_app
+from .sizes import A, R, VALIDATION, report_unless_default, validating_app
 
 # Examples set the micro batch sizes a real launch sets (VL315 judges a launch that sets some).
 MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)
@@ -20,7 +20,6 @@ REWARD_MODEL_PAIR = Evidence(VALIDATION, r'"reward_model": "micro_batch_size"|co
     "VL303",
     "micro-batch-set-twice",
     "error",
-    apps=VALIDATED_APPS,
     evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"You have set both")],
     bad=[
         main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8", *MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
@@ -94,7 +93,6 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     "VL315",
     "micro-batch-unset",
     "error",
-    apps=VALIDATED_APPS,
     evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"Please set at least one of")],
     bad=[
         main_ppo(*MICRO_ACTOR, "algorithm.adv_estimator=grpo"),

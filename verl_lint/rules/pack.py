@@ -11,7 +11,7 @@ from ..config.context import Context
 from ..engines.versions import notes as version_notes
 from ..model import Diagnostic
 from ..registry import REGISTRY, Rule
-from .. import catalogue  # noqa: F401 - the rules the front ends report
+from ..catalogue import ENTRY_POINT_NOT_JUDGED
 from . import (  # noqa: F401 - each registers its rules
     allocator,
     allocator_live,
@@ -22,6 +22,7 @@ from . import (  # noqa: F401 - each registers its rules
     guarded,
     hydra_keys,
     micro_batches,
+    model_sizes,
     overwritten,
     parallel_sizes,
     script,
@@ -38,19 +39,45 @@ def check(ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Excepti
 
     A rule that raises propagates, unless `on_error(rule, exception)` is given: then it is
     called and the other rules still run."""
-    found: list[Diagnostic] = []
-    for r in rules:
-        if not r.runs_on(ctx):
-            continue
+
+    def run(r: Rule) -> list[Diagnostic]:
         if on_error is None:
-            found.extend(r.check(ctx))
-            continue
+            return list(r.check(ctx))
         try:
-            found.extend(list(r.check(ctx)))
+            return list(r.check(ctx))
         except Exception as ex:  # noqa: BLE001 - reported through on_error; the other rules still run
             on_error(r, ex)
+            return []
+
+    found: list[Diagnostic] = []
+    not_judged: list[Diagnostic] = []  # what rules verified on another entry point's code would say
+    for r in rules:
+        if r.runs_on(ctx):
+            found += run(r)
+        elif r.entry_points and r.checks_tree(ctx) and not r.judges_entry(ctx):
+            not_judged += run(r)
     found += version_notes(ctx)
+    if not_judged:
+        found.append(_not_judged_note(ctx, not_judged))
     # A finding gives way to one that says the same better at the same token (`Rule.supersedes`).
     every = [*ctx.comp.diagnostics, *found]
     superseded = {(code, d.span) for d in every for code in getattr(REGISTRY.get(d.code), "supersedes", ())}
     return [d for d in every if (d.code, d.span) not in superseded]
+
+
+def _not_judged_note(ctx: Context, unsaid: list[Diagnostic]) -> Diagnostic:
+    """VL012, once per run: rules verified on another entry point's code would report on keys this
+    launch sets, and did not judge it."""
+    module = ctx.app.verl_module()
+    codes = sorted({d.code for d in unsaid})
+    keys = list(dict.fromkeys(f"`{d.key}`" for d in unsaid if d.key))
+    mirrored = sorted({m for code in codes for m in REGISTRY.get(code).entry_points})
+    d = ENTRY_POINT_NOT_JUDGED.finding(
+        f"not judged for `{module}`, which runs code of its own: {', '.join(codes)} would report "
+        f"{', '.join(keys) or 'this launch'} under {' and '.join(mirrored)}",
+        ctx.launch.entry_span,
+        help="check those keys against the app's own code, or launch through verl.trainer.main_ppo with --config-name",
+        key=module,
+    )
+    d.once = True
+    return d

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATED_APPS, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
+from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
 
 ROLLOUT_CONFIG = ("verl/workers/config/rollout.py",)
 WORKERS = ("verl/workers/*_workers.py",)
@@ -161,7 +161,6 @@ def rollout_pp(ctx):
     "VL309",
     "megatron-parallel-does-not-divide-gpus",
     "error",
-    apps=VALIDATED_APPS,
     evidence=[Evidence(VALIDATION, r"must be divisible by model_parallel_size")],
     bad=[
         (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=3"), ">=0.8"),

@@ -17,34 +17,37 @@ from __future__ import annotations
 import functools
 
 from ..config.context import MISSING
-from ..evidence import Evidence, source_text
+from ..evidence import Evidence, source_text, tree_has
 from ..registry import REGISTRY, main_ppo, rule
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
 GPUS = ("trainer.n_gpus_per_node", "trainer.nnodes")
-# Apps whose main() runs verl.utils.config.validate_config (the fully-async app does not:
-# it requires data.train_batch_size=0 and validates on its own).
-VALIDATED_APPS = ("ppo_trainer", "ppo_megatron_trainer")
-
-
 def validating_app(check):
-    """A check of verl's config validation, not run for an entry point of verl's own that does
-    not validate: one whose file neither calls validate_config (0.6+) nor builds the
-    RayPPOTrainer whose __init__ validates (0.4-0.5), such as main_generation_server, which
-    shares ppo_trainer's config. Another app on that config (a project's trainer) is taken at
-    its config's word."""
+    """A check of verl's config validation, run for every config that has the keys it reads
+    (whatever its name) except under an entry point of verl's own (in `verl/` or `recipe/`) that
+    does not validate: one whose file neither calls validate_config (0.6+) nor builds a
+    RayPPOTrainer whose __init__ validates (the tree's ray_trainer.py calls _validate_config,
+    0.3-0.5), such as main_generation_server, which shares ppo_trainer's config, the fully-async
+    app (it requires data.train_batch_size=0 and validates on its own) or the VLA recipe's main
+    (0.7). Another app on that config (a project's trainer) is taken at its config's word."""
 
     @functools.wraps(check)
     def run(ctx):
-        place = ctx.app.place_in_tree()
-        if place is not None and place[0] == "verl":
-            text = source_text(ctx.app.file) or ""
-            if "validate_config" not in text and "RayPPOTrainer" not in text:
-                return
+        if ctx.app.place_in_tree() is not None and not _validates(ctx):
+            return
         yield from check(ctx)
 
     return run
+
+
+TRAINER_VALIDATES = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"self\._validate_config\(\)")
+
+
+def _validates(ctx) -> bool:
+    """verl's own entry point of this launch runs verl's config validation."""
+    text = source_text(ctx.app.file) or ""
+    return "validate_config(" in text or ("RayPPOTrainer" in text and tree_has(str(ctx.verl_root), TRAINER_VALIDATES))
 
 
 # Where verl validates the config: ray_trainer.py up to 0.5, verl/utils/config.py and the config dataclasses after.

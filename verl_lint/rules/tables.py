@@ -344,13 +344,13 @@ def _register() -> None:
             if REGISTRY.get(rec.code) is not None:
                 raise TableError(f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule {REGISTRY.get(rec.code).name}")
             if isinstance(rec, IneffectiveRecord):
-                check, apps = _ineffective(rec), rec.apps
+                check, entry_points = _ineffective(rec), rec.entry_points
             else:
-                check, apps = (None if rec.module else _removed(rec)), ()
+                check, entry_points = (None if rec.module else _removed(rec)), ()
             # "": gated on evidence inside the check (`applies`), not on the version
             declare(
-                rec.code, rec.name, rec.severity, _doc(rec), check, bad=_examples(rec, True), good=_examples(rec, False), apps=apps,
-                supersedes=SUPERSEDED[name],
+                rec.code, rec.name, rec.severity, _doc(rec), check, bad=_examples(rec, True), good=_examples(rec, False),
+                entry_points=entry_points, supersedes=SUPERSEDED[name],
             )
 
 

@@ -1,7 +1,9 @@
 """2xx, derived from code: keys the user sets that no code of the verl tree reads.
 
-The evidence is the reader index of the tree being linted (`verl_lint/reader.py`): every name
-its code mentions. A key with a name that appears nowhere in that code cannot be read by it.
+The evidence is the reader index of the tree being linted (`verl_lint/config/reader.py`): every
+name its code mentions, and the steps it takes from a node to a key below it. A key with a name
+that appears nowhere in that code cannot be read by it, nor a top-level section placed under a
+node it is never read from.
 """
 
 from __future__ import annotations
@@ -137,16 +139,56 @@ def _off_anyway(ctx: Context, key: str, name: str, index: ReaderIndex) -> bool:
     return name != _leaf(key) or all(silent_value(ctx.get(k, None)) for k in _close_keys(ctx, key, index))
 
 
+def _shipped_keys(ctx: Context) -> list[str]:
+    """The keys of the composed config that no added setting (`+key`, a project file's new key)
+    made: neither one of those keys, nor under one, nor a node made to hold one."""
+    added = [o.key for o in ctx.comp.settings if o.ok and o.kind in ("add", "force_add")]
+    return [k for k in all_keys(ctx.cfg) if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)]
+
+
+def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, str] | None:
+    """For an added key: (the section, the key where the config has it) when the key makes a
+    section `c` under a node `p` that no code reads it from, and the config has `c`, with the
+    key's rest, at its top level (`critic.optim.lr` added under `actor_rollout_ref`). The names
+    alone do not tell: `critic`, `optim` and `lr` are all read, as keys of the root and of the
+    critic. A read of `c` through a receiver named for no node (`self.config.critic`) is taken
+    as a read of the root's `c`: only for a top-level section, where the other nodes' code has
+    no such key to read. A nested section (`optim`, `profiler`, `checkpoint`) is not judged:
+    each role's code reads its own through `self.config`, and which node that is the index
+    does not resolve (verl 0.5.0 reads `critic.checkpoint` only as `self.config.checkpoint`)."""
+    parts = key.split(".")
+    for i in range(1, len(parts) - 1):
+        prefix = ".".join(parts[: i + 1])
+        if any(k == prefix or k.startswith(prefix + ".") for k in shipped):
+            continue  # verl's config (or the project's) has this node: not the user's addition
+        section = parts[i]
+        if not section.isidentifier() or _passed_whole(parts[: i + 1], index) or index.reads_under(parts[i - 1], section):
+            return None  # (a node above it handed on whole: any key under it may be read)
+        rest = ".".join(parts[i:])
+        return (section, rest) if rest in shipped else None
+    return None
+
+
 def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bool):
     index = tree_index(ctx)
     if index is None:
         return
     where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
     seen: set[str] = set()
+    shipped: list[str] | None = None
     for o in ctx.comp.settings:
         if not o.ok or o.kind not in kinds or o.key in seen:
             continue
         parts = o.key.split(".")
+        if typo and len(parts) > 2 and ctx.cfg is not None and not read_unseen(ctx, parts[:1], index):
+            shipped = _shipped_keys(ctx) if shipped is None else shipped
+            found = _misplaced(ctx, o.key, index, shipped)
+            if found is not None:
+                section, home = found
+                if not (silent_value(ctx.get(o.key, None)) and silent_value(ctx.get(home, None))):
+                    seen.add(o.key)
+                    yield _misplaced_finding(ctx, o, where, section, home)
+                continue
         if read_unseen(ctx, parts, index):
             continue
         name = _unread_name(parts, index)
@@ -159,6 +201,18 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         yield ctx.diag(code, f"nothing in {where} reads `{o.key}`: {what}", key=o.key, help=_suggest(ctx, o.key, name, index, typo), span=o.word.span)
 
 
+def _misplaced_finding(ctx: Context, o, where: str, section: str, home: str):
+    parent = o.key.split(f".{section}.", 1)[0]
+    return ctx.diag(
+        "VL230",
+        f"nothing in {where} reads `{o.key}`: its code reads `{section}` from the top of the config "
+        f"(`{home}`), never under `{parent}`; the value is accepted by Hydra and ignored",
+        key=o.key,
+        help=f"did you mean `{home}`?",
+        span=o.word.span,
+    )
+
+
 @rule(
     "VL230",
     "key-never-read",
@@ -167,6 +221,7 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         main_ppo("+trainer.no_such_knob=1"),
         main_ppo("+data.train_batch_sizee=4"),
         main_ppo("+trainer.val_before_trian=False"),
+        main_ppo("+actor_rollout_ref.critic.optim.lr=1e-5"),
     ],
     good=[
         main_ppo("+trainer.no_such_knob=False"),
@@ -184,7 +239,12 @@ def key_never_read(ctx: Context):
     the reader index of the verl tree being linted: every name its Python code mentions
     (attributes, string keys, keyword and parameter names, dataclass fields) and every key its
     YAML interpolations read; for an entry point outside the tree, its own package and the
-    packages beside it that it imports too. A name that appears nowhere cannot be read. Keys
+    packages it imports from the directories above it (its workers, rollout, monitors) too. A
+    name that appears nowhere (or only as a function called or defined) cannot be read. A key
+    that adds one of the config's top-level sections under a node that no code reads it from
+    is not read either, when the config has the rest of the key in that section
+    (`+actor_rollout_ref.critic.optim.lr`: verl reads `critic` from the root only, as
+    `config.critic` or `self.config.critic`, never `actor_rollout_ref.critic`). Keys
     under a node verl hands whole to a library or to user code are left alone (`*_kwargs` such
     as `engine_kwargs`, `override_*` such as `override_config`, `mbridge_config`, `ray_init`,
     `runtime_env`, `env_vars`, `transfer_queue`, free-form `dict` fields such as `model.lora`,
@@ -209,7 +269,7 @@ def key_never_read(ctx: Context):
     The key the help names, without `+` when it exists in the config.
 
     ## Where in verl
-    Derived from the tree itself (`verl_lint/reader.py`): for verl 0.9.1 the Python files of
+    Derived from the tree itself (`verl_lint/config/reader.py`): for verl 0.9.1 the Python files of
     `verl/` (and `recipe/` in a checkout) and the interpolations of `verl/trainer/config/*.yaml`;
     the dataclass conversion is `verl/utils/config.py` (`omega_conf_to_dataclass`), called on
     the actor and rollout nodes by `verl/workers/engine_workers.py` (0.9.1 and 0.7.1).

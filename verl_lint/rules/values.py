@@ -23,6 +23,9 @@ from ..registry import main_ppo, rule
 
 # A project module assigning its own function over verl's `omega_conf_to_dataclass` (a monkey patch).
 REPLACES_CONVERSION = r"\.omega_conf_to_dataclass\s*=(?!=)"
+# A project module defining a worker class of its own (`class MyRolloutWorker(Worker):`): whether
+# it builds a node into verl's dataclass is not read.
+OWN_WORKER = r"class \w+\((?:[\w.]+\.)?Worker\)"
 
 R = "actor_rollout_ref.rollout"
 
@@ -134,7 +137,8 @@ def added_key_not_a_field(ctx: Context):
     `engine_kwargs`, are not judged; nor are `reward_model.*` nodes with the reward model off
     (no worker builds them), the roles of a recipe that ships workers of its own (whether they
     convert the node is not read), or a project whose code replaces verl's
-    `omega_conf_to_dataclass` (RAGEN's accepts extra fields).
+    `omega_conf_to_dataclass` (RAGEN's accepts extra fields) or whose entry point's packages
+    define worker classes of their own (`class MyRolloutWorker(Worker)`).
 
     ## Why is this bad?
     Hydra accepts any `+key` (and a project config file may add any key), so the job starts.
@@ -154,7 +158,7 @@ def added_key_not_a_field(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return
-    if sources_have(app_sources(ctx.app), REPLACES_CONVERSION) or _recipe_workers(ctx):
+    if sources_have(app_sources(ctx.app), f"{REPLACES_CONVERSION}|{OWN_WORKER}") or _recipe_workers(ctx):
         return
     for o in ctx.comp.settings:
         if not o.ok or o.kind not in ("add", "force_add") or "." not in o.key:
@@ -295,9 +299,9 @@ def rollout_names(root: str) -> frozenset[str] | None:
     "VL111",
     "rollout-engine-not-registered",
     "error",
-    # Apps on the PPO trainer's configs build the rollout with get_rollout_class; a recipe with its
-    # own config may build its own (the VLA recipe's NaiveRolloutRob takes `name=hf`).
-    apps=("ppo_trainer", "ppo_megatron_trainer"),
+    # main_ppo builds the rollout with get_rollout_class, whatever its config; verl's other apps
+    # may build their own (the VLA recipe's NaiveRolloutRob takes `name=hf`).
+    entry_points=("verl.trainer.main_ppo",),
     bad=[(main_ppo("actor_rollout_ref.rollout.name=hf"), ">=0.7")],
     good=[main_ppo("actor_rollout_ref.rollout.name=sglang")],
 )
@@ -307,10 +311,11 @@ def rollout_not_registered(ctx: Context):
     ## What it does
     Reads the rollout registry of the tree being linted (`_ROLLOUT_REGISTRY` in
     `verl/workers/rollout/base.py`, the (name, mode) pairs `get_rollout_class` accepts) and
-    reports an `actor_rollout_ref.rollout.name` you set that no entry has, for apps on verl's PPO
-    trainer configs. Not judged: a tree without that registry (verl < 0.6), one whose code adds to
-    it, a recipe that does, a project's own entry point (it may register its own engine), and apps
-    with their own config (the VLA recipe builds its own rollout); the mode is VL406's.
+    reports an `actor_rollout_ref.rollout.name` you set that no entry has, for launches of
+    `verl.trainer.main_ppo` whatever their config is named. Not judged: a tree without that
+    registry (verl < 0.6), one whose code adds to it, a project's own entry point (it may register
+    its own engine), and verl's other apps (the VLA recipe builds its own rollout); the mode is
+    VL406's.
 
     ## Why is this bad?
     Hydra accepts any name. The worker asserts `Rollout hf with mode async not found` when it
@@ -330,11 +335,8 @@ def rollout_not_registered(ctx: Context):
     name = ctx.get(key, None)
     if names is None or not isinstance(name, str) or not ctx.user_set(key) or name in names:
         return
-    place = ctx.app.place_in_tree()
-    if place is None:
+    if ctx.app.verl_module() is None:
         return  # a project's own entry point: it may register its own engine
-    if place[0] == "recipe" and tree_has(root, Evidence((f"recipe/{place[1]}/**/*.py",), REGISTRY_EXTENDED)):
-        return  # a recipe that registers its own engine
     allowed = ", ".join(sorted(names))
     mode = ctx.text(f"{R}.mode") or "async"
     yield ctx.diag(
