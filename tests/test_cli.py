@@ -246,19 +246,19 @@ def test_statistics_counts_findings_per_rule(project, tree):
     (project / "two.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1 actor_rollout_ref.rollout.name=vllm\n")
     r = verl_lint("check", "--verl-root", tree, "--statistics", cwd=project)
     assert r.returncode == 1
-    assert r.stdout == "3  VL101      unknown-config-key\n1  VL107  [*] duplicate-override\n"
+    assert r.stdout == "3  VL101  [*] unknown-config-key\n1  VL107  [*] duplicate-override\n"  # a single did-you-mean: an unsafe rename
     j = verl_lint("check", "--verl-root", tree, "--statistics", "--output-format", "json", cwd=project)
     assert json.loads(j.stdout) == [
-        {"code": "VL101", "name": "unknown-config-key", "count": 3, "fixable": False},
+        {"code": "VL101", "name": "unknown-config-key", "count": 3, "fixable": True},
         {"code": "VL107", "name": "duplicate-override", "count": 1, "fixable": True},
     ]
 
 
 def test_summary_counts_fixable_findings_and_show_fixes_lists_them(project, tree):
     r = verl_lint("check", "--verl-root", tree, "run.sh", cwd=project)
-    assert r.stdout.endswith("in 1 of 1 script linted, 1 launch\n1 fixable with --fix\n")
+    assert r.stdout.endswith("in 1 of 1 script linted, 1 launch\n1 fixable with --fix (1 more with --unsafe-fixes)\n")
     r = verl_lint("check", "--verl-root", tree, "run.sh", "--show-fixes", cwd=project)
-    assert r.stdout.endswith("1 fixable with --fix\n  run.sh:2:34: VL107 remove the shadowed override\n")
+    assert r.stdout.endswith("1 fixable with --fix (1 more with --unsafe-fixes)\n  run.sh:2:34: VL107 remove the shadowed override\n")
     r = verl_lint("check", "--verl-root", tree, "run.sh", "--fix", "--show-fixes", cwd=project)
     assert "Fixed 1 finding in 1 file\n  run.sh:2:34: VL107 remove the shadowed override\n" in r.stderr
     assert "fixable" not in r.stdout and "trainer.nnodes=1 " not in (project / "run.sh").read_text()

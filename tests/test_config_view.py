@@ -42,7 +42,11 @@ def test_each_value_says_where_it_comes_from(script, verl_trees):
     lines = {line.split(":")[0]: line for line in p.stdout.splitlines()}
     assert lines["# run.sh"].startswith("# run.sh:3  verl.trainer.main_ppo  (verl 0.9.1, config ppo_trainer)")
     assert lines["actor_rollout_ref.rollout.n"].endswith("# script, line 5") and ": 8 " in lines["actor_rollout_ref.rollout.n"]
-    assert lines["actor_rollout_ref.rollout.tensor_model_parallel_size"].endswith("# unknown: $TP is not set in the script (comes from the environment), line 6")
+    tp = lines["actor_rollout_ref.rollout.tensor_model_parallel_size"]
+    assert tp.startswith("actor_rollout_ref.rollout.tensor_model_parallel_size: $TP ")  # as written: known at run time
+    assert tp.endswith("# script, line 6, known at run time: $TP is not set in the script (comes from the environment)")
+    # An interpolation: its value, and where the key it reads was set.
+    assert re.match(r"actor_rollout_ref\.rollout\.n_gpus_per_node: 8 +# verl-default, via trainer\.n_gpus_per_node$", lines["actor_rollout_ref.rollout.n_gpus_per_node"])
     assert lines["actor_rollout_ref.rollout.temperature"].endswith("# verl-default")
     assert not any(k.startswith("data.") for k in lines)  # --key
 
@@ -90,10 +94,17 @@ def test_diff_shows_only_what_differs(script, verl_trees):
     assert p.stdout.splitlines() == [
         "--- run.sh:3",
         "+++ run.sh:8",
+        # the interpolations reading rollout.n differ too: their values are compared
+        "-actor_rollout_ref.actor.rollout_n: 8  # script, line 5, via actor_rollout_ref.rollout.n",
+        "+actor_rollout_ref.actor.rollout_n: 1  # verl-default, via actor_rollout_ref.rollout.n",
+        "-actor_rollout_ref.ref.rollout_n: 8  # script, line 5, via actor_rollout_ref.rollout.n",
+        "+actor_rollout_ref.ref.rollout_n: 1  # verl-default, via actor_rollout_ref.rollout.n",
         "-actor_rollout_ref.rollout.n: 8  # script, line 5",
         "+actor_rollout_ref.rollout.n: 1  # verl-default",
-        "-actor_rollout_ref.rollout.tensor_model_parallel_size: ???  # unknown: $TP is not set in the script (comes from the environment), line 6",
+        "-actor_rollout_ref.rollout.tensor_model_parallel_size: $TP  # script, line 6, known at run time: $TP is not set in the script (comes from the environment)",
         "+actor_rollout_ref.rollout.tensor_model_parallel_size: 2  # verl-default",
+        "-critic.rollout_n: 8  # script, line 5, via actor_rollout_ref.rollout.n",
+        "+critic.rollout_n: 1  # verl-default, via actor_rollout_ref.rollout.n",
         "-data.train_batch_size: 256  # script, line 4",
         "+data.train_batch_size: 128  # script, line 8",
     ]

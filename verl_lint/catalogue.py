@@ -455,8 +455,13 @@ CONFIG_COMPOSITION_ERROR = declare(
     ## Why is this bad?
     The job stops before anything runs.
 
+    A project's own primary config whose defaults list names one of verl's configs
+    (`defaults: [ppo_trainer, _self_]`) without putting verl's config directory on Hydra's search
+    path gets "Could not load 'ppo_trainer'": the finding says so, at the defaults list entry.
+
     ## Use instead
-    An existing option of the config group (the message lists them).
+    An existing option of the config group (the message lists them). For a project's config that
+    builds on verl's, `hydra: {searchpath: [pkg://verl.trainer.config]}` in the primary config.
     """,
     bad=[main_ppo("model_engine=no_such_engine")],
     good=[main_ppo("model_engine=torchtitan")],

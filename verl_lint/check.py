@@ -19,9 +19,9 @@ from .launch.locate import LocateError, VerlTree, find_checkout, installed_tree,
 from .model import Diagnostic, Severity, in_config_file
 from .model import FileReport, InputError, Options, stats
 from .report.fix import apply_fixes
-from .report.render import RENDERERS, accounting, render_statistics
+from .report.render import RENDERERS, accounting, render, render_statistics
 from .report.suppress import filter_baseline, write_baseline
-from .runner import collect, embedded_kind, lint_paths, lint_script, once_per_run
+from .runner import collect, embedded_kind, forget_config_files, lint_paths, lint_script, once_per_run
 from .settings import ENGINE_FLAGS, SETTINGS, Settings, SettingsFinder, code_problem, show
 from .terminal import plural, safe, use_color, usage_error
 
@@ -150,7 +150,7 @@ def plan(args: Namespace, command_argv: list[str] | None, finder: SettingsFinder
     groups: dict[Path | None, Group] = {}
     seen: set[str] = set()
     for walk_settings, raws in by_walk.values():
-        files, errors = collect(raws, walk_settings, use_ignore_files=not getattr(args, "no_ignore", False))
+        files, errors = collect(raws, walk_settings, use_ignore_files=not getattr(args, "no_ignore", False), skip_others=getattr(args, "skip_other_files", False))
         given = {str(Path(r)) for r in raws}  # as collect names them
         out.errors += errors
         for f in files:
@@ -288,7 +288,7 @@ def check(args: Namespace, command_argv: list[str] | None) -> int:
         reports, failed, diffs = fix(args, command_argv, inputs, reports)
         if args.baseline:  # the files --fix changed were linted again: the baseline still applies
             hidden = filter_baseline(Path(args.baseline), reports)
-    return emit(reports, args, _fail_on(args, inputs), failed, hidden, diffs)
+    return emit(reports, args, _fail_on(args, inputs), failed, hidden, diffs, _docs(inputs))
 
 
 def _fail_on(args: Namespace, inputs: Plan) -> dict[str, str]:
@@ -296,6 +296,12 @@ def _fail_on(args: Namespace, inputs: Plan) -> dict[str, str]:
     of = {str(f): args.fail_on or g.settings.fail_on for g in inputs.groups for f in g.files}
     default = args.fail_on or (inputs.command or inputs.stdin or Settings()).fail_on
     return {"": default, **of}
+
+
+def _docs(inputs: Plan) -> str | None:
+    """The `docs-url` setting the report's links use: one report, so the first settings that set it."""
+    every = [inputs.command, inputs.stdin, *(g.settings for g in inputs.groups)]
+    return next((s.docs_url for s in every if s is not None and s.docs_url), None)
 
 
 def fix(args: Namespace, command_argv, inputs: Plan, reports: list[FileReport], tree: VerlTree | None = None):
@@ -325,9 +331,12 @@ def fix(args: Namespace, command_argv, inputs: Plan, reports: list[FileReport], 
             print(f"Fixed {plural(fixed, 'finding')} in {plural(changed, 'file')}", file=sys.stderr)
             if args.show_fixes:
                 _list_fixes(shown, sys.stderr)
+        if any(in_config_file(d.fix.span) for d in shown):
+            forget_config_files()  # a project config file changed: composed again, not recalled
         return lint(args, command_argv, inputs, tree), failed, diffs
     if not diffs and not failed and not args.quiet:
-        print("No fixes available" + (" (use --unsafe-fixes for unsafe ones)" if not args.unsafe_fixes else ""), file=sys.stderr)
+        unsafe = not args.unsafe_fixes and any(d.fix is not None and not d.fix.safe for r in reports for d in r.diagnostics)
+        print(f"No fixes available{' to show' if args.diff else ''}" + (" (use --unsafe-fixes for unsafe ones)" if unsafe else ""), file=sys.stderr)
     return reports, failed, diffs
 
 
@@ -354,8 +363,15 @@ def _fixable_file(r: FileReport, args: Namespace) -> bool:
     return r.text is not None and not r.path.startswith("<") and r.path != stdin and not any(d.code == "VL006" for d in r.diagnostics)
 
 
-def _with_fix(r: FileReport, unsafe: bool) -> list[Diagnostic]:
-    return [d for d in r.diagnostics if d.fix is not None and (d.fix.safe or unsafe) and d.fix.span.path == r.path]
+def _offered(reports: list[FileReport], args: Namespace) -> list[tuple[str, str, list[Diagnostic]]]:
+    """(path, text, findings with a fix there) of each file --fix may edit: the scripts and the
+    project config files their findings are located in."""
+    out = []
+    for path, text, diags in _fix_targets(reports, args):
+        here = [d for d in diags if d.fix is not None and d.fix.span.path == path]
+        if here:
+            out.append((path, text, here))
+    return out
 
 
 def _list_fixes(diags: list[Diagnostic], stream) -> None:
@@ -364,12 +380,12 @@ def _list_fixes(diags: list[Diagnostic], stream) -> None:
 
 
 def _fixable_summary(reports: list[FileReport], args: Namespace) -> str:
-    """`N fixable with --fix (M more with --unsafe-fixes)`: what --fix would apply, counted as it applies."""
+    """`N fixable with --fix (M more with --unsafe-fixes)`: what --fix would apply, counted as it
+    applies, in the scripts and in the project config files (a YAML key renamed where it is written)."""
     n_safe = n_all = 0
-    for r in reports:
-        if _fixable_file(r, args) and any(d.fix for d in r.diagnostics):
-            safe_, all_ = _fix_counts(r)
-            n_safe, n_all = n_safe + safe_, n_all + all_
+    for path, text, diags in _offered(reports, args):
+        safe_, all_ = _fix_counts(path, text, diags)
+        n_safe, n_all = n_safe + safe_, n_all + all_
     if not n_all:
         return ""
     if not n_safe:
@@ -377,27 +393,30 @@ def _fixable_summary(reports: list[FileReport], args: Namespace) -> str:
     return f"{n_safe} fixable with --fix" + (f" ({n_all - n_safe} more with --unsafe-fixes)" if n_all > n_safe else "") + "\n"
 
 
-def _fix_counts(r: FileReport) -> tuple[int, int]:
-    """How many fixes --fix and --fix --unsafe-fixes would apply to `r` (each checked by parsing
+def _fix_counts(path: str, text: str, diags: list[Diagnostic]) -> tuple[int, int]:
+    """How many fixes --fix and --fix --unsafe-fixes would apply to the file (each checked by parsing
     the result), kept on disk by the text and fixes, so a warm run does not parse again."""
-    fixes = [(d.fix, d.span.path) for d in r.diagnostics if d.fix]
-    ident = hashlib.sha256(repr((r.path, r.text, fixes)).encode("utf-8", "surrogateescape")).hexdigest()
+    fixes = [(d.fix, d.span.path) for d in diags if d.fix]
+    ident = hashlib.sha256(repr((path, text, fixes)).encode("utf-8", "surrogateescape")).hexdigest()
 
     def count() -> tuple[int, int]:
-        return tuple(apply_fixes(r.path, r.text, r.diagnostics, unsafe=u, write=False).applied for u in (False, True))
+        return tuple(apply_fixes(path, text, diags, unsafe=u, write=False).applied for u in (False, True))
 
     return memo("fixes", ident, count, tuple)
 
 
-def emit(reports: list[FileReport], args: Namespace, fail_on: dict[str, str], unfixed: int = 0, hidden: int = 0, diffs: int = 0) -> int:
+def emit(
+    reports: list[FileReport], args: Namespace, fail_on: dict[str, str], unfixed: int = 0, hidden: int = 0, diffs: int = 0, docs: str | None = None
+) -> int:
     """Write the report (terminal and --output); the exit code. `fail_on`: report path -> level
-    ("" for the rest); `unfixed`: files --fix could not write; `hidden`: findings the baseline removed."""
+    ("" for the rest); `unfixed`: files --fix could not write; `hidden`: findings the baseline removed;
+    `docs`: the `docs-url` setting."""
     fmt = args.format or "text"
     color = use_color(args.color, sys.stdout)
     unwritten = None
     if args.output:
         try:
-            write_atomic(args.output, RENDERERS[fmt](reports))
+            write_atomic(args.output, render(fmt, reports, docs))
         except WriteError as ex:
             unwritten = str(ex)  # the report still goes to the terminal, then this error
     if getattr(args, "diff", False):
@@ -414,12 +433,12 @@ def emit(reports: list[FileReport], args: Namespace, fail_on: dict[str, str], un
         if not args.quiet and not args.fix:
             sys.stdout.write(_fixable_summary(reports, args))
     else:
-        sys.stdout.write(RENDERERS[fmt](reports))
+        sys.stdout.write(render(fmt, reports, docs))
         for r in reports:
             for e in r.errors:
                 print(str(e), file=sys.stderr)
     if args.show_fixes and not args.fix:
-        _list_fixes([d for r in reports if _fixable_file(r, args) for d in _with_fix(r, args.unsafe_fixes)], sys.stdout)
+        _list_fixes([d for _, _, diags in _offered(reports, args) for d in diags if d.fix.safe or args.unsafe_fixes], sys.stdout)
     if unwritten:
         return usage_error(unwritten)
     if unfixed or any(r.errors for r in reports):
@@ -468,7 +487,7 @@ def upgrade(args: Namespace) -> int:
     if args.fix or args.diff:
         after, failed, diffs = fix(args, None, inputs, after, target)
         new_only(after)
-    return emit(after, args, _fail_on(args, inputs), failed, diffs=diffs)
+    return emit(after, args, _fail_on(args, inputs), failed, diffs=diffs, docs=_docs(inputs))
 
 
 # ------------------------------------------------------------ what applies ----

@@ -41,6 +41,10 @@ def _build_check(c: argparse.ArgumentParser) -> None:
     )
     c.add_argument("--stdin-filename", metavar="PATH", help="the name of the script read from stdin: findings carry it; settings and per-file-ignores follow it")
     c.add_argument("--no-ignore", action="store_true", help="in directories, also lint what .gitignore and .git/info/exclude ignore")
+    c.add_argument(
+        "--skip-other-files", action="store_true",
+        help="pass over named YAML and doc files that hold no launch instead of an input error; a config group file lints the primary configs above it (for pre-commit)",
+    )
     _common(c)
     _output_flags(c)
     _report_flags(c)
@@ -52,7 +56,7 @@ def _build_check(c: argparse.ArgumentParser) -> None:
 
 
 def _build_upgrade(u: argparse.ArgumentParser) -> None:
-    u.add_argument("paths", nargs="+", help="scripts or directories")
+    u.add_argument("paths", nargs="*", default=["."], help="scripts or directories (default: ., as for check)")
     u.add_argument("--to", required=True, metavar="VERSION", help="the verl release to upgrade to")
     g = u.add_mutually_exclusive_group()
     g.add_argument("--from", dest="from_version", metavar="VERSION", help="the current verl release (default: detected)")

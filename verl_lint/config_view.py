@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from .check import UsageError, load, options_for
 from .config.context import Context
 from .memory import breakdown, gpu_memory, model_lines
-from .model import FileReport
+from .model import FileReport, Unknown
 from .pipeline import launch_context, script_launches
 from .runner import process_composer, read_script
 from .settings import SettingsFinder
@@ -26,9 +26,11 @@ from .terminal import safe, usage_error
 class View:
     """One launch's composed config: value and origin of each leaf key."""
 
-    def __init__(self, where: str, entry: str, verl: str | None, config_name: str | None, values: dict[str, tuple[object, str, int | None]]):
+    def __init__(self, where: str, entry: str, verl: str | None, config_name: str | None, values: dict[str, tuple]):
         self.where, self.entry, self.verl, self.config_name = where, entry, verl, config_name
-        self.values = values  # dotted key -> (value, origin, line or None, config file or None)
+        # dotted key -> (value as shown, origin, line or None, config file or None, value in the config):
+        # shown is the interpolation resolved, or the script's text of a value only known at run time
+        self.values = values
         self.models: list[str] = []  # the launch's models: facts and where they come from (memory.model_lines)
         self.memory: list[str] = []  # the memory breakdown, when asked for (memory.breakdown)
 
@@ -38,10 +40,19 @@ class View:
             "entry": self.entry,
             "verl": self.verl,
             "config_name": self.config_name,
-            "values": {k: {"value": v, "origin": o, "line": n, **({"file": f} if f else {})} for k, (v, o, n, f) in self.values.items() if _under(k, prefix)},
+            "values": {k: _entry(*v) for k, v in self.values.items() if _under(k, prefix)},
             **({"models": self.models} if self.models else {}),
             **({"memory": self.memory} if self.memory else {}),
         }
+
+
+def _entry(shown, origin: str, line: int | None, file: str | None, value) -> dict:
+    """A value for machines: as the config holds it, and what the text shows when that differs
+    (`resolved`: an interpolation's value; `written`: the script's text of a run-time value)."""
+    out = {"value": value, "origin": origin, "line": line, **({"file": file} if file else {})}
+    if shown != value:
+        out["written" if origin.startswith("script, known at run time") else "resolved"] = shown
+    return out
 
 
 def _under(key: str, prefix: str) -> bool:
@@ -57,22 +68,50 @@ def _leaves(node, prefix: str = ""):
         yield prefix, node
 
 
-def _origin(ctx: Context, key: str) -> tuple[str, int | None, str | None]:
-    """Who chose the value of `key`, and the line (and, in a config file, the file) that says so."""
+def _origin(ctx: Context, key: str, depth: int = 0) -> tuple[str, int | None, str | None]:
+    """Who chose the value of `key`, and the line (and, in a config file, the file) that says so;
+    an interpolation's is that of the key it reads (`script, line 6, via trainer.n_gpus_per_node`)."""
     kind = ctx.provenance(key)
     setter = ctx.comp.last_setter(key)
     if setter is not None and setter.in_file:
         return kind, setter.word.span.line, setter.word.span.path
     if setter is not None and kind in ("script", "unknown"):
-        return (kind if kind == "script" else f"unknown: {setter.value_unknown.reason}"), setter.word.span.line, None
+        return (kind if kind == "script" else f"script, known at run time: {setter.value_unknown.reason}"), setter.word.span.line, None
+    refs = ctx.references(key) if setter is None and depth < 4 else []
+    if refs:
+        ref = next((r for r in refs if ctx.provenance(r) == kind), refs[0])  # the one the provenance follows
+        origin, line, file = _origin(ctx, ref, depth + 1)
+        return (origin if ", via " in origin else f"{origin}, via {ref}"), line, file
     return kind, None, None
 
 
-def view_of(ctx: Context, path: str) -> View:
+def _shown(ctx: Context, key: str, value, text: str):
+    """The value as the text view prints it: an interpolation resolved (when it statically can be),
+    a value only known at run time as the script writes it (`$HOME/data/train.parquet`)."""
+    setter = ctx.comp.last_setter(key)
+    if setter is not None and setter.value_unknown is not None and not setter.in_file:
+        written = _written(text, setter.word.span)
+        return written.split("=", 1)[1] if written and "=" in written else value
+    if isinstance(value, str) and "${" in value:
+        resolved = ctx.get(key, None)
+        if not isinstance(resolved, Unknown) and (resolved is None or isinstance(resolved, (str, int, float, bool))):
+            return resolved
+    return value
+
+
+def _written(text: str, span) -> str | None:
+    """The script's text at a one-line span."""
+    lines = text.split("\n")
+    if span.line != span.end_line or not 0 < span.line <= len(lines):
+        return None
+    return lines[span.line - 1][span.col - 1 : span.end_col - 1]
+
+
+def view_of(ctx: Context, path: str, text: str = "") -> View:
     cfg = OmegaConf.to_container(ctx.cfg, resolve=False)
     values = {}
     for key, value in _leaves(cfg):
-        values[key] = (value, *_origin(ctx, key))
+        values[key] = (_shown(ctx, key, value, text), *_origin(ctx, key), value)
     la = ctx.launch
     where = f"{path}:{la.entry_span.line}" + (f" ({'; '.join(la.variant)})" if la.variant else "")  # one of the branches' values
     return View(where, la.module or la.file or "", ctx.app.verl_version, ctx.app.config_name, values)
@@ -104,7 +143,7 @@ def views(path: str, options, line: int | None, gpu_gib: float | None = None) ->
         if not isinstance(ctx, Context):
             skipped += [f"{where}: does not compose: {d.message}" for d in ctx] or [f"{where}: only prints its config"]
             continue
-        out.append(view_of(ctx, path))
+        out.append(view_of(ctx, path, text))
         out[-1].models = model_lines(ctx)
         out[-1].memory = breakdown(ctx, gpu_gib) if gpu_gib else []
     return out, skipped
@@ -115,8 +154,12 @@ def _show(value) -> str:
 
 
 def _where(value: tuple) -> str:
-    _, origin, line, file = value
-    return origin if line is None else f"{origin}, {file}:{line}" if file else f"{origin}, line {line}"
+    """`script, line 6`, `user-file, config/x.yaml:3`, the line before what follows the kind (`, via KEY`)."""
+    _, origin, line, file, _ = value
+    if line is None:
+        return origin
+    kind, sep, rest = origin.partition(", ")
+    return f"{kind}, {f'{file}:{line}' if file else f'line {line}'}{sep}{rest}"
 
 
 def render_text(vs: list[View], prefix: str) -> str:

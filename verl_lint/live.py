@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .config.compose import AppliedOverride, Composition, live_file_settings
 from .config.context import Context
-from .engines.versions import ENGINES, Evidence
+from .engines.versions import context_versions, live_evidence, project_root
 from .environment import installed_versions
 from .launch.locate import HydraApp, find_checkout, installed_tree
 from .model import COMMAND_LINE, EnvVar, Launch, Span, Word
@@ -91,9 +91,12 @@ def lint_config(
     env_vars.update(_ray_env(cfg, comp, anchor))
 
     versions = {k: parse_version(v) for k, v in installed_versions().items()}
+    # The installed engines, else the releases the verl tree and the project declare: the evidence
+    # `check` reads for the same tree (verl_lint.engines.versions).
+    start = Path(task_file).resolve().parent if task_file else (config_dirs[0] if config_dirs else None)
+    engines = live_evidence(versions, tree.root if tree else None, project_root(start) if start else None)
+    versions.update(context_versions(engines))
     versions["verl"] = parse_version(tree.version if tree else None)
-    # In the live process the installed engines are the evidence (verl_lint.engines.versions)
-    engines = {k: Evidence(k, v, source="installed") for k, v in versions.items() if k in ENGINES and v is not None}
     ctx = Context(launch, comp, versions, env_vars, engines, live=True)
     rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore) and (r.code not in OPT_IN or select)]
     diags = pack.check(ctx, rules, on_error)

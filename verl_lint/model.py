@@ -165,6 +165,9 @@ class Launch:
     processes: dict[str, Word] = field(default_factory=dict)
     ray: RayAttach | None = None
     note: str | None = None  # the branch it is in, when the script's own values do not take it
+    # The working directory its config path rests on, when assumed ("assuming the script runs
+    # from ..."): said on the file's first finding that rests on it, not on each.
+    assumed_cwd: str | None = None
     prints_only: str | None = None  # `--cfg job`, `--help`, ...: Hydra composes and prints, the app never runs
     # Set when the command names an entry point but cannot be read as a launch: why (a VL007).
     not_analysable: str | None = None
@@ -313,6 +316,9 @@ def _file_text(path: str, _mtime: int) -> str | None:
 
 
 
+LAUNCH_CUT = "this launch was not analysed: "  # how a VL005 at one launch begins (pipeline._cut)
+
+
 def stats(reports: "list[FileReport]") -> dict:
     """Counts for the summary, the exit code and the JSON/SARIF run properties."""
     n = {s: 0 for s in Severity}
@@ -331,4 +337,6 @@ def stats(reports: "list[FileReport]") -> dict:
         # Accounted for, not analysed: launches (VL007, with the reason) and whole files (VL004/VL005).
         "unanalysed": sum(1 for r in reports for d in r.diagnostics if d.code == "VL007"),
         "files_unanalysed": sum(1 for r in reports if any(d.code in ("VL004", "VL005") for d in r.diagnostics)),
+        # Of those, the launches a limit cut (VL005 at a launch; the others are whole files).
+        "over_limit": sum(1 for r in reports for d in r.diagnostics if d.code == "VL005" and d.message.startswith(LAUNCH_CUT)),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from .environment import installed_versions
 from .launch import recognise as launch_mod
 from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, locate_app, verl_tree_for
 from .limits import Timeout, time_limit
-from .model import Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Related, Span, Word, in_config_file
+from .model import LAUNCH_CUT, Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Related, Span, Word, in_config_file
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
@@ -76,10 +77,26 @@ def lint_text(
     for where, diags in by_file.items():
         yaml_text = report.text_of(where) if in_config_file(diags[0].span) else None
         kept += apply_suppressions(diags, yaml_text, where, report_unused=False) if yaml_text else diags
-    report.diagnostics = finalize(kept, options)
+    report.diagnostics = said_once(finalize(kept, options), {la.assumed_cwd for la in found if la.assumed_cwd})
     if timed_out:  # not a result of the input alone: the caller must not keep it as one
         raise Timeout(report)
     return report
+
+
+def said_once(diags: list[Diagnostic], notes: set[str]) -> list[Diagnostic]:
+    """Each of `notes` (the working directory a launch's config path was assumed from) kept on the
+    file's first finding that carries it, in report order, and dropped from the others."""
+    seen: set[str] = set()
+    out = []
+    for d in diags:
+        for note in notes:
+            tail = f" ({note})"
+            if tail in d.message:
+                if note in seen:
+                    d = replace(d, message=d.message.replace(tail, "", 1))
+                seen.add(note)
+        out.append(d)
+    return out
 
 
 def lint_source(path: str, text: str, options: Options, composer: Composer, step_limit: float = 0) -> FileReport:
@@ -102,15 +119,25 @@ def lint_config(path: str, text: str, options: Options, composer: Composer, step
     config = Path(path)
     launch, note = embedded.config_launch(config)
     as_script = str(config.resolve().parent / f".{config.name}.launch")  # the launch runs beside the config
-    linted = lint_text(as_script, launch, options, composer, step_limit=step_limit)
+    try:
+        linted = lint_text(as_script, launch, options, composer, step_limit=step_limit)
+    except Timeout as ex:  # cut by the time limit: reported at the config file, as any other finding of the launch
+        raise Timeout(ex.report and _as_config(ex.report, path, text, as_script, note)) from None
+    return _as_config(linted, path, text, as_script, note)
+
+
+def _as_config(linted: FileReport, path: str, text: str, as_script: str, note: str) -> FileReport:
+    """The report of the launch a primary config was linted as, told at the config file: what the
+    launch itself reports (it does not compose, it is cut by a limit) at its first line."""
     report = FileReport(path, text=text, verl=linted.verl, file_value_users=linted.file_value_users, note=note)
     report.errors = [replace(e, path=path, line=1, col=1) if e.path == as_script else e for e in linted.errors]
     here = Span(path, 1, 1, 1, 1)
     for d in linted.diagnostics:
         if in_config_file(d.span):
             report.diagnostics.append(replace(d, related=tuple(r for r in d.related if r.span.path != as_script)))
-        elif d.code in (CONFIG_COMPOSITION_ERROR.code, LAUNCH_NOT_ANALYSABLE.code):
-            report.diagnostics.append(replace(d, span=here, related=()))
+        elif d.code in (CONFIG_COMPOSITION_ERROR.code, LAUNCH_NOT_ANALYSABLE.code, ANALYSIS_TIMEOUT.code):
+            inside = [r.span for r in d.related if os.path.realpath(r.span.path) == os.path.realpath(path)]  # the defaults entry at fault
+            report.diagnostics.append(replace(d, span=inside[0] if inside else here, related=()))
     return report
 
 
@@ -123,7 +150,7 @@ def _cut(rest: list[Launch], variants: dict, counted: set[Span], report: FileRep
         if la.span in counted:
             counted.discard(la.span)
             report.launches -= 1
-        out.setdefault(la.span, ANALYSIS_TIMEOUT.finding(f"this launch was not analysed: {why}", la.entry_span, fix))
+        out.setdefault(la.span, ANALYSIS_TIMEOUT.finding(f"{LAUNCH_CUT}{why}", la.entry_span, fix))
     return list(out.values())
 
 
@@ -167,14 +194,15 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
         fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
         return [ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or "")], True  # analysed: python stops
     except ConfigNotFound as ex:
-        message = f"Hydra cannot compose the config: {ex}" + (f" ({la.note})" if la.note else "")
+        message = f"Hydra cannot compose the config: {ex}" + "".join(f" ({n})" for n in (la.note, la.assumed_cwd) if n)
         return [CONFIG_COMPOSITION_ERROR.finding(message, ex.span, ex.help, ex.flag)], True  # analysed: Hydra stops
     except NotAnalysable as ex:
         return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary)], False
     if diags is None:
         return [], False  # not a Hydra app (a data-prep script, pip, ...)
-    if la.note:  # a branch the script's own values do not take: say under which condition
-        diags = [replace(d, message=f"{d.message} ({la.note})") for d in diags]
+    for note in (la.note, la.assumed_cwd):  # a branch the script's own values do not take; the cwd assumed
+        if note:
+            diags = [replace(d, message=f"{d.message} ({note})") for d in diags]
     if la.cut:  # cut short by a broken continuation (VL008): say how that bears on each finding
         diags = [after_cut(d, la.cut) for d in diags]
     # A finding in a project config file names the launch that composes it (the file may serve many).

@@ -20,6 +20,7 @@ from . import embedded
 from . import results
 from .catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .files import NotRegularFile, file_kind, has_sh_shebang, is_shell_script, open_regular
+from .launch import locate
 from .limits import Timeout
 from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Span, command_text, in_config_file
 from .registry import Rule
@@ -45,14 +46,16 @@ def _note(message: str) -> None:
 
 
 def collect(
-    paths: list[str], settings: Settings, use_ignore_files: bool = True, note: Callable[[str], None] = _note
+    paths: list[str], settings: Settings, use_ignore_files: bool = True, note: Callable[[str], None] = _note, skip_others: bool = False
 ) -> tuple[list[Path], list[FileReport]]:
     """The scripts under `paths`, in a stable order; bad paths become input errors.
 
     Directories are walked honouring git's ignore files (unless `use_ignore_files` is false) and
     the `exclude` setting; what a walk cannot examine (a FIFO, a broken symlink) is passed to
     `note` and skipped. A path given explicitly is linted even if ignored, but must be a readable
-    regular file that is a shell script by name or shebang."""
+    regular file that is a shell script by name or shebang. With `skip_others` (pre-commit names
+    every changed YAML and doc), a named YAML or doc that holds no launch is passed over, and a
+    config group file stands for the primary configs of its config tree, which merge it."""
     files: list[Path] = []
     errors: list[FileReport] = []
     seen: set[tuple[int, int]] = set()
@@ -89,6 +92,9 @@ def collect(
             add(p, st)
         elif embedded_kind(p):
             add(p, st)
+        elif skip_others and p.suffix.lower() in embedded.DOCS + embedded.YAMLS:
+            for primary in primaries_above(p):
+                add(primary, primary.stat())
         elif p.suffix.lower() in embedded.YAMLS:
             error(raw, "not a primary config (no defaults list naming a verl config such as ppo_trainer) nor a workflow with a verl launch")
         elif p.suffix.lower() in embedded.DOCS:
@@ -96,6 +102,18 @@ def collect(
         else:
             error(raw, f"not a shell script (a {p.suffix} file without an sh shebang)")
     return files, errors
+
+
+def primaries_above(path: Path, levels: int = 3) -> list[Path]:
+    """The primary configs in the directories above a YAML file (`config/` above
+    `config/rollout/my.yaml`), the closest first: the configs whose defaults list may merge it."""
+    if path.suffix.lower() not in embedded.YAMLS:
+        return []
+    for d in list(path.resolve().parents)[:levels]:
+        found = [f for f in sorted(d.iterdir()) if f.suffix.lower() in embedded.YAMLS and f.is_file() and embedded_kind(f) == "config"]
+        if found:
+            return [Path(os.path.relpath(f)) if str(f).startswith(os.getcwd() + os.sep) else f for f in found]
+    return []
 
 
 def embedded_kind(path: Path) -> str | None:
@@ -400,6 +418,14 @@ def process_composer(use_cache: bool) -> Composer:
 
         _COMPOSERS[use_cache] = Composer(cache=use_cache)
     return _COMPOSERS[use_cache]
+
+
+def forget_config_files() -> None:
+    """Drop what this process keeps of the project's config files: `--fix` changed one, and a
+    Composer keeps each composition by its config directory and name, not by the files' text (the
+    on-disk cache is keyed by the files' digest, so a new Composer composes the changed file)."""
+    _COMPOSERS.clear()
+    locate.forget_config_files()
 
 
 def lint_file(

@@ -56,6 +56,7 @@ class Settings:
     severity: dict[str, Severity] = field(default_factory=dict)
     max_file_size: float = 4.0  # MiB
     timeout: float = 20.0  # seconds per launch (and for a file's shell code)
+    docs_url: str | None = None  # where JSON and SARIF reports link each rule's page (a fork's own docs)
     root: Path = Path(".")  # paths in the file are relative to it
     path: Path | None = None  # the file they were read from; None: the defaults
     given: tuple[str, ...] = ()  # the settings that file sets (names as written, `fail-on`)
@@ -131,6 +132,12 @@ def _globs(value: Any) -> tuple[str, ...]:
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise _Bad("must be a non-empty string" + (" (quote it)" if isinstance(value, (int, float)) else ""))
+    return value
+
+
+def _url(value: Any) -> str:
+    if not isinstance(value, str) or not value.startswith(("https://", "http://")):
+        raise _Bad("must be an http(s):// address (the directory holding the rule pages, VL101.md ...)")
     return value
 
 
@@ -210,6 +217,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "torch-npu": ("engines.torch_npu", _engine_version),
     "max-file-size": ("max_file_size", _number(0, above=True, what="MiB")),
     "timeout": ("timeout", _number(0, above=False, what="seconds per launch; 0: no limit")),
+    "docs-url": ("docs_url", _url),
 }
 
 

@@ -35,7 +35,7 @@ from .model import COMMAND_LINE, Severity, Span, Word, command_text
 from .files import is_shell_script
 from .model import FileReport, InputError
 from .pipeline import lint_text
-from .report.render import RENDERERS
+from .report.render import RENDERERS, render
 from .runner import _per_file_ignores, read_script
 from .settings import SettingsFinder
 from .terminal import use_color
@@ -129,7 +129,9 @@ def lint_command(argv: list[str], options, composer, cwd: str | None = None) -> 
             return [FileReport(call.path, errors=[InputError(call.path, err.message)])]
         if text is None:
             return [FileReport(call.path, diagnostics=notes)]
-        where = str(Path(cwd, call.path))
+        full = str(Path(cwd, call.path))
+        where = os.path.relpath(full)  # as `check` names files (and the config files findings are in): relative to here
+        where = full if where.startswith("..") else where
     else:
         text, where = call.text, call.path
     # The caller's arguments are the script's "$@"; it runs from the real cwd.
@@ -189,7 +191,7 @@ def run(args, command_argv: list[str] | None) -> int:
         _say(f"{failure}; running the command unchecked (--strict would stop it)")
 
     if reports is not None:
-        unwritten = _print_report(reports, fmt, args)
+        unwritten = _print_report(reports, fmt, args, settings.docs_url)
         if unwritten:  # a bad --output is a usage error, like a bad flag: nothing runs
             _say(f"error: {unwritten}")
             return EXIT_USAGE
@@ -211,17 +213,17 @@ def run(args, command_argv: list[str] | None) -> int:
     return _exec(command_argv)
 
 
-def _print_report(reports, fmt: str, args) -> str | None:
+def _print_report(reports, fmt: str, args, docs: str | None = None) -> str | None:
     """The report to stderr and to --output; why --output could not be written, if it could not."""
     if fmt == "text":
         color = use_color(args.color, sys.stderr)
         sys.stderr.write(RENDERERS["text"](reports, color=color))
     else:
-        sys.stderr.write(RENDERERS[fmt](reports))
+        sys.stderr.write(render(fmt, reports, docs))
     sys.stderr.flush()
     if args.output:
         try:
-            write_atomic(args.output, RENDERERS[fmt](reports))
+            write_atomic(args.output, render(fmt, reports, docs))
         except WriteError as ex:
             return str(ex)
     return None

@@ -32,7 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..cache import entry, store
 from ..limits import Timeout, expired
 from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
-from ..model import Diagnostic, Span, Unknown, Word
+from ..model import Diagnostic, Fix, Related, Span, Unknown, Word
 from ..catalogue import (
     ADD_EXISTING_KEY,
     CONFIG_COMPOSITION_ERROR,
@@ -288,7 +288,7 @@ class Composer:
         else:
             self.stats["base_hits"] += 1
         if isinstance(blob, Exception):
-            comp.diagnostics.append(_base_error(blob, applied, anchor))
+            comp.diagnostics.append(_base_error(blob, applied, anchor, app))
             return None
         # A fresh copy for each launch. Unpickling a config makes thousands of objects at once:
         # without the collector meanwhile it takes a third of the time (nothing it makes is garbage).
@@ -434,7 +434,11 @@ def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> 
             parent = ao.key.rsplit(".", 1)[0] if "." in ao.key else ""
             if parent and OmegaConf.select(cfg, parent, default=None, throw_on_missing=False) is not None:
                 help = f"`{parent}` has no key `{ao.key.rsplit('.', 1)[1]}`; to add one use `{added}`"
-        return UNKNOWN_CONFIG_KEY.finding(f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"", span, help=help, key=ao.key)
+        d = UNKNOWN_CONFIG_KEY.finding(f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"", span, help=help, key=ao.key)
+        if guess and OmegaConf.select(cfg, guess, default=None, throw_on_missing=False) is not None:
+            # Unsafe: the key the user meant is a guess, and the value then takes effect.
+            d.fix = Fix(f"rename `{ao.key}` to `{guess}`", False, "rename-key", span, old=ao.key, new=guess)
+        return d
     if text.startswith("Could not append to config"):
         return ADD_EXISTING_KEY.finding(f"`+{ao.key}` adds a key that already exists; Hydra stops with \"Could not append to config\"", span, help=f"drop the `+` to override it (`{ao.line.lstrip('+')}`), or use `++` to add-or-override", key=ao.key)
     if text.startswith("Could not delete"):
@@ -442,7 +446,7 @@ def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> 
     return OVERRIDE_REJECTED.finding(f"Hydra rejects this override: {_describe(ex)}", span, help="check the value's type and syntax against the config", key=ao.key)
 
 
-def _base_error(ex: Exception, applied, anchor: Span) -> Diagnostic:
+def _base_error(ex: Exception, applied, anchor: Span, app: HydraApp) -> Diagnostic:
     text = str(ex)
     span, key = anchor, ""
     for ao, parsed in applied:  # the overrides that went into the base
@@ -458,4 +462,51 @@ def _base_error(ex: Exception, applied, anchor: Span) -> Diagnostic:
         if any(n in text for n in needles):
             span, key = ao.word.span, ao.key
             break
+    else:
+        unsearched = _not_on_searchpath(text, app)
+        if unsearched:
+            return _unsearched_finding(text, anchor, *unsearched)
     return CONFIG_COMPOSITION_ERROR.finding(f"Hydra cannot compose the config: {text}", span, help="check the config group option and --config-name against the config directory", key=key)
+
+
+_COULD_NOT_LOAD = re.compile(r"In '([^']+)': Could not load '([^']+)'")
+
+
+def _not_on_searchpath(text: str, app: HydraApp) -> tuple[str, Span | None] | None:
+    """(the config, where the project's file names it) when Hydra could not load a config that
+    is one of verl's own (`ppo_trainer`) because the project's config directory does not put
+    verl's on its search path; None for any other failure."""
+    m = _COULD_NOT_LOAD.search(text)
+    if m is None or app.verl is None:
+        return None
+    parent, missing = m.groups()
+    shipped = app.verl.root / "verl" / "trainer" / "config"
+    if not (shipped / f"{missing}.yaml").is_file() or any(Path(d) == shipped for d in app.config_dirs):
+        return None
+    if any(s == f"file://{shipped}" or s.endswith("verl.trainer.config") for s in app.searchpath or ()):
+        return None
+    named = next((Path(d) / f"{parent}.yaml" for d in app.config_dirs if (Path(d) / f"{parent}.yaml").is_file()), None)
+    if named is None:
+        return missing, None
+    entry = re.compile(rf"^(\s*-\s*['\"]?)({re.escape(missing)})['\"]?\s*(?:#.*)?$")
+    lines = named.read_text(encoding="utf-8", errors="replace").splitlines()
+    for n, line in enumerate(lines, 1):
+        e = entry.match(line)
+        if e:
+            cwd = os.getcwd()  # shown as the user would name it, as file_setting does
+            path = os.path.relpath(named, cwd) if str(named).startswith(cwd + os.sep) else str(named)
+            return missing, Span(path, n, e.end(1) + 1, n, e.end(2) + 1)
+    return missing, None
+
+
+def _unsearched_finding(text: str, anchor: Span, missing: str, entry: Span | None) -> Diagnostic:
+    where = f" to {entry.path}" if entry else " to the primary config"
+    d = CONFIG_COMPOSITION_ERROR.finding(
+        f"Hydra cannot compose the config: {text} `{missing}` is one of verl's configs (verl/trainer/config/{missing}.yaml), "
+        "which Hydra finds only on the search path, and the project's config does not put verl's config directory on it",
+        anchor,
+        help=f"add `hydra: {{searchpath: [pkg://verl.trainer.config]}}`{where} (beside its defaults list)",
+    )
+    if entry is not None:
+        d.related = (Related("", entry, f"its defaults list names `{missing}`"),)
+    return d

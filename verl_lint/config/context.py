@@ -171,6 +171,10 @@ class Context:
                     return kind
         return "verl-default"
 
+    def references(self, key: str) -> list[str]:
+        """The keys the interpolation at `key` reads (`${oc.select:a.b,x}` -> ["a.b"]); [] for a plain value."""
+        return _references(self.cfg, key)
+
     def user_set(self, key: str) -> bool:
         """The value of `key` is the user's choice: set in the script or in the user's own config files."""
         return self.provenance(key) in ("script", "user-file")

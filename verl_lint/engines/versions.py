@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
+from ..cache import memo
 from ..environment import installed_version
 from ..model import Severity
 
@@ -145,6 +146,21 @@ def resolve(given: dict[str, tuple[str, str]], verl_root: Path | None, project_r
     return out
 
 
+def live_evidence(installed: dict[str, Version | None], verl_root: Path | None, project_root: Path | None) -> dict[str, Evidence]:
+    """`resolve` for the Hydra callback: the installed engines, else what the verl tree and the
+    project declare, as `check` reads them, so both report from the same evidence. The declared
+    ranges are kept on disk by the requirement files' stamps: a job start reads them back without
+    parsing requirements (packaging.requirements) again."""
+    out = {k: Evidence(k, v, source="installed") for k, v in installed.items() if k in ENGINES and v is not None}
+    if len(out) == len(ENGINES):
+        return out
+    roots = tuple(dict.fromkeys(str(r) for r in (project_root, verl_root) if r is not None))
+    stamps = tuple(_stamp(r) for r in roots)
+    ident = repr(("declared engines", roots, stamps))
+    declared = memo("specifiers", ident, lambda: {e: _declared_evidence(e, roots, stamps) for e in ENGINES}, dict)
+    return {**declared, **out}
+
+
 def declared_evidence(engine: str, roots: tuple[str, ...]) -> Evidence:
     """The range the trees at `roots` declare (the project's own files first), intersected."""
     return _declared_evidence(engine, roots, tuple(_stamp(r) for r in roots))
@@ -256,6 +272,13 @@ def _stamp(root: str) -> tuple:
     return tuple(out)
 
 
+# A PEP 508 requirement's name and version specifier (`vllm[extra]>=0.8.5,<=0.12.0; extra == "vllm"`,
+# METADATA's older `vllm (>=0.7)`); the marker is not evaluated (an engine's extra is the engine's
+# requirement) and a URL requirement (`name @ url`) names no release. Read without
+# packaging.requirements, whose markers import platform and subprocess at a Hydra job's start.
+_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*\(?\s*([^;@()\s][^;@()]*?)?\s*\)?\s*(?:;.*)?$")
+
+
 def declarations(root: str) -> dict[str, tuple[Declared, ...]]:
     """{engine: requirements on it} declared by the files at the top of `root` (never imported or run)."""
     return _declarations(root, _stamp(root))
@@ -266,16 +289,17 @@ def _declarations(root: str, stamp: tuple) -> dict[str, tuple[Declared, ...]]:
     base = Path(root)
     out: dict[str, list[Declared]] = {}
 
-    from packaging.requirements import InvalidRequirement, Requirement  # heavy; not at Hydra job start (see Spec)
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # not at Hydra job start (see Spec)
 
     def add(req_text: str, rel: str) -> None:
-        try:
-            req = Requirement(req_text.strip())
-        except InvalidRequirement:
+        m = _REQUIREMENT.match(req_text)
+        key = _DIST_KEY.get(re.sub(r"[-_.]+", "-", m.group(1)).lower()) if m else None
+        if key is None or not m.group(2):
             return
-        key = _DIST_KEY.get(re.sub(r"[-_.]+", "-", req.name).lower())
-        if key is not None and str(req.specifier):
-            out.setdefault(key, []).append(Declared(req.specifier, rel))
+        try:
+            out.setdefault(key, []).append(Declared(SpecifierSet(m.group(2)), rel))
+        except InvalidSpecifier:
+            return
 
     for meta in sorted(base.glob("*.dist-info/METADATA")):
         rel = f"{meta.parent.name}/METADATA"

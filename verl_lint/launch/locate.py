@@ -332,7 +332,7 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
             if tree is not None and (tree.root / launch.module.split(".")[0]).is_dir():
                 raise EntryPointNotFound(launch, f"module {launch.module} is not in {tree.describe()}", _nearest_module(launch.module, tree.root))
             if launch.module.split(".")[0] in ("verl", "recipe"):
-                raise LocateError(f"module {launch.module} not found: no verl tree found (pass --verl-root DIR or --verl VERSION)")
+                raise LocateError(f"module {launch.module} not found: no verl tree found (verl is not installed here and no verl checkout holds the script): pass --verl VERSION, --verl-root DIR or set verl-version in [tool.verl-lint]")
             return None
     else:
         file = next((r / launch.file for r in roots if (r / launch.file).is_file()), None)
@@ -412,8 +412,7 @@ def _placed(word: Word, launch: Launch, config_name: str | None) -> str:
         else "the repository root" if c == first
         else f"{os.path.relpath(c, first)}/ in the repository"
     )
-    assumption = f"assuming the script runs from {where}, where {rel} is; pass --cwd to say"
-    launch.note = f"{launch.note}; {assumption}" if launch.note else assumption
+    launch.assumed_cwd = f"assuming the script runs from {where}, where {rel} is; pass --cwd to say"
     return d
 
 
@@ -490,6 +489,11 @@ def _primary_searchpath(dirs: list[Path], config_name: str | None, launch: Launc
             except SearchPathError as ex:
                 raise NotAnalysable(launch.config_name or Word(config_name, launch.entry_span), f"{ex} (in {f.name})") from None
     return None
+
+
+def forget_config_files() -> None:
+    """Read the project's config files again: one changed in this process (`--fix`)."""
+    _declared_searchpath.cache_clear()
 
 
 @lru_cache(maxsize=256)

@@ -6,15 +6,13 @@ import hashlib
 import json
 import os
 import re
-import urllib.parse
 from collections import Counter
 from functools import lru_cache
-from pathlib import Path
 
 from .. import __version__
 from ..model import Severity, argument
 from ..embedded import DOCS, YAMLS
-from ..model import FileReport, stats
+from ..model import LAUNCH_CUT, FileReport, stats
 from ..rules import registered_rules
 from ..terminal import plural, safe, width
 
@@ -90,6 +88,9 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
             out.append(
                 f"Found {plural(s['findings'], 'finding')} ({', '.join(parts)}) in {s['files_with_findings']} of {scope}"
             )
+        elif n_err and not s["launches"]:  # not "no findings": nothing was looked at
+            why = {e.message for r in reports for e in r.errors}
+            out.append(f"Nothing could be analysed in {plural(linted, noun)}: " + (safe(why.pop()) if len(why) == 1 else "see the input errors above"))
         elif n_err:
             out.append(f"No findings in {scope}")  # never "All clean" when some input was not linted
         else:
@@ -109,8 +110,11 @@ def accounting(reports: list[FileReport]) -> str:
     line = f"launches: {s['launches']} analysed, {s['unanalysed']} not analysable"
     if s["unanalysed"]:
         line += " (" + ", ".join(f"{n} {why}" for why, n in reasons(reports).items()) + ")"
-    if s["files_unanalysed"]:
-        line += f"; {plural(s['files_unanalysed'], 'file')} not analysed (VL004/VL005)"
+    if s["over_limit"]:
+        line += f", {s['over_limit']} cut by a limit (VL005)"
+    whole = sum(1 for r in reports if any(d.code == "VL004" or (d.code == "VL005" and not d.message.startswith(LAUNCH_CUT)) for d in r.diagnostics))
+    if whole:
+        line += f"; {plural(whole, 'file')} not analysed at all (VL004 too large, VL005 its shell code over the time limit)"
     return line
 
 
@@ -144,6 +148,8 @@ def summary(reports: list[FileReport]) -> dict:
         "files": {"linted": s["files"] - s["files_unreadable"], "unreadable": s["files_unreadable"], "not_analysed": s["files_unanalysed"]},
         "launches": {"analysed": s["launches"], "not_analysable": s["unanalysed"], "reasons": reasons(reports), "by_file": by_file},
     }
+    if s["over_limit"]:  # launches cut by a limit (VL005), neither analysed nor not analysable
+        out["launches"]["over_limit"] = s["over_limit"]
     configs = {r.path: r.note for r in reports if r.note}
     if configs:  # primary configs linted on their own, and as which launch
         out["configs"] = configs
@@ -162,41 +168,67 @@ def render_statistics(reports: list[FileReport], fmt: str) -> str:
     return "".join(f"{k:>{width}}  {c}  {'[*]' if c in fixable else '   '} {n}\n" for (c, n), k in rows)
 
 
-def render_json(reports: list[FileReport]) -> str:
+def render_json(reports: list[FileReport], docs: str | None = None) -> str:
     """The findings, then one `{"type": "summary", ...}` object (a finding has no `type`)."""
-    items = [{**d.to_json(), "url": docs_url(d.code)} for r in reports for d in r.diagnostics]
+    items = [{**d.to_json(), "url": docs_url(d.code, docs)} for r in reports for d in r.diagnostics]
     items.append(summary(reports))
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
 
 
 @lru_cache(maxsize=None)
 def _docs_base() -> str | None:
-    """Where this verl-lint's rule pages (docs/rules/) are, from how it was installed (PEP 610
-    direct_url.json): a checkout on disk, or the commit of a git repository on a forge that serves
-    files (GitHub, GitLab). None when not known: no made-up address."""
+    """Where this verl-lint's rule pages are published: the commit of the git repository it was
+    installed from, on a forge that serves files (GitHub, GitLab; PEP 610 direct_url.json), else
+    the `Documentation` address of the project's metadata (`[project.urls]` in pyproject.toml).
+    Never a `file://` address: a report is read where the checkout is not (code scanning, a PR).
+    None when not known: no made-up address."""
     import importlib.metadata  # ~25 ms: only JSON and SARIF reports name the pages, not every run
 
-    # The installed distribution's record (a stray `*.egg-info` of a source tree has none).
-    raws = (d.read_text("direct_url.json") for d in importlib.metadata.distributions(name="verl-lint"))
+    # The installed distribution's record first (a stray `*.egg-info` of a source tree has no direct_url.json).
+    dists = list(importlib.metadata.distributions(name="verl-lint"))
+    for d in dists:
+        try:
+            info = json.loads(d.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        url, vcs = info.get("url", ""), info.get("vcs_info") or {}
+        m = re.match(r"^https://(github\.com|gitlab\.com)/([^/]+/[^/]+?)(?:\.git)?/?$", url)
+        if vcs.get("vcs") == "git" and vcs.get("commit_id") and m:
+            sep = "blob" if m.group(1) == "github.com" else "-/blob"
+            return f"https://{m.group(1)}/{m.group(2)}/{sep}/{vcs['commit_id']}/docs/rules"
+    for d in dists:
+        for entry in d.metadata.get_all("Project-URL") or ():
+            label, _, url = entry.partition(",")
+            if label.strip().lower() == "documentation" and url.strip().startswith("https://"):
+                return url.strip().rstrip("/")
+    return _checkout_documentation()
+
+
+_DOCUMENTATION = re.compile(r'^\[project\.urls\]\s*\n(?:(?!\[).*\n)*?Documentation\s*=\s*"(https://[^"]+)"', re.M)
+
+
+def _checkout_documentation() -> str | None:
+    """`[project.urls] Documentation` of the pyproject.toml of the checkout this package runs from,
+    for an editable install made before its metadata had the address (metadata is written at install)."""
+    pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "pyproject.toml")
     try:
-        info = json.loads(next((r for r in raws if r), "{}"))
-    except ValueError:
+        with open(pyproject, encoding="utf-8") as f:
+            m = _DOCUMENTATION.search(f.read())
+    except OSError:
         return None
-    url, vcs = info.get("url", ""), info.get("vcs_info") or {}
-    if url.startswith("file://") and not vcs:
-        docs = Path(urllib.parse.unquote(urllib.parse.urlparse(url).path)) / "docs" / "rules"
-        return docs.as_uri() if docs.is_dir() else None
-    m = re.match(r"^https://(github\.com|gitlab\.com)/([^/]+/[^/]+?)(?:\.git)?/?$", url)
-    if vcs.get("vcs") == "git" and vcs.get("commit_id") and m:
-        sep = "blob" if m.group(1) == "github.com" else "-/blob"
-        return f"https://{m.group(1)}/{m.group(2)}/{sep}/{vcs['commit_id']}/docs/rules"
-    return None
+    return m.group(1).rstrip("/") if m else None
 
 
-def docs_url(code: str) -> str | None:
-    """The documentation page of rule `code` (see `_docs_base`), or None."""
-    base = _docs_base()
+def docs_url(code: str, base: str | None = None) -> str | None:
+    """The documentation page of rule `code`: under `base` (the `docs-url` setting, for a fork that
+    publishes its own), else under `_docs_base()`; None when neither is known."""
+    base = (base or "").rstrip("/") or _docs_base()
     return f"{base}/{code}.md" if base else None
+
+
+def render(fmt: str, reports: list[FileReport], docs: str | None = None) -> str:
+    """The report in a machine format (`docs`: the `docs-url` setting, for JSON and SARIF links)."""
+    return RENDERERS[fmt](reports, docs=docs) if fmt in ("json", "sarif") else RENDERERS[fmt](reports)
 
 
 def _rel(path: str) -> str:
@@ -231,7 +263,7 @@ def render_github(reports: list[FileReport]) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def render_sarif(reports: list[FileReport]) -> str:
+def render_sarif(reports: list[FileReport], docs: str | None = None) -> str:
     """SARIF 2.1.0 for code-scanning tools: the rules that produced results (with their docs),
     results with related locations and fingerprints that survive line moves."""
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -265,7 +297,7 @@ def render_sarif(reports: list[FileReport]) -> str:
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {"driver": {"name": "verl-lint", "version": __version__, "rules": [_sarif_rule(r, level) for r in rules]}},
+                "tool": {"driver": {"name": "verl-lint", "version": __version__, "rules": [_sarif_rule(r, level, docs) for r in rules]}},
                 "results": results,
                 "properties": {"verlLintVersion": __version__, "verlVersions": verls, **_sarif_accounting(reports)},
             }
@@ -279,7 +311,7 @@ def _sarif_accounting(reports: list[FileReport]) -> dict:
     return {"files": acc["files"], "launches": acc["launches"]}
 
 
-def _sarif_rule(r, level) -> dict:
+def _sarif_rule(r, level, docs: str | None) -> dict:
     out = {
         "id": r.code,
         "name": r.name,
@@ -288,7 +320,7 @@ def _sarif_rule(r, level) -> dict:
         "defaultConfiguration": {"level": level[r.severity]},
         "help": {"text": r.body or r.summary, "markdown": r.page()},
     }
-    url = docs_url(r.code)
+    url = docs_url(r.code, docs)
     if url:
         out["helpUri"] = url
     return out
