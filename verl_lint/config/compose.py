@@ -60,6 +60,8 @@ class AppliedOverride:
     value_unknown: Unknown | None = None
     ok: bool = True
     in_file: bool = False  # a value a project config file chose (`word.span` is its YAML line), not an override
+    # `key=` (an empty value): the value it replaced, resolved (its type says what '' breaks); else None
+    replaced: object = None
 
 
 def file_setting(v: FileValue) -> AppliedOverride:
@@ -232,6 +234,8 @@ class Composer:
         cfg, located = base
         comp.file_settings = [file_setting(v) for v in located]
         for ao, parsed in value:
+            if ao.value_unknown is None and ao.kind == "set" and parsed.value() == "":
+                ao.replaced = OmegaConf.select(cfg, ao.key, default=None, throw_on_resolution_failure=False)
             try:
                 h.ConfigLoaderImpl._apply_overrides_to_config([parsed], cfg)
             except (h.HydraException, Exception) as ex:  # noqa: BLE001 - every Hydra failure becomes a finding

@@ -17,6 +17,8 @@ from . import (  # noqa: F401 - each registers its rules
     allocator_live,
     batch_sizes,
     deprecated,
+    dynamic_batches,
+    empty_values,
     engine_kwargs,
     env,
     guarded,
