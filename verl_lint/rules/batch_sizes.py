@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from math import gcd
 
+from .broken_defaults import model_len
 from .roles import uses_critic
 from ..evidence import Evidence
 from ..model import Severity
@@ -445,7 +446,9 @@ def batched_tokens(ctx):
     """Without chunked prefill, max_num_batched_tokens must be at least max_model_len.
 
     ## What it does
-    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`.
+    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`; where
+    `max_model_len` is null and the tree makes it `prompt_length + response_length` (0.3-0.6),
+    with that sum.
 
     ## Why is this bad?
     vLLM's SchedulerConfig raises "max_num_batched_tokens (...) is smaller than
@@ -461,14 +464,15 @@ def batched_tokens(ctx):
     """
     if ctx.flag(f"{R}.enable_chunked_prefill") is not False:
         return
-    tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
+    tokens, (max_len, how) = ctx.int(f"{R}.max_num_batched_tokens"), model_len(ctx)
     if tokens is not None and max_len is not None and tokens < max_len:
+        inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill", "data.max_prompt_length", "data.max_response_length"]
         yield report_unless_default(
             ctx,
             "VL311",
-            f"max_num_batched_tokens={tokens} < max_model_len={max_len} with chunked prefill off; vLLM refuses to start",
-            [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"],
-            anchor_key(ctx, f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"),
+            f"max_num_batched_tokens={tokens} < {how} with chunked prefill off; vLLM refuses to start",
+            inputs,
+            anchor_key(ctx, *inputs),
             f"set {R}.max_num_batched_tokens={max_len}",
         )
 

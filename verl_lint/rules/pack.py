@@ -16,6 +16,7 @@ from . import (  # noqa: F401 - each registers its rules
     allocator,
     allocator_live,
     batch_sizes,
+    broken_defaults,
     deprecated,
     dynamic_batches,
     empty_values,
