@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NEWEST, across_releases
-from verl_lint.model import Options
-from verl_lint.runner import lint_paths
-from pathlib import Path
+from conftest import across_releases
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
@@ -54,28 +51,8 @@ def test_an_empty_number_says_what_verl_does_with_it(lint):
     assert "(as without this override)" in messages[106], messages  # use_kl_loss is False by default
 
 
-PROJECT = """\
-hydra:
-  searchpath:
-    - pkg://verl.trainer.config
-defaults:
-  - ppo_trainer
-  - _self_
-actor_rollout_ref:
-  actor:
-    use_dynamic_bsz: true
-    ppo_micro_batch_size_per_gpu: 4
-  rollout:
-    name: vllm
-"""
-
-
-def test_a_micro_batch_in_the_project_config_is_reported_at_its_line(tmp_path, monkeypatch, verl_trees):
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "my_grpo.yaml").write_text(PROJECT)
-    (tmp_path / "run.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/config --config-name=my_grpo\n")
-    monkeypatch.chdir(tmp_path)
-    [report] = lint_paths([Path("run.sh")], Options(verl_tree=verl_trees[NEWEST]), use_cache=False)
+def test_a_micro_batch_in_the_project_config_is_reported_at_its_line(project):
+    report = project("actor_rollout_ref:\n  actor:\n    use_dynamic_bsz: true\n    ppo_micro_batch_size_per_gpu: 4\n  rollout:\n    name: vllm\n")
     found = [(d.span.path, d.span.line, d.span.col) for d in report.diagnostics if d.code == "VL210"]
     assert found == [("config/my_grpo.yaml", 10, 5)], [(d.code, d.span, d.message) for d in report.diagnostics]
 
