@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import across_releases
+from conftest import OLDEST, across_releases
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
@@ -37,9 +37,11 @@ def test_an_empty_switch_is_reported_and_silences_no_other_role(lint, version):
 
 
 def test_a_role_with_its_dynamic_batch_size_off_keeps_its_micro_batch(lint):
+    """(verl 0.7+'s engine workers assert the actor's and the rollout's switches agree: 0.5.0's FSDP workers.)"""
     report = lint(
         f"#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {A}.use_dynamic_bsz=True "
-        f"{R}.log_prob_use_dynamic_bsz=False {R}.log_prob_micro_batch_size_per_gpu=8 {A}.ppo_micro_batch_size_per_gpu=null\n"
+        f"{R}.log_prob_use_dynamic_bsz=False {R}.log_prob_micro_batch_size_per_gpu=8 {A}.ppo_micro_batch_size_per_gpu=null\n",
+        OLDEST,
     )
     assert _at(report, "VL210") == [], [(d.code, d.message) for d in report.diagnostics]
 

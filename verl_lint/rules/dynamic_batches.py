@@ -39,13 +39,14 @@ V1_CRITIC_BUDGET = Evidence(("verl/trainer/ppo/v1/trainer_base.py",), r"engine\.
     "micro-batch-size-ignored-with-dynamic-bsz",
     "warning",
     evidence=[PACKS_BY_TOKENS],
+    supersedes=("VL232",),  # a global size verl declares deprecated is, here, not used at all
     bad=[
         main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_micro_batch_size_per_gpu=4"),
         main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "critic.ppo_micro_batch_size_per_gpu=2"),
     ],
     good=[
         main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=16384"),
-        main_ppo(f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=False", f"{R}.log_prob_micro_batch_size_per_gpu=8"),
+        main_ppo(f"{A}.use_dynamic_bsz=False", f"{A}.ppo_micro_batch_size_per_gpu=4", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo"),
     ],
 )
 def micro_batch_under_dynamic_bsz(ctx: Context):
