@@ -32,18 +32,20 @@ def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str
     for fact in reader_index(Path(root), app_sources(ctx.app)).deprecated:
         if fact.key == key:
             yield fact, ""
-    own = (ctx.app.config_name or "").removesuffix(".yaml")  # the launched config's own file first
-    for fact in sorted((f for f in in_config_comments(root) if _declared_for(f, key)), key=lambda f: Path(f.where.rpartition(":")[0]).stem != own):
-        yield fact, ""
+    own = (ctx.app.config_name or "").removesuffix(".yaml")
+    for fact in in_config_comments(root):
+        if _declared_for(fact, key, own):
+            yield fact, ""
 
 
-def _declared_for(fact: Deprecation, key: str) -> bool:
-    """A deprecation that a comment of verl's config file declares is about `key`: the file's own
-    path for a top-level file (`ppo_trainer.yaml`), else the path inside a config group's file
-    under a section of the group's name (`rollout/rollout.yaml` composed at `actor_rollout_ref.rollout`)."""
-    group = Path(fact.where.rpartition(":")[0]).parent.name
-    if group == "config":
-        return key == fact.key
+def _declared_for(fact: Deprecation, key: str, config_name: str) -> bool:
+    """A deprecation that a comment of verl's config file declares is about `key`: in the
+    launched top-level config itself (`ppo_trainer.yaml`), the file's own path; in a config
+    group's file, the path inside it under a section of the group's name (`rollout/rollout.yaml`
+    composed at `actor_rollout_ref.rollout`)."""
+    file = Path(fact.where.rpartition(":")[0])
+    if file.parent.name == "config":
+        return file.stem == config_name and key == fact.key
     section = key[: -len(fact.key) - 1] if key.endswith("." + fact.key) else None
     return section is not None and section.rsplit(".", 1)[-1] == group
 
@@ -80,8 +82,8 @@ def deprecated_key(ctx: Context):
     has a key (`if config.data.get("val_batch_size", None) is not None: print("... deprecated")`),
     or a comment of verl's own config files that declares the key deprecated, on its line or
     right above it (`# [Will be deprecated, use log_prob_micro_batch_size_per_gpu]`,
-    `# [Deprecated] Global micro batch size`: the file's key path for a top-level config, the
-    path inside a group's file under a section named like the group otherwise).
+    `# [Deprecated] Global micro batch size`: the key's path in the launched config's own file,
+    or its path inside a config group's file under a section named like the group).
     A key you set that makes that warning fire is reported at the override that set it, with
     verl's own words and where they are. When verl copies the value into another field one to
     one, the finding names that key and offers a safe fix that renames the override (not when
