@@ -47,7 +47,7 @@ def _declared_for(fact: Deprecation, key: str, config_name: str) -> bool:
     if file.parent.name == "config":
         return file.stem == config_name and key == fact.key
     section = key[: -len(fact.key) - 1] if key.endswith("." + fact.key) else None
-    return section is not None and section.rsplit(".", 1)[-1] == group
+    return section is not None and section.rsplit(".", 1)[-1] == file.parent.name
 
 
 def _interpolated(ctx: Context, key: str) -> bool:
