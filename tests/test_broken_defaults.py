@@ -32,3 +32,8 @@ def test_the_default_rollout_tp_above_the_gpus_names_where_it_comes_from(lint):
     report = lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {R}.name=vllm trainer.n_gpus_per_node=1 trainer.nnodes=1\n")
     [d] = [d for d in report.diagnostics if d.code == "VL306"]
     assert "tensor_model_parallel_size=2 is verl's default, verl/trainer/config/rollout/rollout.yaml:" in d.message, d.message
+
+
+def test_the_sglang_rollout_takes_no_batched_token_budget(lint):
+    script = LONG.format(extra=f"{R}.enable_chunked_prefill=False").replace(f"{R}.name=vllm", f"{R}.name=sglang")
+    assert not {"VL311", "VL317"} & {d.code for d in lint(script, OLDEST).diagnostics}

@@ -446,7 +446,8 @@ def batched_tokens(ctx):
     """Without chunked prefill, max_num_batched_tokens must be at least max_model_len.
 
     ## What it does
-    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`; where
+    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len` for the
+    vLLM rollout; where
     `max_model_len` is null and the tree makes it `prompt_length + response_length` (0.3-0.6),
     with that sum.
 
@@ -462,8 +463,8 @@ def batched_tokens(ctx):
     verl 0.7.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:309-312` (passes both to vLLM);
     verl 0.9.1 `vllm_async_server.py:1113-1119` (the fix-up that makes this moot).
     """
-    if ctx.flag(f"{R}.enable_chunked_prefill") is not False:
-        return
+    if ctx.flag(f"{R}.enable_chunked_prefill") is not False or ctx.text(f"{R}.name") not in (None, "vllm"):
+        return  # (SGLang takes no max_num_batched_tokens from verl)
     tokens, (max_len, how) = ctx.int(f"{R}.max_num_batched_tokens"), model_len(ctx)
     if tokens is not None and max_len is not None and tokens < max_len:
         inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill", "data.max_prompt_length", "data.max_response_length"]
