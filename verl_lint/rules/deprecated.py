@@ -147,7 +147,7 @@ def _finding(ctx: Context, key: str, fact: Deprecation, new: str, root: str) -> 
         help = f"write `{new}` instead" if new else "remove the override, or set what verl's warning names instead"
     d = ctx.diag("VL232", f"`{key}` is deprecated in {where} ({_says(fact)}){maps}", key=key, help=help, related=[new] if both else ())
     span = Span(str(Path(root, file)), int(line), 1, int(line), 1)
-    d.related = (*d.related, Related(key, span, "verl's deprecation warning"))
+    d.related = (*d.related, Related(key, span, "verl's deprecation " + ("comment" if fact.how == "comment" else "warning")))
     if new and not both and not unread:
         o = ctx.comp.last_setter(key)
         d.fix = ctx.rename_fix(o, new) if o is not None else None

@@ -219,8 +219,15 @@ def megatron_parallel(ctx):
     "VL310",
     "ulysses-sp-requires-remove-padding",
     "error",
-    bad=[main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False")],
-    good=[main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True")],
+    # verl 0.7+ declares actor.ulysses_sequence_parallel_size deprecated (VL232) but still checks it
+    bad=[
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False"), "<0.7"),
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False").replace("\npython3", "\n# verl-lint: disable=VL232\npython3"), ">=0.7"),
+    ],
+    good=[
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True"), "<0.7"),
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True").replace("\npython3", "\n# verl-lint: disable=VL232\npython3"), ">=0.7"),
+    ],
     evidence=[Evidence(("verl/workers/config/actor.py", "verl/trainer/ppo/ray_trainer.py"), r"sequence parallelism for actor")],
 )
 def ulysses_padding(ctx):
