@@ -15,7 +15,7 @@ def test_the_default_batched_token_budget_below_the_sequence_is_reported_at_the_
     [d] = [d for d in report.diagnostics if d.code == "VL317"]
     assert (d.span.line, d.span.col) == (2, 98), d.span  # data.max_response_length=8192
     assert "left at verl's default 8192 (verl/trainer/config/rollout/rollout.yaml:44)" in d.message, d.message
-    assert "2048 + 8192 = 10240" in d.message and "vllm_rollout_spmd.py:" in d.message, d.message
+    assert "2048 + 8192 = 10240" in d.message and "prompt_length + response_length" in d.message and "vllm_rollout_spmd.py:" in d.message, d.message
 
 
 def test_a_budget_that_fits_the_async_server_and_a_release_without_the_check_are_quiet(lint):

@@ -467,7 +467,7 @@ def batched_tokens(ctx):
         return  # (SGLang takes no max_num_batched_tokens from verl)
     tokens, (max_len, how) = ctx.int(f"{R}.max_num_batched_tokens"), model_len(ctx)
     if tokens is not None and max_len is not None and tokens < max_len:
-        inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill", "data.max_prompt_length", "data.max_response_length"]
+        inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill", "data.max_prompt_length", "data.max_response_length", f"{R}.prompt_length", f"{R}.response_length"]
         yield report_unless_default(
             ctx,
             "VL311",

@@ -5,7 +5,7 @@ ships it, read from the tree being linted."""
 from __future__ import annotations
 
 from ..config.context import Context
-from ..evidence import Evidence
+from ..evidence import Evidence, source_text
 from ..registry import main_ppo, rule
 from .sizes import R, VLLM_SERVER, anchor_key, evidence_at, report_unless_default, shipped_at
 
@@ -19,6 +19,10 @@ MODEL_LEN_FROM_DATA = Evidence(
 )
 
 
+# An entry point that starts standalone rollout servers (0.6's main_generation_server).
+STANDALONE_SERVER = "init_standalone("
+
+
 def model_len(ctx: Context) -> tuple[int | None, str]:
     """The model length verl gives vLLM, and how it is made: `rollout.max_model_len`, else (where
     the tree does so) the rollout's prompt_length + response_length; None when not known."""
@@ -30,7 +34,7 @@ def model_len(ctx: Context) -> tuple[int | None, str]:
     prompt, response = ctx.int(f"{R}.prompt_length"), ctx.int(f"{R}.response_length")
     if prompt is None or response is None:
         return None, ""
-    return prompt + response, f"max_model_len (null: max_prompt_length + max_response_length = {prompt} + {response} = {prompt + response})"
+    return prompt + response, f"max_model_len (null: the rollout's prompt_length + response_length = {prompt} + {response} = {prompt + response})"
 
 
 @rule(
@@ -47,7 +51,7 @@ def batched_tokens_chunked(ctx: Context):
 
     ## What it does
     On a verl tree whose synchronous vLLM rollout has the check (0.3-0.6), with the vLLM
-    rollout in `sync` mode and `enable_chunked_prefill` on (verl's default), compares
+    rollout in `sync` mode (not the standalone servers of `main_generation_server`) and `enable_chunked_prefill` on (verl's default), compares
     `rollout.max_num_batched_tokens` (verl's default: 8192) with the model length verl gives
     vLLM: `rollout.max_model_len`, or, when that is null (the default),
     `max_prompt_length + max_response_length`. The finding is at the value you set that
@@ -69,6 +73,8 @@ def batched_tokens_chunked(ctx: Context):
     """
     if ctx.text(f"{R}.name") not in (None, "vllm") or ctx.text(f"{R}.mode") not in (None, "sync"):
         return
+    if STANDALONE_SERVER in (source_text(ctx.app.file) or ""):
+        return  # main_generation_server starts vLLM's HTTP server (no such check), not the synchronous rollout
     if ctx.flag(f"{R}.enable_chunked_prefill") is not True:
         return
     tokens = ctx.int(f"{R}.max_num_batched_tokens")
@@ -82,7 +88,7 @@ def batched_tokens_chunked(ctx: Context):
         where = shipped_at(ctx, key)
         budget = f"{key} is left at verl's default {tokens}" + (f" ({where})" if where else "")
     check = evidence_at(ctx, CHUNKED_PREFILL_CHECK)
-    inputs = [key, f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length", f"{R}.enable_chunked_prefill"]
+    inputs = [key, f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length", f"{R}.prompt_length", f"{R}.response_length", f"{R}.enable_chunked_prefill"]
     yield report_unless_default(
         ctx,
         "VL317",
