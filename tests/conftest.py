@@ -38,7 +38,7 @@ from verl_lint.config.compose import Composer  # noqa: E402
 from verl_lint.engines.wheels import fetch_wheel  # noqa: E402
 from verl_lint.launch.locate import VerlTree, release_tree  # noqa: E402
 from verl_lint.model import Options  # noqa: E402
-from verl_lint.runner import lint_file  # noqa: E402
+from verl_lint.runner import lint_file, lint_paths  # noqa: E402
 
 NEWEST = "0.9.1"
 OLDER = "0.7.1"
@@ -130,6 +130,28 @@ def lint(verl_trees, composer, tmp_path):
         path = tmp_path / name
         path.write_bytes(text.encode("utf-8", "surrogateescape"))  # examples may carry invalid UTF-8
         return lint_file(path, Options(verl_tree=verl_trees[version], **kw), composer)
+
+    return run
+
+
+# A project's own primary config on top of verl's ppo_trainer (the layout verl's README recommends).
+PROJECT_HEAD = "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+
+
+@pytest.fixture
+def project(verl_trees, tmp_path, monkeypatch):
+    """project(body, overrides="", version=NEWEST) -> the FileReport of run.sh launching main_ppo
+    with --config-name=my_grpo, config/my_grpo.yaml being PROJECT_HEAD + body (in tmp_path, the
+    working directory, so the config's findings are at `config/my_grpo.yaml`)."""
+
+    def run(body: str, overrides: str = "", version: str = NEWEST):
+        (tmp_path / "config").mkdir(exist_ok=True)
+        (tmp_path / "config" / "my_grpo.yaml").write_text(PROJECT_HEAD + body)
+        launch = f"python3 -m verl.trainer.main_ppo --config-path=$(pwd)/config --config-name=my_grpo {overrides}".rstrip()
+        (tmp_path / "run.sh").write_text(f"#!/bin/bash\n{launch}\n")
+        monkeypatch.chdir(tmp_path)
+        [report] = lint_paths([Path("run.sh")], Options(verl_tree=verl_trees[version]), use_cache=False)
+        return report
 
     return run
 

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import NEWEST, OLDER, OLDEST, across_releases, cached_release
 from verl_lint.config import classes
-from verl_lint.config.deprecations import in_code, in_post_init
+from verl_lint.config.deprecations import in_code, in_config_comments, in_post_init
 from verl_lint.launch.locate import tree_at
 from verl_lint.model import Options
 from verl_lint.registry import main_ppo
@@ -211,3 +211,42 @@ def test_inherited_deprecations_reach_the_subclass(version, verl_trees):
     for target in ("verl.workers.config.FSDPOptimizerConfig", "verl.workers.config.McoreOptimizerConfig"):
         fact = classes.find(root, target).deprecated["grad_clip"]
         assert fact.new == "clip_grad" and "if self.grad_clip is not None:" in _evidence_line(version, fact.where)
+
+
+def test_a_deprecation_verl_declares_in_a_config_comment(lint):
+    """rollout/rollout.yaml: `# [Will be deprecated, use log_prob_micro_batch_size_per_gpu]` above the key;
+    actor/actor.yaml: `# [Deprecated] Global micro batch size`."""
+    script = main_ppo("actor_rollout_ref.actor.ppo_micro_batch_size=64", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")
+    [d] = found(lint(script, OLDEST))
+    assert (d.span.line, d.span.col) == (2, 34) and "verl/trainer/config/actor/actor.yaml:14" in d.message, d.message
+    assert "[Deprecated] Global micro batch size" in d.message and d.fix is None  # not a rename: a global size is not per GPU
+
+
+def test_the_global_log_prob_size_the_engine_workers_never_read_is_an_error(lint):
+    script = main_ppo("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8", "actor_rollout_ref.rollout.log_prob_micro_batch_size=64", "algorithm.adv_estimator=grpo")
+    report = lint(script, NEWEST)
+    got = [(d.code, d.span.col) for d in report.diagnostics]
+    assert got == [("VL315", 89)], [(d.code, d.message) for d in report.diagnostics]  # VL232 (the comment) gives way
+    assert "verl/workers/engine_workers.py:636" in report.diagnostics[0].message
+    # with the legacy workers (0.5.0) the global size is normalised: only deprecated
+    assert [d.code for d in lint(script, OLDEST).diagnostics] == ["VL232"]
+
+
+def test_a_comment_that_only_mentions_the_word_declares_nothing(verl_trees):
+    facts = {(f.key, f.where.rpartition(":")[0]) for f in in_config_comments(str(verl_trees[NEWEST].root))}
+    assert ("log_prob_micro_batch_size", "verl/trainer/config/rollout/rollout.yaml") in facts
+    assert not any(k in ("strategy", "defaults", "use_legacy_mbridge") for k, _ in facts), facts  # "fsdp (deprecating)", the file's own note
+
+
+def test_a_top_level_config_comment_holds_under_a_project_config_of_another_name(lint, tmp_path):
+    """ppo_trainer.yaml's own comment declares a key deprecated (0.9.1): a project's my_grpo that
+    composes ppo_trainer gets it too; the comments of verl's other top-level configs do not count."""
+    key = "global_profiler.global_tool_config.precision_debugger.steps"
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "my_grpo.yaml").write_text("hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n")
+    plain = main_ppo(f"{key}=[1]")
+    mine = plain.replace("main_ppo ", f"main_ppo --config-path={tmp_path}/config --config-name=my_grpo ", 1)
+    for script in (plain, mine):
+        got = [(d.code, d.key) for d in lint(script, NEWEST).diagnostics]
+        assert got == [("VL232", key)], got
+        assert "ppo_trainer.yaml:446" in lint(script, NEWEST).diagnostics[0].message

@@ -96,8 +96,11 @@ def test_hugging_face_cache(tmp_path, lint):
 
 
 def test_table_model_and_ulysses(lint):
-    bad = lint(main_ppo(f"{M}.path=Qwen/Qwen2.5-7B-Instruct", "actor_rollout_ref.actor.ulysses_sequence_parallel_size=8", f"{M}.use_remove_padding=True"))
-    assert codes(bad) == ["VL321"] and "28 attention heads" in bad.diagnostics[0].message
+    """Both spellings of the actor's SP: the one 0.9.1 deprecates (VL232 too) and its fsdp_config one."""
+    for key, expected in (("ulysses_sequence_parallel_size", ["VL232", "VL321"]), ("fsdp_config.ulysses_sequence_parallel_size", ["VL321"])):
+        bad = lint(main_ppo(f"{M}.path=Qwen/Qwen2.5-7B-Instruct", f"actor_rollout_ref.actor.{key}=8", f"{M}.use_remove_padding=True"))
+        assert sorted(codes(bad)) == expected, bad.diagnostics
+        assert f"actor {key}=8 does not divide the 28 attention heads" in next(d.message for d in bad.diagnostics if d.code == "VL321")
 
 
 def test_unknown_model_is_said_once_per_run_and_nothing_is_guessed(tmp_path, verl_trees):

@@ -72,7 +72,8 @@ ANCHORS = {
     "VL007": r"--config-path=\S*\$|\"python3",  # the word only known at run time
     "VL010": r"verl\.trainer\.main_ppo",  # the launch whose engine version is unknown
     "VL109": r"verl\.trainer\.main_ppo",  # the launch that leaves a mandatory value unset
-    "VL315": r"verl\.trainer\.main_ppo",  # the launch that leaves a micro batch size unset
+    # the launch that leaves a micro batch size unset, or the global size the engine workers do not read
+    "VL315": r"verl\.trainer\.main_ppo(?!.*rollout\.log_prob_micro_batch_size=)|(?<=\s)actor_rollout_ref\.rollout\.log_prob_micro_batch_size=",
     "VL011": r"\$\{?[a-z_]",  # the `$x` the script never assigns
 }
 

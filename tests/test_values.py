@@ -201,3 +201,14 @@ def test_a_registry_other_code_extends_is_not_judged(verl_trees, tmp_path):
     (extended / "verl/my_engine.py").write_text('from verl.workers.rollout.base import _ROLLOUT_REGISTRY\n_ROLLOUT_REGISTRY[("mine", "async")] = "x.Y"\n')
     assert rollout_names(str(plain)) == rollout_names(str(release)) and "vllm" in rollout_names(str(plain))
     assert rollout_names(str(extended)) is None
+
+
+
+def test_a_misspelt_key_a_project_file_adds_is_reported_in_the_file_and_in_the_script(project):
+    """The script's plain override of the key the file added composes (the file made the key),
+    and is as foreign to RolloutConfig; the did-you-mean is the key with a word left out, not the
+    MoE size that is textually closer."""
+    report = project("actor_rollout_ref:\n  rollout:\n    name: vllm\n    tensor_parallel_size: 2\n", "actor_rollout_ref.rollout.tensor_parallel_size=4")
+    got = [(d.span.path, d.span.line, d.span.col, d.help) for d in report.diagnostics if d.code == "VL110"]
+    hint = "did you mean `actor_rollout_ref.rollout.tensor_model_parallel_size`?"
+    assert got == [("config/my_grpo.yaml", 10, 5, hint), ("run.sh", 2, 84, hint)], report.diagnostics

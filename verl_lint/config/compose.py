@@ -62,6 +62,8 @@ class AppliedOverride:
     value_unknown: Unknown | None = None
     ok: bool = True
     in_file: bool = False  # a value a project config file chose (`word.span` is its YAML line), not an override
+    # `key=` (an empty value): the value it replaced, resolved (its type says what '' breaks); else None
+    replaced: object = None
 
 
 def file_setting(v: FileValue) -> AppliedOverride:
@@ -87,6 +89,8 @@ class Composition:
     # The values the project's own config files chose (outside verl's package), located in them:
     # the user's choice, unlike verl's shipped defaults. Hydra merges them before the overrides.
     file_settings: list[AppliedOverride] = field(default_factory=list)
+    # verl's own config files Hydra merged at the root (`ppo_trainer` under a project's my_grpo).
+    verl_configs: tuple[str, ...] = ()
 
     @property
     def settings(self) -> list[AppliedOverride]:
@@ -231,9 +235,11 @@ class Composer:
         base = self._base(app, tuple(base_lines), comp, in_base, anchor, keep_hydra)
         if base is None:
             return comp
-        cfg, located = base
+        cfg, located, comp.verl_configs = base
         comp.file_settings = [file_setting(v) for v in located]
         for ao, parsed in value:
+            if ao.value_unknown is None and ao.kind == "set" and parsed.value() == "":
+                ao.replaced = OmegaConf.select(cfg, ao.key, default=None, throw_on_resolution_failure=False)
             try:
                 h.ConfigLoaderImpl._apply_overrides_to_config([parsed], cfg)
             except (h.HydraException, Exception) as ex:  # noqa: BLE001 - every Hydra failure becomes a finding
@@ -268,8 +274,9 @@ class Composer:
 
     def _base(
         self, app: HydraApp, base_lines: tuple[str, ...], comp: Composition, applied, anchor: Span, keep_hydra: bool = False
-    ) -> tuple[DictConfig, tuple[FileValue, ...]] | None:
-        """The composed base and the values the project's own files chose in it (None: it fails)."""
+    ) -> tuple[DictConfig, tuple[FileValue, ...], tuple[str, ...]] | None:
+        """The composed base, the values the project's own files chose in it and verl's own config
+        files merged at its root (None: it fails)."""
         key = (app.config_dirs, app.config_name, base_lines, app.version_base, keep_hydra)
         blob = self._bases.get(key)
         if blob is None:
@@ -327,7 +334,8 @@ class Composer:
         if not keep_hydra:  # kept only for launches with hydra.* value overrides to apply
             with open_dict(cfg):
                 cfg.pop("hydra", None)
-        return pickle.dumps((cfg, file_values(merged, verl_root)), protocol=pickle.HIGHEST_PROTOCOL)
+        verl_configs = tuple(m.name for m in merged if m is not None and not m.user and not m.package)
+        return pickle.dumps((cfg, file_values(merged, verl_root), verl_configs), protocol=pickle.HIGHEST_PROTOCOL)
 
     # -- on-disk cache of bases ------------------------------------------
     def _tree_digest(self, app: HydraApp) -> str:

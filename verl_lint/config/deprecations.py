@@ -15,11 +15,21 @@ Only two shapes are followed, both provable from the code alone:
 
 The warning must say "deprecat" in its literal text. Anything else (a warning guarded by another
 field or by a value comparison, a mapping through a helper, a local variable) stays silent.
+
+verl also declares deprecations in its config files, as a comment on the key's line or in the
+comment block right above it, starting with the word (`# [Will be deprecated, use X]`,
+`# will be deprecated, use X`, `# [Deprecated] Global micro batch size`, `# Deprecated and
+ignored. Use ...`); `in_config_comments` reads those (a comment that only mentions the word,
+`Options: fsdp (deprecating)`, is no declaration).
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 # Calls that print a warning: warnings.warn, logger.warning/warn/info, print.
@@ -164,4 +174,56 @@ def in_code(tree: ast.Module, rel: str) -> list[Deprecation]:
         warned = _warning(node.body) if path else None
         if g and path and warned:
             out.append(Deprecation(path, "", g[1], warned[0], f"{rel}:{node.lineno}", warned[1]))
+    return out
+
+
+# A comment that declares its key deprecated: it starts with the word (after `[` or nothing).
+_DECLARES = re.compile(r"#\s*\[?\s*(?:will\s+be\s+)?deprecated\b", re.I)
+_KEY_LINE = re.compile(r"^( *)([A-Za-z_][\w]*):(.*)$")
+
+
+@lru_cache(maxsize=32)
+def in_config_comments(root: str) -> tuple[Deprecation, ...]:
+    """The keys verl's own config files declare deprecated in a comment, in the tree at `root`.
+    `key` is the key's path inside its file (`log_prob_micro_batch_size` in rollout/rollout.yaml,
+    `actor_rollout_ref.rollout.log_prob_micro_batch_size` in 0.4's ppo_trainer.yaml); `where`
+    is the file and line of the comment; generated files (`_generated_*.yaml`) are skipped."""
+    base = os.path.join(root, "verl", "trainer", "config")
+    out = []
+    for top, dnames, fnames in os.walk(base):
+        dnames.sort()
+        for fn in sorted(fnames):
+            if fn.endswith(".yaml") and not fn.startswith("_generated"):
+                path = os.path.join(top, fn)
+                out += _declared(Path(path).read_text(encoding="utf-8", errors="replace"), os.path.relpath(path, root))
+    return tuple(out)
+
+
+def _declared(text: str, rel: str) -> list[Deprecation]:
+    out: list[Deprecation] = []
+    stack: list[tuple[int, str]] = []  # (indent, key) of the mappings the current line is in
+    block: list[tuple[int, str]] = []  # the comment lines right above the current line: (line, text)
+    for no, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            block.append((no, stripped))
+            continue
+        m = _KEY_LINE.match(line)
+        if not m:
+            block = [] if not stripped else block if stripped.startswith("-") else []
+            continue
+        indent, key, rest = len(m.group(1)), m.group(2), m.group(3)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = ".".join([k for _, k in stack] + [key])
+        value, _, inline = rest.partition(" #")
+        said = [(no, "#" + inline)] if inline else []
+        said += [(n, t) for n, t in block]
+        for n, comment in said:
+            if _DECLARES.match(comment) and key not in ("defaults", "hydra"):  # a comment on the file, not a key
+                out.append(Deprecation(path, "", "not-none", comment.lstrip("#").strip(), f"{rel}:{n}", "comment"))
+                break
+        block = []
+        if not value.strip():
+            stack.append((indent, key))
     return out

@@ -63,12 +63,10 @@ def closest_key(cfg: DictConfig, key: str) -> str | None:
     prefix = ".".join(parts[:depth])
     wanted = parts[depth]
     siblings = [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
-    import difflib  # optional: only a suggestion needs it, kept out of the Hydra callback's start-up
-
-    close = difflib.get_close_matches(wanted, siblings, n=1, cutoff=0.6)
-    if close:
+    close = closest_name(wanted, siblings)
+    if close is not None:
         rest = parts[depth + 1 :]
-        return ".".join(([prefix] if prefix else []) + [close[0]] + rest)
+        return ".".join(([prefix] if prefix else []) + [close] + rest)
     # The same key somewhere else (moved between releases).
     suffix = "." + key
     moved = [k for k in all_keys(cfg) if k.endswith(suffix)]
@@ -79,3 +77,20 @@ def closest_key(cfg: DictConfig, key: str) -> str | None:
     if len(moved) == 1:
         return moved[0]
     return None
+
+
+def closest_name(wanted: str, names: list[str]) -> str | None:
+    """The name among `names` that `wanted` most likely misspells: of those similar enough
+    (difflib, ratio >= 0.6), the one sharing the most words (`_`-separated) with it, then
+    the one starting with the same word (`tensor_parallel_size` is `tensor_model_parallel_size`
+    with a word left out, not `moe_tensor_parallel_size`, another size), then the most similar."""
+    import difflib  # optional: only a suggestion needs it, kept out of the Hydra callback's start-up
+
+    words = wanted.split("_")
+
+    def rank(name: str) -> tuple:
+        other = name.split("_")
+        return (len(set(words) & set(other)), other[0] == words[0], difflib.SequenceMatcher(None, wanted, name).ratio())
+
+    close = difflib.get_close_matches(wanted, names, n=8, cutoff=0.6)
+    return max(close, key=rank) if close else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from math import gcd
 
+from .broken_defaults import model_len
 from .model_sizes import CONTEXT_RAISE, QWEN7, known
 from .roles import uses_critic
 from ..evidence import Evidence
@@ -450,9 +451,10 @@ def batched_tokens(ctx):
     """Without chunked prefill, max_num_batched_tokens must be at least max_model_len.
 
     ## What it does
-    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len`. Where the
-    tree's rollout server sets an unset `max_model_len` to the model's `max_position_embeddings`
-    (verl 0.7-0.8), that is the value compared for the vLLM rollout, when the model is known (see VL320).
+    Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len` for the
+    vLLM rollout. Where `max_model_len` is null, the length the tree gives vLLM instead: the
+    rollout's `prompt_length + response_length` (0.3-0.6), or the model's
+    `max_position_embeddings` (0.7-0.8, when the model is known: see VL320).
 
     ## Why is this bad?
     vLLM's SchedulerConfig raises "max_num_batched_tokens (...) is smaller than
@@ -466,21 +468,20 @@ def batched_tokens(ctx):
     verl 0.7.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:309-312` (passes both to vLLM);
     verl 0.9.1 `vllm_async_server.py:1113-1119` (the fix-up that makes this moot).
     """
-    if ctx.flag(f"{R}.enable_chunked_prefill") is not False:
-        return
-    tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
-    inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"]
-    what = f"max_model_len={max_len}"
-    if max_len is None and ctx.get(f"{R}.max_model_len", 0) is None and ctx.text(f"{R}.name") == "vllm" and ctx.verl_has(CONTEXT_RAISE):
+    if ctx.flag(f"{R}.enable_chunked_prefill") is not False or ctx.text(f"{R}.name") not in (None, "vllm"):
+        return  # (SGLang takes no max_num_batched_tokens from verl)
+    tokens, (max_len, how) = ctx.int(f"{R}.max_num_batched_tokens"), model_len(ctx)
+    inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill", "data.max_prompt_length", "data.max_response_length", f"{R}.prompt_length", f"{R}.response_length"]
+    if max_len is None and ctx.get(f"{R}.max_model_len", 0) is None and ctx.verl_has(CONTEXT_RAISE):
         facts = known(ctx)  # verl 0.7-0.8 sets an unset max_model_len to the model's max_position_embeddings
         if facts is not None and facts.max_positions:
-            max_len, what = facts.max_positions, f"max_model_len={facts.max_positions} (the max_position_embeddings of {facts.name}, as verl sets it)"
+            max_len, how = facts.max_positions, f"max_model_len={facts.max_positions} (the max_position_embeddings of {facts.name}, as verl sets it)"
             inputs.append("actor_rollout_ref.model.path")
     if tokens is not None and max_len is not None and tokens < max_len:
         yield report_unless_default(
             ctx,
             "VL311",
-            f"max_num_batched_tokens={tokens} < {what} with chunked prefill off; vLLM refuses to start",
+            f"max_num_batched_tokens={tokens} < {how} with chunked prefill off; vLLM refuses to start",
             inputs,
             anchor_key(ctx, *inputs),
             f"set {R}.max_num_batched_tokens={max_len}",

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..config import classes as config_classes
 from ..config.context import Context
-from ..config.deprecations import Deprecation
+from ..config.deprecations import Deprecation, in_config_comments
 from ..config.reader import app_sources, key_facts, reader_index
 from ..model import Diagnostic, Related, Span
 from ..registry import main_ppo, rule
@@ -32,6 +32,23 @@ def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str
     for fact in key_facts(Path(root), app_sources(ctx.app))[0]:
         if fact.key == key:
             yield fact, ""
+    own = {(ctx.app.config_name or "").removesuffix(".yaml"), *ctx.comp.verl_configs}
+    for fact in in_config_comments(root):
+        if _declared_for(fact, key, own):
+            yield fact, ""
+
+
+def _declared_for(fact: Deprecation, key: str, configs: set[str]) -> bool:
+    """A deprecation that a comment of verl's config file declares is about `key`: in a top-level
+    config the launch composes (`ppo_trainer.yaml`, itself or under a project's config of another
+    name), the file's own path; in a config
+    group's file, the path inside it under a section of the group's name (`rollout/rollout.yaml`
+    composed at `actor_rollout_ref.rollout`)."""
+    file = Path(fact.where.rpartition(":")[0])
+    if file.parent.name == "config":
+        return file.stem in configs and key == fact.key
+    section = key[: -len(fact.key) - 1] if key.endswith("." + fact.key) else None
+    return section is not None and section.rsplit(".", 1)[-1] == file.parent.name
 
 
 def _interpolated(ctx: Context, key: str) -> bool:
@@ -63,7 +80,11 @@ def deprecated_key(ctx: Context):
     Reads the verl tree being linted for the keys it warns about: a config dataclass whose
     `__post_init__` says `if self.old is not None: warnings.warn("... deprecated ...")` (often
     followed by `self.new = self.old`), or code that prints such a warning when the root config
-    has a key (`if config.data.get("val_batch_size", None) is not None: print("... deprecated")`).
+    has a key (`if config.data.get("val_batch_size", None) is not None: print("... deprecated")`),
+    or a comment of verl's own config files that declares the key deprecated, on its line or
+    right above it (`# [Will be deprecated, use log_prob_micro_batch_size_per_gpu]`,
+    `# [Deprecated] Global micro batch size`: the key's path in the launched config's own file,
+    or its path inside a config group's file under a section named like the group).
     A key you set that makes that warning fire is reported at the override that set it, with
     verl's own words and where they are. When verl copies the value into another field one to
     one, the finding names that key and offers a safe fix that renames the override (not when
@@ -88,7 +109,9 @@ def deprecated_key(ctx: Context):
     Derived from the tree itself: e.g. 0.9.1 `verl/workers/config/optimizer.py:59-61`
     (`grad_clip` -> `clip_grad`) and `:117-122` (`warmup_style` -> `lr_scheduler_type`),
     `verl/workers/config/engine.py:219-225` (`vanilla_mbridge`), `verl/utils/config.py:192-197`
-    (`data.val_batch_size`); 0.5.0 `verl/trainer/ppo/ray_trainer.py:543-548`.
+    (`data.val_batch_size`), `verl/trainer/config/rollout/rollout.yaml:105` (a comment:
+    `log_prob_micro_batch_size`); 0.5.0 `verl/trainer/ppo/ray_trainer.py:543-548`; 0.2.0
+    `verl/trainer/config/ppo_trainer.yaml:25` (`ppo_micro_batch_size: null # will be deprecated, ...`).
     """
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
@@ -125,7 +148,7 @@ def _finding(ctx: Context, key: str, fact: Deprecation, new: str, root: str) -> 
         help = f"write `{new}` instead" if new else "remove the override, or set what verl's warning names instead"
     d = ctx.diag("VL232", f"`{key}` is deprecated in {where} ({_says(fact)}){maps}", key=key, help=help, related=[new] if both else ())
     span = Span(str(Path(root, file)), int(line), 1, int(line), 1)
-    d.related = (*d.related, Related(key, span, "verl's deprecation warning"))
+    d.related = (*d.related, Related(key, span, "verl's deprecation " + ("comment" if fact.how == "comment" else "warning")))
     if new and not both and not unread:
         o = ctx.comp.last_setter(key)
         d.fix = ctx.rename_fix(o, new) if o is not None else None
@@ -141,6 +164,8 @@ def _says(fact: Deprecation) -> str:
     """How verl says it, and whether the run shows it: a DeprecationWarning is hidden by Python's
     default warning filters, a UserWarning or FutureWarning is shown."""
     text = f'"{fact.message}"'
+    if fact.how == "comment":
+        return f"verl's config declares it in a comment, {fact.where}: {text}"
     if fact.how == "print":
         return f"{fact.where} prints: {text}"
     if fact.how == "log":

@@ -4,10 +4,12 @@ VL315: neither)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, R, VALIDATION, report_unless_default, validating_app
+from .sizes import A, R, VALIDATION, evidence_at, report_unless_default, validating_app
 
 # Examples set the micro batch sizes a real launch sets (VL315 judges a launch that sets some).
 MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)
@@ -27,8 +29,9 @@ REWARD_MODEL_PAIR = Evidence(VALIDATION, r'"reward_model": "micro_batch_size"|co
     ],
     good=[
         main_ppo(*MICRO_ROLLOUT, *MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
-        main_ppo("algorithm.adv_estimator=grpo", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8", *MICRO_ACTOR, *MICRO_ROLLOUT),
+        main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=8", *MICRO_ACTOR, *MICRO_ROLLOUT),
     ],
+    supersedes=("VL232",),  # the deprecated global key set with its replacement: verl raises, not only warns
 )
 @validating_app
 def micro_batch_twice(ctx):
@@ -70,6 +73,19 @@ def micro_batch_twice(ctx):
             )
 
 
+# verl 0.7+'s engine workers take the rollout's log-prob micro batch only as `_per_gpu` (nothing
+# normalises the global size into it) and assert it is set when dynamic batch size is off.
+ENGINE_NEEDS_PER_GPU = Evidence(("verl/workers/engine_workers.py",), r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None")
+
+
+def _engine_workers(ctx) -> bool:
+    """The launch runs the engine workers: the tree has no legacy FSDP/Megatron workers (0.8+),
+    or the launch turns them off (`trainer.use_legacy_worker_impl=disable`, 0.6-0.7)."""
+    root = ctx.verl_root
+    legacy = root is not None and (Path(root) / "verl" / "workers" / "fsdp_workers.py").is_file()
+    return not legacy or ctx.text("trainer.use_legacy_worker_impl") == "disable"
+
+
 def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     """The (section, key) pairs verl checks as "`key` or `key_per_gpu`, one of them" for this
     launch: the rollout's and the actor's when the actor's dynamic batch size is off (and the
@@ -98,10 +114,12 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
         main_ppo(*MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
         main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, f"{A}.use_kl_loss=True", "algorithm.adv_estimator=grpo"),
         main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=gae"),
+        (main_ppo(*MICRO_ACTOR, f"{R}.log_prob_micro_batch_size=64", "algorithm.adv_estimator=grpo"), ">=0.8"),
     ],
+    supersedes=("VL232",),  # "deprecated" is the weaker form of "this release's workers require the other key"
     good=[
         main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=grpo"),
-        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.use_kl_loss=True", "critic.ppo_micro_batch_size_per_gpu=8"),
+        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.use_kl_loss=True", "critic.use_dynamic_bsz=False", "critic.ppo_micro_batch_size_per_gpu=8"),
         main_ppo(f"{A}.use_kl_loss=True"),  # no micro batch size set at all: not judged
     ],
 )
@@ -117,6 +135,10 @@ def micro_batch_unset(ctx):
     null in a launch that sets micro batch sizes: one it forgot (`use_kl_loss=True` brings in
     the reference's, a GAE estimator, verl's default, the critic's). A launch that sets none is
     not judged, nor one that passes the caller's arguments on (`"$@"`): it may get them there.
+    Where the launch runs verl's engine workers (0.8+, or `use_legacy_worker_impl=disable`) and
+    they assert the rollout's `log_prob_micro_batch_size_per_gpu` is set, the deprecated global
+    `log_prob_micro_batch_size` alone is reported too, at its override: nothing normalises it
+    into the `_per_gpu` key there, so validation passes and the actor's worker fails.
 
     ## Why is this bad?
     verl's config ships both keys null. `validate_config` (or the role's config dataclass)
@@ -128,6 +150,7 @@ def micro_batch_unset(ctx):
     Set the `_per_gpu` key, or turn on `use_dynamic_bsz` (then the token budget decides).
 
     ## Where in verl
+    verl 0.9.1 `verl/workers/engine_workers.py:634-637` (the engine workers' asserts);
     verl 0.9.1 `verl/utils/config.py:131-182` (ref, rollout), `verl/workers/config/actor.py:196-209`
     (actor), `verl/workers/config/critic.py:103-156` (critic); verl 0.5.0
     `verl/trainer/ppo/ray_trainer.py:422-493` (every role).
@@ -135,6 +158,16 @@ def micro_batch_unset(ctx):
     pairs = micro_batch_pairs(ctx)
     if ctx.launch.caller_args is not None or not any(ctx.user_set(f"{s}.{n}{gpu}") for s, n in pairs for gpu in ("", "_per_gpu")):
         return
+    if (R, "log_prob_micro_batch_size") in pairs and ctx.verl_has(ENGINE_NEEDS_PER_GPU) and _engine_workers(ctx):
+        glob, per_gpu = ctx.get(f"{R}.log_prob_micro_batch_size", None), ctx.get(f"{R}.log_prob_micro_batch_size_per_gpu", ...)
+        if isinstance(glob, int) and not isinstance(glob, bool) and per_gpu is None and ctx.user_set(f"{R}.log_prob_micro_batch_size"):
+            yield ctx.diag(
+                "VL315",
+                f"only the deprecated {R}.log_prob_micro_batch_size={glob} is set: this verl's engine workers never read it "
+                f"and assert {R}.log_prob_micro_batch_size_per_gpu is not None when the actor starts ({evidence_at(ctx, ENGINE_NEEDS_PER_GPU)})",
+                key=f"{R}.log_prob_micro_batch_size",
+                help=f"set {R}.log_prob_micro_batch_size_per_gpu (the global size divided by the GPUs) instead",
+            )
     for section, name in pairs:
         # None: null in the composed config; an absent key or an unknown value is not None
         glob, per_gpu = ctx.get(f"{section}.{name}", ...), ctx.get(f"{section}.{name}_per_gpu", ...)

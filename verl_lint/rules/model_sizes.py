@@ -164,11 +164,12 @@ def rollout_tp_heads(ctx) -> Iterator:
         )
 
 
-ULYSSES = {  # role -> (its SP size key, its strategy key, its model)
-    "actor": (f"{A}.ulysses_sequence_parallel_size", f"{A}.strategy", M),
-    "ref": ("actor_rollout_ref.ref.ulysses_sequence_parallel_size", "actor_rollout_ref.ref.strategy", M),
-    "critic": ("critic.ulysses_sequence_parallel_size", "critic.strategy", "critic.model"),
+ULYSSES = {  # role -> (its section, its model)
+    "actor": (A, M),
+    "ref": ("actor_rollout_ref.ref", M),
+    "critic": ("critic", "critic.model"),
 }
+SP = "ulysses_sequence_parallel_size"  # verl 0.7+ deprecates `<role>.SP` for `<role>.fsdp_config.SP`
 
 
 @rule(
@@ -176,17 +177,26 @@ ULYSSES = {  # role -> (its SP size key, its strategy key, its model)
     "ulysses-sp-does-not-divide-heads",
     "error",
     evidence=[Evidence(MONKEY_PATCH, r"assert num_attention_heads % ulysses_sp_size == 0")],
-    bad=[main_ppo(QWEN7, f"{A}.ulysses_sequence_parallel_size=8", f"{M}.use_remove_padding=True")],
-    good=[main_ppo(QWEN7, f"{A}.ulysses_sequence_parallel_size=4", f"{M}.use_remove_padding=True")],
+    bad=[
+        (main_ppo(QWEN7, f"{A}.{SP}=8", f"{M}.use_remove_padding=True"), "<0.7"),
+        (main_ppo(QWEN7, f"{A}.fsdp_config.{SP}=8", f"{M}.use_remove_padding=True"), ">=0.7"),
+    ],
+    good=[
+        (main_ppo(QWEN7, f"{A}.{SP}=4", f"{M}.use_remove_padding=True"), "<0.7"),
+        (main_ppo(QWEN7, f"{A}.fsdp_config.{SP}=4", f"{M}.use_remove_padding=True"), ">=0.7"),
+    ],
 )
 def ulysses_heads(ctx) -> Iterator:
     """The Ulysses sequence-parallel size does not divide the model's attention (or KV) heads.
 
     ## What it does
-    For the FSDP actor, reference and critic, flags `ulysses_sequence_parallel_size` (SP) when
+    For the FSDP actor, reference and critic, flags the Ulysses sequence-parallel size (SP) when
     the model's `num_attention_heads` is not a multiple of SP, or its `num_key_value_heads` is
-    neither a multiple of SP nor a divisor of it. The reference policy is checked where the
-    user set its own SP (by default it follows the actor's).
+    neither a multiple of SP nor a divisor of it. SP is the role's
+    `ulysses_sequence_parallel_size`, or, where the tree has it (0.7+) and that is 1, the role's
+    `fsdp_config.ulysses_sequence_parallel_size` (verl copies the first into the second when it
+    is > 1). The reference policy is checked where the user set its own SP (by default it
+    follows the actor's).
 
     ## Why is this bad?
     `apply_monkey_patch` asserts both when the model is built with SP > 1, in the workers,
@@ -196,16 +206,20 @@ def ulysses_heads(ctx) -> Iterator:
     An SP that divides the attention heads and divides (or is a multiple of) the KV heads.
 
     ## Where in verl
-    verl 0.9.1 `verl/models/transformers/monkey_patch.py:343-350` (`apply_monkey_patch`);
-    verl 0.7.1 the same function.
+    verl 0.9.1 `verl/models/transformers/monkey_patch.py:343-350` (`apply_monkey_patch`),
+    `verl/workers/config/actor.py:328-329` (the copy into fsdp_config); verl 0.7.1 the same.
     """
-    for role, (sp_key, strategy_key, prefix) in ULYSSES.items():
-        if role != "actor" and not ctx.set_by_override(sp_key):  # not only through the actor's value
+    for role, (section, prefix) in ULYSSES.items():
+        keys = (f"{section}.{SP}", f"{section}.fsdp_config.{SP}")
+        if role != "actor" and not any(map(ctx.set_by_override, keys)):  # not only through the actor's value
             continue
         facts = known(ctx, prefix)
-        if facts is None or (ctx.text(strategy_key) or "fsdp") not in ("fsdp", "fsdp2"):
+        if facts is None or (ctx.text(f"{section}.strategy") or "fsdp") not in ("fsdp", "fsdp2"):
             continue
+        sp_key = keys[0]
         sp = ctx.int(sp_key)
+        if sp == 1 and ctx.has(keys[1]):
+            sp_key, sp = keys[1], ctx.int(keys[1])
         if sp is None or sp <= 1:
             continue
         if facts.heads % sp:
@@ -218,7 +232,7 @@ def ulysses_heads(ctx) -> Iterator:
         yield report_unless_default(
             ctx,
             "VL321",
-            f"{role} ulysses_sequence_parallel_size={sp} does not divide the {problem} of {facts.name}; verl asserts when the model is built",
+            f"{role} {sp_key.removeprefix(section + '.')}={sp} does not divide the {problem} of {facts.name}; verl asserts when the model is built",
             inputs,
             anchor_key(ctx, *inputs),
             f"use an SP that divides {facts.heads} (and {facts.kv_heads} KV heads)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
+from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, shipped_at, validating_app
 
 ROLLOUT_CONFIG = ("verl/workers/config/rollout.py",)
 WORKERS = ("verl/workers/*_workers.py",)
@@ -62,10 +62,13 @@ def rollout_world(ctx):
     inputs = [f"{R}.{k}" for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")] + list(GPUS)
     key = anchor_key(ctx, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", f"{R}.pipeline_model_parallel_size", *GPUS)
     if n_gpus % size:
+        tp_key = f"{R}.tensor_model_parallel_size"
+        where = "" if ctx.user_set(tp_key) else shipped_at(ctx, tp_key)
+        default = f" (tensor_model_parallel_size={tp} is verl's default, {where})" if where else ""
         yield report_unless_default(
             ctx,
             "VL306",
-            f"rollout TP×DP×PP = {tp}×{dp}×{pp} = {size} does not divide the {n_gpus} GPUs ({gpus_text})",
+            f"rollout TP×DP×PP = {tp}×{dp}×{pp} = {size} does not divide the {n_gpus} GPUs ({gpus_text}){default}",
             inputs,
             key,
             f"use rollout parallel sizes whose product divides {n_gpus}",
@@ -215,8 +218,15 @@ def megatron_parallel(ctx):
     "VL310",
     "ulysses-sp-requires-remove-padding",
     "error",
-    bad=[main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False")],
-    good=[main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True")],
+    # verl 0.7+ declares actor.ulysses_sequence_parallel_size deprecated (VL232) but still checks it
+    bad=[
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False"), "<0.7"),
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False").replace("\npython3", "\n# verl-lint: disable=VL232\npython3"), ">=0.7"),
+    ],
+    good=[
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True"), "<0.7"),
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True").replace("\npython3", "\n# verl-lint: disable=VL232\npython3"), ">=0.7"),
+    ],
     evidence=[Evidence(("verl/workers/config/actor.py", "verl/trainer/ppo/ray_trainer.py"), r"sequence parallelism for actor")],
 )
 def ulysses_padding(ctx):

@@ -15,8 +15,10 @@ run as info (`report_unless_default`).
 from __future__ import annotations
 
 import functools
+import re
+from pathlib import Path
 
-from ..config.context import MISSING
+from ..config.context import MISSING, Context
 from ..evidence import Evidence, source_text, tree_has
 from ..registry import REGISTRY, main_ppo, rule
 
@@ -128,3 +130,36 @@ def anchor_key(ctx, *keys):
     if not set_keys:
         return keys[0]
     return max(set_keys, key=lambda k: order[id(ctx.comp.last_setter(k))])
+
+
+def shipped_at(ctx: Context, key: str) -> str:
+    """Where verl's own YAML ships `key`'s value: `path:line` in the tree being linted (the file
+    of the key's section first, e.g. rollout/rollout.yaml for a rollout key), else ''."""
+    root = ctx.verl_root
+    if root is None:
+        return ""
+    parts = key.split(".")
+    config = Path(root) / "verl" / "trainer" / "config"
+    files = sorted(p for p in config.rglob("*.yaml") if not p.name.startswith("_generated"))
+    files.sort(key=lambda p: (p.stem not in parts, p.parent.name not in parts, p.stem != (ctx.app.config_name or "").removesuffix(".yaml")))
+    line = re.compile(rf"^[ \t]*{re.escape(parts[-1])}:[ \t]*{re.escape(str(ctx.get(key, None)))}[ \t]*(?:#.*)?$", re.M)
+    for p in files:
+        m = line.search(source_text(p) or "")
+        if m:
+            return f"{p.relative_to(root)}:{(source_text(p) or '').count(chr(10), 0, m.start()) + 1}"
+    return ""
+
+
+def evidence_at(ctx: Context, ev: Evidence) -> str:
+    """`path:line` of the first match of `ev` in the tree being linted, else ''."""
+    root = ctx.verl_root
+    if root is None:
+        return ""
+    rx = re.compile(ev.pattern)
+    for f in ev.files:
+        for p in sorted(Path(root).glob(f)):
+            text = source_text(p) or ""
+            m = rx.search(text)
+            if m:
+                return f"{p.relative_to(root)}:{text.count(chr(10), 0, m.start()) + 1}"
+    return ""

@@ -332,10 +332,10 @@ def removed_module_diag(module: str, tree, span) -> Diagnostic | None:
 
 
 # A key derived from the code as deprecated (VL232) or read only under a condition that is off
-# (VL233) is said better by a curated record of the same override: the record knows what each
+# (VL233), or a micro batch size under dynamic batch size (VL210), is said better by a curated record of the same override: the record knows what each
 # release's workers do with it, in words. A removed or renamed key (VL4xx) also explains Hydra's
 # bare "Could not override" (VL101) or rejection (VL105) at the same token.
-SUPERSEDED = {"ineffective_keys.yaml": ("VL232", "VL233"), "removed_keys.yaml": ("VL101", "VL105", "VL232", "VL233")}
+SUPERSEDED = {"ineffective_keys.yaml": ("VL210", "VL232", "VL233"), "removed_keys.yaml": ("VL101", "VL105", "VL210", "VL232", "VL233")}
 
 
 def _register() -> None:

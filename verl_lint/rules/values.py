@@ -16,8 +16,8 @@ from omegaconf import DictConfig
 from ..config import classes as config_classes
 from ..config.classes import Choice
 from ..config.context import Context
-from ..config.keys import same_name_elsewhere
-from ..config.reader import app_sources, key_facts
+from ..config.keys import closest_name, same_name_elsewhere
+from ..config.reader import app_sources, key_facts, reader_index
 from ..evidence import Evidence, source_text, sources_have, tree_has
 from ..registry import main_ppo, rule
 
@@ -138,7 +138,11 @@ def added_key_not_a_field(ctx: Context):
     (no worker builds them), the roles of a recipe that ships workers of its own (whether they
     convert the node is not read), or a project whose code replaces verl's
     `omega_conf_to_dataclass` (RAGEN's accepts extra fields) or whose entry point's packages
-    define worker classes of their own (`class MyRolloutWorker(Worker)`).
+    define worker classes of their own (`class MyRolloutWorker(Worker)`). A plain override of a
+    key that your own config file added is judged too: Hydra accepts it since the file added the
+    key. The did-you-mean prefers, among similar field names, the one sharing the most words and
+    then the same first word (`tensor_model_parallel_size` for `tensor_parallel_size`, not
+    `moe_tensor_parallel_size`).
 
     ## Why is this bad?
     Hydra accepts any `+key` (and a project config file may add any key), so the job starts.
@@ -160,8 +164,10 @@ def added_key_not_a_field(ctx: Context):
         return
     if sources_have(app_sources(ctx.app), f"{REPLACES_CONVERSION}|{OWN_WORKER}") or _recipe_workers(ctx):
         return
+    # keys a project's config file adds: an override of one sets it (Hydra accepts it), but it is as foreign
+    added_by_file = {o.key for o in ctx.comp.file_settings if o.kind == "add"}
     for o in ctx.comp.settings:
-        if not o.ok or o.kind not in ("add", "force_add") or "." not in o.key:
+        if not o.ok or o.kind not in ("add", "force_add") and not (o.kind == "set" and o.key in added_by_file) or "." not in o.key:
             continue
         if o.key.startswith("reward_model.") and ctx.flag("reward_model.enable") is not True:
             continue  # no reward model worker, nothing builds the node
@@ -172,14 +178,12 @@ def added_key_not_a_field(ctx: Context):
         cls = config_classes.find(root, target)
         if cls is None or not cls.closed or name in cls.fields:
             continue
-        import difflib  # only with a finding: the Hydra callback imports this module at every job start
-
-        close = difflib.get_close_matches(name, [f for f in cls.fields if not f.startswith("_")], n=1)
+        close = closest_name(name, [f for f in cls.fields if not f.startswith("_")])
         # the setting placed under the wrong role first, then a field of this class close to it
-        guess = same_name_elsewhere(ctx.cfg, o.key) or (f"{parent}.{close[0]}" if close else None)
+        guess = same_name_elsewhere(ctx.cfg, o.key) or (f"{parent}.{close}" if close else None)
         yield ctx.diag(
             "VL110",
-            f"`{o.key}` adds `{name}` to `{parent}`, which verl builds into {cls.name} ({cls.where}); "
+            f"`{o.key}` {'sets' if o.kind == 'set' else 'adds'} `{name}`{' (your config file adds it)' if o.kind == 'set' else ''} to `{parent}`, which verl builds into {cls.name} ({cls.where}); "
             f"that dataclass has no field `{name}`, so building it fails when the worker starts "
             f"(`TypeError: unexpected keyword argument` through instantiate, `ConfigKeyError` through the structured merge)",
             key=o.key,

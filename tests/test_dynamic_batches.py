@@ -1,0 +1,67 @@
+"""VL210 (a micro batch size under its role's dynamic batch size) and VL112 (an empty override
+value), on real verl releases: each size is judged by its own section's switch, in scripts and
+in a project's own config file, and an empty value is reported without silencing anything."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import OLDEST, across_releases
+
+A = "actor_rollout_ref.actor"
+R = "actor_rollout_ref.rollout"
+REF = "actor_rollout_ref.ref"
+
+EMPTY_REF = (
+    "#!/bin/bash\nREF_DYN=\n"
+    f"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {A}.use_dynamic_bsz=True \\\n"
+    f"    {REF}.log_prob_use_dynamic_bsz=$REF_DYN {A}.ppo_micro_batch_size_per_gpu=4 \\\n"
+    f"    {R}.log_prob_micro_batch_size_per_gpu=8 critic.ppo_micro_batch_size_per_gpu=2 trainer.experiment_name= $ARGS_FROM_CALLER\n"
+)
+
+
+def _at(report, code):
+    return sorted((d.span.line, d.span.col) for d in report.diagnostics if d.code == code)
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_an_empty_switch_is_reported_and_silences_no_other_role(lint, version):
+    report = lint(EMPTY_REF, version)
+    # the actor's, the rollout's and the critic's sizes: each under its own switch, all on
+    assert _at(report, "VL210") == [(4, 61), (5, 5), (5, 67)], [(d.code, d.span, d.message) for d in report.diagnostics]
+    rollout = next(d for d in report.diagnostics if d.code == "VL210" and d.span.line == 5 and d.span.col == 5)
+    assert f"{R}.log_prob_max_token_len_per_gpu=16384" in rollout.message
+    # the empty switch, at its override (a text key set to '' is not judged)
+    [empty] = [d for d in report.diagnostics if d.code == "VL112"]
+    assert (empty.span.line, empty.span.col) == (4, 5) and "reads it as False" in empty.message, empty.message
+
+
+def test_a_role_with_its_dynamic_batch_size_off_keeps_its_micro_batch(lint):
+    """(verl 0.7+'s engine workers assert the actor's and the rollout's switches agree: 0.5.0's FSDP workers.)"""
+    report = lint(
+        f"#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {A}.use_dynamic_bsz=True "
+        f"{R}.log_prob_use_dynamic_bsz=False {R}.log_prob_micro_batch_size_per_gpu=8 {A}.ppo_micro_batch_size_per_gpu=null\n",
+        OLDEST,
+    )
+    assert _at(report, "VL210") == [], [(d.code, d.message) for d in report.diagnostics]
+
+
+def test_an_empty_number_says_what_verl_does_with_it(lint):
+    report = lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {A}.ppo_epochs= {A}.use_kl_loss=\n")
+    messages = {d.span.col: d.message for d in report.diagnostics if d.code == "VL112"}
+    assert "not an int" in messages[70] and "TypeError" in messages[70], messages
+    assert "(as without this override)" in messages[106], messages  # use_kl_loss is False by default
+
+
+def test_a_micro_batch_in_the_project_config_is_reported_at_its_line(project):
+    report = project("actor_rollout_ref:\n  actor:\n    use_dynamic_bsz: true\n    ppo_micro_batch_size_per_gpu: 4\n  rollout:\n    name: vllm\n")
+    found = [(d.span.path, d.span.line, d.span.col) for d in report.diagnostics if d.code == "VL210"]
+    assert found == [("config/my_grpo.yaml", 10, 5)], [(d.code, d.span, d.message) for d in report.diagnostics]
+
+
+@pytest.mark.slow
+def test_the_single_file_layout_of_verl_0_2_is_judged_alike(lint, verl_trees):
+    """verl 0.2-0.4 ship one ppo_trainer.yaml; the sections are found by what it holds."""
+    verl_trees["0.2.0.post2"]  # skips when that release is not in the cache
+    report = lint(EMPTY_REF, "0.2.0.post2")
+    assert _at(report, "VL210") == [(4, 61), (5, 5), (5, 67)], [(d.code, d.message) for d in report.diagnostics]

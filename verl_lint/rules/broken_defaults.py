@@ -1,0 +1,100 @@
+"""3xx: a default of verl's config that the user's other values break. The finding is at the
+value the user set that breaks it, and names the default with the line of verl's YAML file that
+ships it, read from the tree being linted."""
+
+from __future__ import annotations
+
+from ..config.context import Context
+from ..evidence import Evidence, source_text
+from ..registry import main_ppo, rule
+from .sizes import R, VLLM_SERVER, anchor_key, evidence_at, report_unless_default, shipped_at
+
+# verl 0.3-0.6's synchronous vLLM rollout (vllm_rollout_spmd.py, and 0.3-0.5's vllm_rollout.py)
+# refuses a batched-token budget below the model length while chunked prefill is on.
+CHUNKED_PREFILL_CHECK = Evidence(("verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "verl/workers/rollout/vllm_rollout/vllm_rollout.py"), r"Enable chunked prefill, max_num_batched_tokens is smaller than max_model_len")
+# Where verl takes the model length from the data's lengths when rollout.max_model_len is null
+# (0.3-0.6; from 0.7 it is the model's max_position_embeddings, which the config does not hold).
+MODEL_LEN_FROM_DATA = Evidence(
+    VLLM_SERVER, r"config\.max_model_len or config\.prompt_length \+ config\.response_length|config\.max_model_len if config\.max_model_len else config\.prompt_length"
+)
+
+
+# An entry point that starts standalone rollout servers (0.6's main_generation_server).
+STANDALONE_SERVER = "init_standalone("
+
+
+def model_len(ctx: Context) -> tuple[int | None, str]:
+    """The model length verl gives vLLM, and how it is made: `rollout.max_model_len`, else (where
+    the tree does so) the rollout's prompt_length + response_length; None when not known."""
+    own = ctx.get(f"{R}.max_model_len", None)
+    if isinstance(own, int) and not isinstance(own, bool):
+        return own, f"max_model_len={own}"
+    if own is not None or not ctx.verl_has(MODEL_LEN_FROM_DATA):
+        return None, ""
+    prompt, response = ctx.int(f"{R}.prompt_length"), ctx.int(f"{R}.response_length")
+    if prompt is None or response is None:
+        return None, ""
+    return prompt + response, f"max_model_len (null: the rollout's prompt_length + response_length = {prompt} + {response} = {prompt + response})"
+
+
+@rule(
+    "VL317",
+    "batched-tokens-below-model-len-with-chunked-prefill",
+    "error",
+    evidence=[CHUNKED_PREFILL_CHECK],
+    verl=">=0.3,<0.7",
+    bad=[main_ppo("data.max_prompt_length=2048", "data.max_response_length=8192")],
+    good=[main_ppo("data.max_prompt_length=2048", "data.max_response_length=8192", f"{R}.max_num_batched_tokens=10240")],
+)
+def batched_tokens_chunked(ctx: Context):
+    """The synchronous vLLM rollout's batched-token budget is below the model length.
+
+    ## What it does
+    On a verl tree whose synchronous vLLM rollout has the check (0.3-0.6), with the vLLM
+    rollout in `sync` mode (not the standalone servers of `main_generation_server`) and `enable_chunked_prefill` on (verl's default), compares
+    `rollout.max_num_batched_tokens` (verl's default: 8192) with the model length verl gives
+    vLLM: `rollout.max_model_len`, or, when that is null (the default),
+    `max_prompt_length + max_response_length`. The finding is at the value you set that
+    makes the budget too small — usually a longer `data.max_response_length` — and names the
+    default and the line of verl's YAML that ships it.
+
+    ## Why is this bad?
+    verl raises `ValueError: Enable chunked prefill, max_num_batched_tokens is smaller than
+    max_model_len, please increase max_num_batched_tokens or disable chunked prefill` when
+    the rollout worker builds its engine, after Ray and the workers are up.
+
+    ## Use instead
+    `actor_rollout_ref.rollout.max_num_batched_tokens` at least the model length.
+
+    ## Where in verl
+    verl 0.5.0 `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:138-144`
+    (`vLLMRollout.__init__`), `verl/trainer/config/rollout/rollout.yaml:44` (the default);
+    0.4.1 `vllm_rollout_spmd.py:126-131`; 0.6.1 `vllm_rollout_spmd.py:195-200`.
+    """
+    if ctx.text(f"{R}.name") not in (None, "vllm") or ctx.text(f"{R}.mode") not in (None, "sync"):
+        return
+    if STANDALONE_SERVER in (source_text(ctx.app.file) or ""):
+        return  # main_generation_server starts vLLM's HTTP server (no such check), not the synchronous rollout
+    if ctx.flag(f"{R}.enable_chunked_prefill") is not True:
+        return
+    tokens = ctx.int(f"{R}.max_num_batched_tokens")
+    length, how = model_len(ctx)
+    if tokens is None or length is None or tokens >= length:
+        return
+    key = f"{R}.max_num_batched_tokens"
+    if ctx.user_set(key):
+        budget = f"{key}={tokens}"
+    else:
+        where = shipped_at(ctx, key)
+        budget = f"{key} is left at verl's default {tokens}" + (f" ({where})" if where else "")
+    check = evidence_at(ctx, CHUNKED_PREFILL_CHECK)
+    inputs = [key, f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length", f"{R}.prompt_length", f"{R}.response_length", f"{R}.enable_chunked_prefill"]
+    yield report_unless_default(
+        ctx,
+        "VL317",
+        f"{budget}, below the {how}: with chunked prefill on, verl's vLLM rollout raises ValueError "
+        f"(\"max_num_batched_tokens is smaller than max_model_len\"{', ' + check if check else ''}) when the worker starts",
+        inputs,
+        anchor_key(ctx, *inputs),
+        f"set {key}={length} (or more)",
+    )

@@ -1,0 +1,119 @@
+"""VL210: a micro batch size under that role's dynamic batch size, where verl packs micro
+batches by a token budget and never uses the size.
+
+A role is any config section the launch composed with the switch and the size side by side
+(`actor_rollout_ref.actor`, a recipe's copy of it, `critic`, `reward_model`...): each micro
+batch size is judged against its own section's switch, never against another role's."""
+
+from __future__ import annotations
+
+from ..config.context import Context
+from ..evidence import Evidence
+from ..registry import main_ppo, rule
+from .sizes import A, R
+
+# name of the micro batch size -> (the switch beside it, the token budget that applies instead).
+# The global (deprecated) sizes are normalised into the `_per_gpu` ones, so they are as dead.
+ROLE_KEYS = {
+    "ppo_micro_batch_size": ("use_dynamic_bsz", "ppo_max_token_len_per_gpu"),
+    "ppo_micro_batch_size_per_gpu": ("use_dynamic_bsz", "ppo_max_token_len_per_gpu"),
+    "log_prob_micro_batch_size": ("log_prob_use_dynamic_bsz", "log_prob_max_token_len_per_gpu"),
+    "log_prob_micro_batch_size_per_gpu": ("log_prob_use_dynamic_bsz", "log_prob_max_token_len_per_gpu"),
+    "forward_micro_batch_size": ("use_dynamic_bsz", "forward_max_token_len_per_gpu"),
+    "forward_micro_batch_size_per_gpu": ("use_dynamic_bsz", "forward_max_token_len_per_gpu"),
+    # the reward model's section (0.2-0.8): the only one with a bare micro_batch_size beside a forward budget
+    "micro_batch_size": ("use_dynamic_bsz", "forward_max_token_len_per_gpu"),
+    "micro_batch_size_per_gpu": ("use_dynamic_bsz", "forward_max_token_len_per_gpu"),
+}
+# The FSDP actor/critic/reward model (0.2-0.7) and the engine workers (0.8+) split by tokens
+# when the switch is on; the Megatron workers of 0.2-0.3 have no dynamic batch size at all and
+# those of 0.4-0.7 still assert a micro batch size is given, so only FSDP roles are judged.
+PACKS_BY_TOKENS = Evidence(("verl/workers/actor/dp_actor.py", "verl/workers/engine/utils.py"), r"use_dynamic_bsz")
+FSDP = ("fsdp", "fsdp2")
+# verl 0.9's V1 trainer sizes the critic's updates with ppo_infer_max_token_len_per_gpu (VL212).
+V1_CRITIC_BUDGET = Evidence(("verl/trainer/ppo/v1/trainer_base.py",), r"engine\.max_token_len_per_gpu = critic_cfg\.ppo_infer_max_token_len_per_gpu")
+
+
+@rule(
+    "VL210",
+    "micro-batch-size-ignored-with-dynamic-bsz",
+    "warning",
+    evidence=[PACKS_BY_TOKENS],
+    supersedes=("VL232",),  # a global size verl declares deprecated is, here, not used at all
+    bad=[
+        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_micro_batch_size_per_gpu=4"),
+        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "critic.ppo_micro_batch_size_per_gpu=2"),
+    ],
+    good=[
+        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=16384"),
+        main_ppo(f"{A}.use_dynamic_bsz=False", f"{A}.ppo_micro_batch_size_per_gpu=4", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo"),
+    ],
+)
+def micro_batch_under_dynamic_bsz(ctx: Context):
+    """A micro batch size set where that role's dynamic batch size is on: the value is dead.
+
+    ## What it does
+    For each micro batch size you set (in the script or in your own config file) — the actor's
+    `ppo_micro_batch_size[_per_gpu]`, the rollout's and the reference's
+    `log_prob_micro_batch_size[_per_gpu]`, the critic's `ppo_micro_batch_size[_per_gpu]` and
+    `forward_micro_batch_size[_per_gpu]`, the reward model's `micro_batch_size[_per_gpu]` —
+    looks at the switch in the same config section (`use_dynamic_bsz`, or
+    `log_prob_use_dynamic_bsz` for log-prob computation) and reports the size when that switch
+    is on, with the token budget that applies instead. Sections are found by what the
+    composed config holds, so a recipe's config, a copied verl config and the 0.2-0.4 single
+    file `ppo_trainer.yaml` are judged alike. Only roles on the FSDP strategy are judged.
+
+    ## Why is this bad?
+    Lowering the micro batch size is the usual answer to an out-of-memory error, and here it
+    changes nothing: with dynamic batch size verl splits each mini batch into micro batches of
+    at most `*_max_token_len_per_gpu` tokens (`rearrange_micro_batches`) and never reads the
+    micro batch size (its checks are skipped too).
+
+    ## Use instead
+    Lower the section's token budget (`ppo_max_token_len_per_gpu`,
+    `log_prob_max_token_len_per_gpu`, `forward_max_token_len_per_gpu`), or turn dynamic batch
+    size off for that role.
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/engine/utils.py:92-121` (`prepare_micro_batches`: the dynamic branch
+    uses only `max_token_len_per_gpu`); 0.7.1 `verl/workers/actor/dp_actor.py:558-565`
+    (`update_policy`); 0.2.0 `verl/workers/actor/dp_actor.py:176-222`, `verl/workers/critic/dp_critic.py:115-157`
+    and `verl/workers/fsdp_workers.py:1114-1126` (reward model): the micro batch size is used
+    only when `use_dynamic_bsz` is off.
+    """
+    for o in ctx.comp.settings:
+        if not o.ok or o.kind not in ("set", "add", "force_add"):
+            continue
+        section, _, name = o.key.rpartition(".")
+        keys = ROLE_KEYS.get(name)
+        if keys is None or not section:
+            continue
+        switch, budget = (f"{section}.{k}" for k in keys)
+        if not ctx.has(switch) or not ctx.has(budget) or ctx.flag(switch) is not True or _strategy(ctx, section) not in FSDP:
+            continue
+        if not o.value_unknown and ctx.get(o.key, None) in (None, ""):
+            continue  # `=null` says "not set"; an empty value is VL112's
+        if section == "critic" and ctx.flag("trainer.use_v1") is True and ctx.has("critic.ppo_infer_max_token_len_per_gpu") and ctx.verl_has(V1_CRITIC_BUDGET):
+            budget = "critic.ppo_infer_max_token_len_per_gpu"
+        value = "<unknown>" if o.value_unknown else o.line.split("=", 1)[1]
+        limit = ctx.get(budget, None)
+        shown = f"{budget}={limit}" if isinstance(limit, int) else budget
+        yield ctx.diag(
+            "VL210",
+            f"{o.key}={value} has no effect: {switch}=True, so verl packs these micro batches by tokens, up to "
+            f"{shown} per GPU, and never uses the micro batch size",
+            key=o.key,
+            span=o.word.span,
+            help=f"to use less memory, lower {budget}; or set {switch}=False to use the micro batch size",
+            related=[switch, budget],
+        )
+
+
+def _strategy(ctx: Context, section: str):
+    """The training strategy of the role in `section`: its own `strategy`, else the actor's
+    beside it (the rollout's log-probs are computed by the actor)."""
+    own = ctx.get(f"{section}.strategy", None)
+    if isinstance(own, str):
+        return own
+    parent = section.rpartition(".")[0]
+    return ctx.get(f"{parent}.actor.strategy", None) if parent else None
