@@ -178,7 +178,7 @@ LEGACY_CHOICE = Evidence(("verl/trainer/main_ppo.py",), r"use_legacy_worker_impl
 LEGACY_IMPORT = Evidence(("verl/trainer/main_ppo.py",), r"verl\.workers\.fsdp_workers import")
 
 
-def _actor_worker(ctx) -> str | None:
+def actor_worker(ctx) -> str | None:
     """"engine" (verl/workers/engine_workers.py), "legacy" (verl/workers/{fsdp,megatron}_workers.py)
     or None (unknown), as the tree's main_ppo chooses it."""
     if ctx.verl_has(LEGACY_CHOICE):
@@ -246,7 +246,7 @@ def mini_batch_dp(ctx):
     one only for the global key); verl 0.2 splits without asserting and 0.1 divides before
     multiplying by `n`: nothing to mirror there.
     """
-    worker = _actor_worker(ctx)
+    worker = actor_worker(ctx)
     if worker == "legacy" and uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(CRITIC_SPLIT):
         yield from _legacy_critic_mini_batch(ctx)
     strategy = ctx.text(f"{A}.strategy")

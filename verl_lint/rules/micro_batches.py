@@ -7,11 +7,12 @@ from __future__ import annotations
 from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, R, VALIDATED_APPS, VALIDATION, report_unless_default, validating_app
+from .sizes import A, GPUS, R, VALIDATED_APPS, VALIDATION, gpu_count, parallel_size, report_unless_default, validating_app
 
 # Examples set the micro batch sizes a real launch sets (VL315 judges a launch that sets some).
 MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)
 MICRO_ROLLOUT = (f"{R}.log_prob_micro_batch_size_per_gpu=16",)
+GRPO = "algorithm.adv_estimator=grpo"
 # verl 0.2-0.6 also check the reward model's pair (0.4-0.6: in validate_config's list of sections).
 REWARD_MODEL_PAIR = Evidence(VALIDATION, r'"reward_model": "micro_batch_size"|config\.reward_model\.micro_batch_size_per_gpu,\s*"reward_model"\)')
 
@@ -148,4 +149,68 @@ def micro_batch_unset(ctx):
                 key=f"{section}.{name}_per_gpu",
                 span=ctx.launch.entry_span,
                 help=f"set {section}.{name}_per_gpu=..., or use_dynamic_bsz=True",
+            )
+
+
+# validate_config's checks of the deprecated global micro batch (0.3-0.5: ray_trainer asserts; 0.6+: the config dataclasses).
+GLOBAL_MICRO = Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"ppo_micro_batch_size \* sp_size (<|>=) n_gpus")
+
+
+@rule(
+    "VL320",
+    "global-micro-batch-too-small",
+    "error",
+    apps=VALIDATED_APPS,
+    evidence=[GLOBAL_MICRO],
+    # verl 0.8+'s engine worker does not take the global actor micro batch at all (VL318)
+    bad=[
+        (main_ppo(f"{A}.ppo_micro_batch_size=4", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO), "<0.8"),
+        (main_ppo(f"{A}.ppo_micro_batch_size=12", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO), "<0.8"),
+    ],
+    good=[main_ppo(f"{A}.ppo_micro_batch_size_per_gpu=2", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO)],
+)
+@validating_app
+def global_micro(ctx):
+    """The deprecated global `ppo_micro_batch_size` is smaller than the GPUs it is split over, or does not divide the mini batch.
+
+    ## What it does
+    For the actor (dynamic batch size off) and the critic (when one is trained, its dynamic
+    batch size off) whose global `ppo_micro_batch_size` is set, checks that it divides
+    `ppo_mini_batch_size` and that `ppo_micro_batch_size × ulysses_sequence_parallel_size` is
+    at least the GPU count (`n_gpus_per_node × nnodes`).
+
+    ## Why is this bad?
+    The global micro batch is split over the data-parallel ranks; `validate_config` (the
+    actor's and critic's config `validate`) raises "ppo_micro_batch_size (...) *
+    ulysses_sequence_parallel_size (...) must be >= n_gpus" or "ppo_mini_batch_size (...) must be
+    divisible by ppo_micro_batch_size (...)".
+
+    ## Use instead
+    `ppo_micro_batch_size_per_gpu` (the global key is deprecated).
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/config/actor.py:231-242`, `verl/workers/config/critic.py:228`; verl
+    0.7.1 `verl/workers/config/actor.py:223-231`; verl 0.5.0 `verl/trainer/ppo/ray_trainer.py:500-526`.
+    """
+    n_gpus, gpus_text = gpu_count(ctx)
+    for section in (A, "critic"):
+        if ctx.flag(f"{section}.use_dynamic_bsz") is not False or (section == "critic" and not uses_critic(ctx)):
+            continue
+        micro, mini = ctx.int(f"{section}.ppo_micro_batch_size"), ctx.int(f"{section}.ppo_mini_batch_size")
+        sp = parallel_size(ctx, f"{section}.ulysses_sequence_parallel_size")
+        if micro is None or micro <= 0:
+            continue
+        keys = [f"{section}.ppo_micro_batch_size", f"{section}.ppo_mini_batch_size"]
+        if mini is not None and mini % micro:
+            yield report_unless_default(
+                ctx, "VL320", f"{section}.ppo_mini_batch_size={mini} is not divisible by ppo_micro_batch_size={micro}; verl raises ValueError in its config validation",
+                keys, keys[0], f"use a {section}.ppo_micro_batch_size_per_gpu instead, a divisor of each GPU's share of {mini}",
+            )
+        elif n_gpus is not None and sp is not None and micro * sp < n_gpus:
+            yield report_unless_default(
+                ctx, "VL320",
+                f"{section}.ppo_micro_batch_size={micro} × ulysses_sequence_parallel_size={sp} is less than the {n_gpus} GPUs ({gpus_text}) "
+                "it is split over; verl raises ValueError in its config validation",
+                [keys[0], f"{section}.ulysses_sequence_parallel_size", *GPUS], keys[0],
+                f"set {section}.ppo_micro_batch_size_per_gpu instead (the global key is deprecated)",
             )

@@ -30,6 +30,7 @@ from . import (  # noqa: F401 - each registers its rules
     tables,
     unread,
     values,
+    worker_sizes,
 )
 
 
