@@ -71,14 +71,14 @@ def valid(rng: random.Random) -> dict[str, object]:
 
 def _global_micro(s, rng):
     key = rng.choice([f"{A}.ppo_micro_batch_size", f"{R}.log_prob_micro_batch_size"])
-    per_gpu = s.pop(f"{key}_per_gpu")
+    per_gpu = s.pop(f"{key}_per_gpu", 1)
     n_gpus = s["trainer.n_gpus_per_node"] * s["trainer.nnodes"]
     s[key] = per_gpu * n_gpus
 
 
 def _both_micro(s, rng):
     key = rng.choice([f"{A}.ppo_micro_batch_size", f"{R}.log_prob_micro_batch_size"])
-    s[key] = s[f"{key}_per_gpu"] * 8
+    s[key] = s.get(f"{key}_per_gpu", 1) * 8
 
 
 def _no_micro(s, rng):

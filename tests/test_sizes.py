@@ -16,7 +16,7 @@ from test_shell import local_imports
 from verl_lint.registry import REGISTRY, main_ppo
 from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
 from verl_lint.launch.locate import tree_at
-from verl_lint.model import Options
+from verl_lint.model import Options, Severity
 from verl_lint.runner import lint_file
 from conftest import json_findings
 
@@ -184,8 +184,15 @@ def test_vl304_mirrors_each_assert_where_the_release_has_it(all_trees, composer,
     for version in ("0.4.1", "0.7.1", "0.9.1"):
         [m] = vl304(version, *micro)
         assert m == "the per-GPU mini batch 4 (= 32 / 8) is not divisible by ppo_micro_batch_size_per_gpu=8", version
-    for version in OLDER_RELEASES:
-        assert vl304(version, *micro) == [], version
+    # issue #34 item 7: where the tree splits the mini batch but has no such assert, the same values are a
+    # warning that says this verl does not check it (0.2, 0.3); 0.1 divides before multiplying: nothing to mirror.
+    for version in (OLD, "0.3.0.post1"):
+        path = tmp_path / "run.sh"
+        path.write_text(main_ppo("data.train_batch_size=96", f"{R}.log_prob_micro_batch_size_per_gpu=8", *micro))
+        [d] = [d for d in lint_file(path, Options(verl_tree=all_trees[version]), composer).diagnostics if d.code == "VL304"]
+        assert d.severity == Severity.WARNING and d.message.startswith("the per-GPU mini batch 4 (= 32 / 8) is not divisible by ppo_micro_batch_size_per_gpu=8: "
+                                                                       "this verl does not check it; its actor divides the loss by 4 // 8 = 0 accumulation steps"), version
+    assert vl304("0.1", *micro) == []
     zero = (f"{A}.ppo_mini_batch_size=4", f"{A}.ppo_micro_batch_size_per_gpu=1")  # 4 // 8 = 0
     assert [m.split(" (")[0] for m in vl304("0.3.0.post1", *zero)] == ["ppo_mini_batch_size=4 × rollout.n=1 = 4 does not split over 8 data-parallel ranks"]
     assert vl304(OLD, *zero) == [] and vl304("0.1", *zero) == []

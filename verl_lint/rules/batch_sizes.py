@@ -225,8 +225,11 @@ def mini_batch_dp(ctx):
     Each of these is judged only where the tree has the very statement it mirrors, for that
     role: the split of the actor's (or the critic's) mini batch, the positive-size assert, the
     micro-batch assert on `ppo_micro_batch_size_per_gpu` (verl 0.3 asserts only on the
-    deprecated global `ppo_micro_batch_size`, so a `_per_gpu` that does not divide the share is
-    no error there), the engine's micro-batch assert (0.9; 0.7's engine chunks without it).
+    deprecated global `ppo_micro_batch_size`), the engine's micro-batch assert (0.9; 0.7's
+    engine chunks without it). Where the tree splits the mini batch but has no micro-batch
+    assert, a `_per_gpu` micro batch that does not divide the share is a warning that says this
+    verl does not check it: the micro batches come out unequal, which verl's loss scaling does
+    not expect (verl later added the assert after such splits gave NaN losses).
 
     ## Why is this bad?
     verl 0.9 asserts `mini_batch_size % dp == 0` at the first actor update — after a full
@@ -302,15 +305,31 @@ def mini_batch_dp(ctx):
         )
     micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
     micro_assert = ENGINE_MICRO if worker == "engine" else ACTOR_MICRO
-    if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro and ctx.verl_has(micro_assert):
+    if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro:
+        checked = ctx.verl_has(micro_assert)
         yield report_unless_default(
             ctx,
             "VL304",
-            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}",
+            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}"
+            + ("" if checked else _unchecked_split(worker, total // dp, micro)),
             [*inputs, f"{A}.ppo_micro_batch_size_per_gpu"],
             anchor_key(ctx, f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_mini_batch_size"),
             f"use a ppo_micro_batch_size_per_gpu that divides {total // dp}",
+            None if checked else Severity.WARNING,
         )
+
+
+def _unchecked_split(worker: str, share: int, micro: int) -> str:
+    """Why a micro batch that does not divide the per-GPU mini batch matters on a tree that does not
+    assert on it (issue #34 item 7): the legacy actor (dp_actor.py) divides each micro batch's loss
+    by `share // micro` gradient-accumulation steps while it runs ceil(share / micro) of them."""
+    if worker != "legacy":
+        return ": this verl does not check it and splits each mini batch into micro batches of unequal size (verl 0.9 asserts on it)"
+    if share < micro:
+        return f": this verl does not check it; its actor divides the loss by {share} // {micro} = 0 accumulation steps (an inf/NaN loss)"
+    steps = -(-share // micro)
+    return (f": this verl does not check it; its actor runs {steps} micro batches but divides their loss by {share} // {micro} = "
+            f"{share // micro} accumulation steps, so each update's gradient is too large")
 
 
 def _legacy_critic_mini_batch(ctx):

@@ -22,6 +22,7 @@ PER_GPU_SET = Evidence(ENGINE, r"assert self\.config\.rollout\.log_prob_micro_ba
 REF_PER_GPU = Evidence(ENGINE, r"self\.config\.ref\.ppo_micro_batch_size_per_gpu = self\.config\.ref\.pop\(\s*\"log_prob_micro_batch_size_per_gpu\"")
 # verl 0.9's trainer pads each step's batch to a multiple of the data-parallel size and the mini batches.
 PADDING = Evidence(("verl/trainer/ppo/v1/trainer_base.py",), r"def _get_required_batch_multiple")
+ENGINE_DEFAULT = ">=0.8"  # the releases whose main_ppo runs the engine worker by default (0.7's runs the legacy one)
 MICRO = (f"{A}.ppo_micro_batch_size_per_gpu=4", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")
 
 
@@ -35,7 +36,7 @@ def _engine(ctx) -> bool:
     "error",
     apps=VALIDATED_APPS,
     evidence=[DYNAMIC_MATCH],
-    bad=[main_ppo(*MICRO, f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=False", f"{A}.ppo_max_token_len_per_gpu=8192")],
+    bad=[(main_ppo(*MICRO, f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=False", f"{A}.ppo_max_token_len_per_gpu=8192"), ENGINE_DEFAULT)],
     good=[main_ppo("algorithm.adv_estimator=grpo", f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192")],
 )
 @validating_app
@@ -80,7 +81,7 @@ def dynamic_bsz_match(ctx):
     "error",
     apps=VALIDATED_APPS,
     evidence=[PER_GPU_SET],
-    bad=[main_ppo(f"{A}.ppo_micro_batch_size=32", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")],
+    bad=[(main_ppo(f"{A}.ppo_micro_batch_size=32", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo"), ENGINE_DEFAULT)],
     good=[main_ppo(*MICRO)],
 )
 @validating_app
@@ -137,7 +138,7 @@ def per_gpu_required(ctx):
     "error",
     apps=VALIDATED_APPS,
     evidence=[ENGINE_MICRO, PADDING],
-    bad=[main_ppo("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=2", f"{R}.log_prob_micro_batch_size_per_gpu=32", "algorithm.adv_estimator=grpo")],
+    bad=[(main_ppo("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=2", f"{R}.log_prob_micro_batch_size_per_gpu=32", "algorithm.adv_estimator=grpo"), ENGINE_DEFAULT)],
     good=[main_ppo("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=2", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")],
 )
 @validating_app
