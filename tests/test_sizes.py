@@ -360,3 +360,17 @@ def test_size_rules_split_by_theme_and_all_registered():
     assert where["VL316"] == "sft_sizes"
     assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315"}
     assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314"}
+
+
+def test_vl304_the_engine_critic_splits_over_its_own_ranks(findings):
+    """verl 0.9's engine critic splits critic.ppo_mini_batch_size × rollout.n over n_gpus / the
+    critic's SP, not the actor's (found by the oracle tier: the critic's mini batch follows the
+    actor's, which splits over the actor's fewer ranks)."""
+    launch = main_ppo("algorithm.adv_estimator=gae", "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=4", f"{A}.ppo_micro_batch_size_per_gpu=1",
+                      f"{R}.log_prob_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1", f"{A}.ulysses_sequence_parallel_size=2",
+                      "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8")
+    assert only(findings(launch, "0.9.1"), "VL304") == [
+        "critic.ppo_mini_batch_size=4 × rollout.n=1 = 4 over 8 data-parallel ranks (n_gpus=8 / ulysses_sequence_parallel_size=1) "
+        "does not split evenly: verl asserts on it at the first critic update"
+    ]
+    assert only(findings(launch.replace("ppo_mini_batch_size=4", "ppo_mini_batch_size=8"), "0.9.1"), "VL304") == []

@@ -220,7 +220,10 @@ def mini_batch_dp(ctx):
     `ppo_micro_batch_size_per_gpu` when dynamic batch size is off. The critic the legacy FSDP
     worker trains (when the launch trains one) gets the same split with its own
     `critic.ulysses_sequence_parallel_size`, and its per-GPU mini batch must be a positive
-    multiple of `critic.ppo_micro_batch_size_per_gpu` when that is set.
+    multiple of `critic.ppo_micro_batch_size_per_gpu` when that is set; the engine worker's critic
+    needs `critic.ppo_mini_batch_size × rollout.n` to split over its own data-parallel ranks
+    (`n_gpus / critic.ulysses_sequence_parallel_size`, which need not be the actor's), then the
+    per-GPU share into micro batches.
 
     Each of these is judged only where the tree has the very statement it mirrors, for that
     role: the split of the actor's (or the critic's) mini batch, the positive-size assert, the
@@ -250,8 +253,8 @@ def mini_batch_dp(ctx):
     multiplying by `n`: nothing to mirror there.
     """
     worker = actor_worker(ctx)
-    if worker == "legacy" and uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(CRITIC_SPLIT):
-        yield from _legacy_critic_mini_batch(ctx)
+    if uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(CRITIC_SPLIT if worker == "legacy" else ENGINE_DP_ASSERT):
+        yield from _critic_mini_batch(ctx, worker)
     strategy = ctx.text(f"{A}.strategy")
     if strategy not in ("fsdp", "fsdp2", "megatron"):
         return
@@ -332,29 +335,37 @@ def _unchecked_split(worker: str, share: int, micro: int) -> str:
             f"{share // micro} accumulation steps, so each update's gradient is too large")
 
 
-def _legacy_critic_mini_batch(ctx):
-    """VL304 for the critic the legacy FSDP CriticWorker trains (0.4-0.7): it normalizes
+def _critic_mini_batch(ctx, worker):
+    """VL304 for the FSDP critic: the legacy CriticWorker (0.4-0.7) normalizes
     `critic.ppo_mini_batch_size × rollout_n // (n_gpus / critic SP)` and, when
-    `ppo_micro_batch_size_per_gpu` is set, asserts the result is a positive multiple of it
-    (each judged where the tree has that statement)."""
+    `ppo_micro_batch_size_per_gpu` is set, asserts the result is a positive multiple of it; the
+    engine worker (0.9) asserts `critic.ppo_mini_batch_size × rollout.n` splits over the critic's
+    data-parallel ranks, then each share into micro batches (each judged where the tree has it)."""
     own = ("critic.ppo_mini_batch_size", "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu")
-    if not any(ctx.set_by_override(k) or ctx.provenance(k) == "user-file" for k in own):
-        return  # the critic's sizes follow the actor's (verl's critic config): the actor's finding says it
     n_gpus, _ = gpu_count(ctx)
     sp, mini = parallel_size(ctx, "critic.ulysses_sequence_parallel_size"), ctx.int("critic.ppo_mini_batch_size")
-    n, micro = ctx.int("critic.rollout_n") or ctx.int(f"{R}.n"), ctx.int("critic.ppo_micro_batch_size_per_gpu")
+    n = ctx.int(f"{R}.n") if worker == "engine" else ctx.int("critic.rollout_n") or ctx.int(f"{R}.n")
+    micro = ctx.int("critic.ppo_micro_batch_size_per_gpu")
     if None in (n_gpus, sp, mini, n) or n_gpus <= 0 or sp <= 0 or n_gpus % sp:
         return
+    same_split = sp == parallel_size(ctx, f"{A}.ulysses_sequence_parallel_size") or worker != "engine"
+    if same_split and not any(ctx.set_by_override(k) or ctx.provenance(k) == "user-file" for k in own):
+        return  # the critic's sizes follow the actor's (verl's critic config): the actor's finding says it
     dp, total = n_gpus // sp, mini * n
     per_gpu = total // dp
     inputs = ["critic.ppo_mini_batch_size", f"{R}.n", *GPUS, "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu"]
     split = f"critic.ppo_mini_batch_size={mini} × rollout.n={n} = {total} over {dp} data-parallel ranks (n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})"
-    if micro and (per_gpu % micro or per_gpu // micro == 0) and ctx.verl_has(CRITIC_MICRO):
+    if worker == "engine" and total % dp:
+        yield report_unless_default(
+            ctx, "VL304", f"{split} does not split evenly: verl asserts on it at the first critic update",
+            inputs, anchor_key(ctx, "critic.ppo_mini_batch_size", f"{R}.n", *GPUS), f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp}",
+        )
+    elif micro and (worker == "legacy" or ctx.flag("critic.use_dynamic_bsz") is False) and (per_gpu % micro or per_gpu // micro == 0) and ctx.verl_has(CRITIC_MICRO if worker == "legacy" else ENGINE_MICRO):
         yield report_unless_default(
             ctx,
             "VL304",
             f"{split} gives each rank {per_gpu}, which is not a positive multiple of critic.ppo_micro_batch_size_per_gpu={micro}: "
-            "the critic worker asserts on it when it starts",
+            "the critic worker asserts on it",
             inputs,
             anchor_key(ctx, "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_mini_batch_size", f"{R}.n"),
             f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp * micro}",
