@@ -143,15 +143,19 @@ def _engine_ref_log_prob(c, f):
         return f"per-GPU batch {f['padded_per_gpu']} % ref.log_prob_micro_batch_size_per_gpu {micro}"
 
 
-def _engine_critic(c, f):
+def _engine_critic_dp(c, f):
     cr, n = c.critic, c.actor_rollout_ref.rollout.n
-    if not f["use_critic"] or f["cdp"] is None:
+    if f["use_critic"] and f["cdp"] is not None and (cr.ppo_mini_batch_size * n) % f["cdp"]:
+        return f"critic mini batch {cr.ppo_mini_batch_size * n} % dp {f['cdp']}"
+
+
+def _engine_critic_micro(c, f):
+    cr, n = c.critic, c.actor_rollout_ref.rollout.n
+    if not f["use_critic"] or f["cdp"] is None or cr.use_dynamic_bsz or cr.ppo_micro_batch_size_per_gpu is None:
         return None
-    total = cr.ppo_mini_batch_size * n
-    if total % f["cdp"]:
-        return f"critic mini batch {total} % dp {f['cdp']}"
-    if not cr.use_dynamic_bsz and cr.ppo_micro_batch_size_per_gpu is not None and not _divides(total // f["cdp"], cr.ppo_micro_batch_size_per_gpu):
-        return f"critic per-GPU mini batch {total // f['cdp']} % ppo_micro_batch_size_per_gpu {cr.ppo_micro_batch_size_per_gpu}"
+    per_gpu = cr.ppo_mini_batch_size * n // f["cdp"]
+    if not _divides(per_gpu, cr.ppo_micro_batch_size_per_gpu):
+        return f"critic per-GPU mini batch {per_gpu} % ppo_micro_batch_size_per_gpu {cr.ppo_micro_batch_size_per_gpu}"
 
 
 def _legacy_actor(c, f):
@@ -219,7 +223,8 @@ CHECKS = [
     (True, Check("per-GPU micro set", "worker init", ENGINE, r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None", _per_gpu_set)),
     (True, Check("log-prob micro (rollout)", "compute_log_prob", ENGINE_UTILS, MICRO_ASSERT, _engine_log_prob)),
     (True, Check("log-prob micro (ref)", "compute_ref_log_prob", ENGINE_UTILS, MICRO_ASSERT, _engine_ref_log_prob)),
-    (True, Check("critic mini/micro", "update_critic", ENGINE, r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0", _engine_critic)),
+    (True, Check("critic mini vs dp", "update_critic", ENGINE, r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0", _engine_critic_dp)),
+    (True, Check("critic micro", "update_critic", ENGINE_UTILS, MICRO_ASSERT, _engine_critic_micro)),
     (True, Check("actor mini vs dp", "update_actor", ENGINE, r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0",
                  lambda c, f: f["dp"] and (c.actor_rollout_ref.actor.ppo_mini_batch_size * c.actor_rollout_ref.rollout.n) % f["dp"] and "actor mini batch % dp" or None)),
     (True, Check("actor micro", "update_actor", ENGINE_UTILS, MICRO_ASSERT, _engine_micro)),
