@@ -374,3 +374,15 @@ def test_vl304_the_engine_critic_splits_over_its_own_ranks(findings):
         "does not split evenly: verl asserts on it at the first critic update"
     ]
     assert only(findings(launch.replace("ppo_mini_batch_size=4", "ppo_mini_batch_size=8"), "0.9.1"), "VL304") == []
+
+
+def test_vl304_the_legacy_worker_asserts_the_micro_batch_with_dynamic_bsz_on(findings):
+    """verl 0.7's legacy FSDP worker asserts a set ppo_micro_batch_size_per_gpu divides the per-GPU
+    mini batch whether or not dynamic batch size is on (found by the oracle tier); 0.9's engine
+    worker does not use it then."""
+    launch = main_ppo("algorithm.adv_estimator=grpo", "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=32", f"{A}.ppo_micro_batch_size_per_gpu=8",
+                      f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192")  # 32 / 8 GPUs = 4 per GPU
+    assert only(findings(launch, "0.7.1"), "VL304") == [
+        "the per-GPU mini batch 4 (= 32 / 8) is not divisible by ppo_micro_batch_size_per_gpu=8: this verl's worker asserts on it even with dynamic batch size on"
+    ]
+    assert only(findings(launch, "0.9.1"), "VL304") == []

@@ -217,7 +217,8 @@ def mini_batch_dp(ctx):
     the per-GPU mini batch `ppo_mini_batch_size × rollout.n // dp` and asserts only that it is
     positive (the legacy Megatron worker checks neither): a remainder there is a warning, since
     the mini batch silently shrinks. Then the per-GPU mini batch must be a multiple of
-    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off. The critic the legacy FSDP
+    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off (the legacy worker asserts it
+    on a set `ppo_micro_batch_size_per_gpu` even with dynamic batch size on). The critic the legacy FSDP
     worker trains (when the launch trains one) gets the same split with its own
     `critic.ulysses_sequence_parallel_size`, and its per-GPU mini batch must be a positive
     multiple of `critic.ppo_micro_batch_size_per_gpu` when that is set; the engine worker's critic
@@ -308,13 +309,15 @@ def mini_batch_dp(ctx):
         )
     micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
     micro_assert = ENGINE_MICRO if worker == "engine" else ACTOR_MICRO
-    if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro:
-        checked = ctx.verl_has(micro_assert)
+    checked, dynamic = ctx.verl_has(micro_assert), ctx.flag(f"{A}.use_dynamic_bsz")
+    # the legacy worker asserts on a set ppo_micro_batch_size_per_gpu even with dynamic batch size on
+    if micro and (total // dp) % micro and (dynamic is False or (dynamic and checked and worker == "legacy")):
         yield report_unless_default(
             ctx,
             "VL304",
             f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}"
-            + ("" if checked else _unchecked_split(worker, total // dp, micro)),
+            + ("" if checked else _unchecked_split(worker, total // dp, micro))
+            + (": this verl's worker asserts on it even with dynamic batch size on" if dynamic else ""),
             [*inputs, f"{A}.ppo_micro_batch_size_per_gpu"],
             anchor_key(ctx, f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_mini_batch_size"),
             f"use a ppo_micro_batch_size_per_gpu that divides {total // dp}",
