@@ -240,7 +240,7 @@ def tiny_model(where: str) -> str:
     """A model directory verl's model config can load offline: a two-layer Llama config.json and a
     word-level tokenizer (the sizes verl validates do not depend on the model)."""
     from tokenizers import Tokenizer, models  # noqa: PLC0415 - inside the oracle env only
-    from transformers import LlamaConfig, PreTrainedTokenizerFast  # noqa: PLC0415
+    from transformers import LlamaConfig, PreTrainedTokenizerFast  # noqa: PLC0415 - inside the oracle env only
 
     path = os.path.join(where, "tiny-llama")
     if not os.path.exists(os.path.join(path, "config.json")):
@@ -280,8 +280,8 @@ def judge(compose, overrides: list[str], engine_checks, legacy_checks) -> dict:
 def main() -> None:
     global validate_config, omega_conf_to_dataclass, USE_REF, USE_CRITIC
     warnings.simplefilter("ignore")
-    from verl.utils.config import omega_conf_to_dataclass, validate_config  # noqa: PLC0415, F401
-    from verl.trainer.ppo.utils import need_critic as USE_CRITIC, need_reference_policy as USE_REF  # noqa: PLC0415, F401, N812
+    from verl.utils.config import omega_conf_to_dataclass, validate_config  # noqa: PLC0415, F401 - after _verl_without_init, as globals for judge()
+    from verl.trainer.ppo.utils import need_critic as USE_CRITIC, need_reference_policy as USE_REF  # noqa: PLC0415, F401, N812 - as main_ppo computes them
 
     importlib.import_module("verl.workers.config")
     request = json.load(sys.stdin)
