@@ -177,6 +177,8 @@ def log_prob_micro(ctx):
     warmup = ctx.int("trainer.critic_warmup")
     if None in (n_gpus, sp, bsz, n, mini, critic, critic_mini, warmup) or min(n_gpus, sp, bsz, n, mini, critic_mini) <= 0 or n_gpus % sp:
         return
+    if (bsz * n) % n_gpus:
+        return  # validate_config stops the run before the first step (VL301)
     dp = n_gpus // sp
     multiple = lcm(dp, critic_mini * n) if critic else dp
     if warmup <= 1:
