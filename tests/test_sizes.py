@@ -350,16 +350,17 @@ def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
 
 def test_size_rules_split_by_theme_and_all_registered():
     """The 3xx rules live in modules under 600 lines with their imports at module level, and
-    the pack registers every one of VL300-VL316, each from the module of its theme."""
+    the pack registers every one of VL300-VL321, each from the module of its theme."""
     rules = Path(__file__).parent.parent / "verl_lint" / "rules"
-    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py"):
+    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py", "worker_sizes.py"):
         assert len((rules / name).read_text().splitlines()) < 600, name
         assert local_imports(rules / name) == [], name
     where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
-    assert sorted(where) == [f"VL3{i:02d}" for i in range(17)]
+    assert sorted(where) == [f"VL3{i:02d}" for i in range(22)]
     assert where["VL316"] == "sft_sizes"
-    assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315"}
-    assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314"}
+    assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315", "VL320"}
+    assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314", "VL321"}
+    assert {c for c, m in where.items() if m == "worker_sizes"} == {"VL317", "VL318", "VL319"}
 
 
 def test_vl304_the_engine_critic_splits_over_its_own_ranks(findings):
