@@ -1,7 +1,8 @@
 """Shared fixtures, the test tiers and the test session's cache.
 
 Tiers (markers in pyproject.toml): plain `python -m pytest` runs the fast tier (addopts
-`-m "not slow and not network"`); `-m slow` and `-m network` select the rest, and README's
+`-m "not slow and not network and not oracle"`); `-m slow`, `-m network` and `-m oracle`
+(tests/test_oracle.py) select the rest, and README's
 "Run the tests" command (what CI runs) selects every tier.
 
 Cache: the session runs with VERL_LINT_CACHE_DIR set to a fresh private directory, removed at

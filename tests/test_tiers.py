@@ -42,6 +42,18 @@ def test_ci_runs_the_readme_command_with_every_tier():
     assert (ROOT / ".ci" / "run").read_text().rstrip("\n").splitlines()[-1] == command
 
 
+def test_the_oracle_tier_runs_in_ci_not_in_the_fast_tier():
+    """README's command (CI's) selects the oracle tests; plain `pytest` (addopts) does not."""
+
+    def selected(*marker: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *marker, "tests/test_oracle.py"],
+                              cwd=ROOT, capture_output=True, text=True, check=False)
+        return done.stdout
+
+    assert "2 tests collected" in selected("-m", "slow or network or not slow")
+    assert "2 deselected" in selected()
+
+
 def test_a_session_caches_privately_and_says_which_release_is_missing(tmp_path):
     """A session without network tests against a user cache holding only verl 0.9.1: the 0.9.1
     example runs and the 0.5.0 one skips, naming the command that downloads it; the user cache

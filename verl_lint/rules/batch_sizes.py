@@ -178,7 +178,7 @@ LEGACY_CHOICE = Evidence(("verl/trainer/main_ppo.py",), r"use_legacy_worker_impl
 LEGACY_IMPORT = Evidence(("verl/trainer/main_ppo.py",), r"verl\.workers\.fsdp_workers import")
 
 
-def _actor_worker(ctx) -> str | None:
+def actor_worker(ctx) -> str | None:
     """"engine" (verl/workers/engine_workers.py), "legacy" (verl/workers/{fsdp,megatron}_workers.py)
     or None (unknown), as the tree's main_ppo chooses it."""
     if ctx.verl_has(LEGACY_CHOICE):
@@ -217,16 +217,23 @@ def mini_batch_dp(ctx):
     the per-GPU mini batch `ppo_mini_batch_size × rollout.n // dp` and asserts only that it is
     positive (the legacy Megatron worker checks neither): a remainder there is a warning, since
     the mini batch silently shrinks. Then the per-GPU mini batch must be a multiple of
-    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off. The critic the legacy FSDP
+    `ppo_micro_batch_size_per_gpu` when dynamic batch size is off (the legacy worker asserts it
+    on a set `ppo_micro_batch_size_per_gpu` even with dynamic batch size on). The critic the legacy FSDP
     worker trains (when the launch trains one) gets the same split with its own
     `critic.ulysses_sequence_parallel_size`, and its per-GPU mini batch must be a positive
-    multiple of `critic.ppo_micro_batch_size_per_gpu` when that is set.
+    multiple of `critic.ppo_micro_batch_size_per_gpu` when that is set; the engine worker's critic
+    needs `critic.ppo_mini_batch_size × rollout.n` to split over its own data-parallel ranks
+    (`n_gpus / critic.ulysses_sequence_parallel_size`, which need not be the actor's), then the
+    per-GPU share into micro batches.
 
     Each of these is judged only where the tree has the very statement it mirrors, for that
     role: the split of the actor's (or the critic's) mini batch, the positive-size assert, the
     micro-batch assert on `ppo_micro_batch_size_per_gpu` (verl 0.3 asserts only on the
-    deprecated global `ppo_micro_batch_size`, so a `_per_gpu` that does not divide the share is
-    no error there), the engine's micro-batch assert (0.9; 0.7's engine chunks without it).
+    deprecated global `ppo_micro_batch_size`), the engine's micro-batch assert (0.9; 0.7's
+    engine chunks without it). Where the tree splits the mini batch but has no micro-batch
+    assert, a `_per_gpu` micro batch that does not divide the share is a warning that says this
+    verl does not check it: the micro batches come out unequal, which verl's loss scaling does
+    not expect (verl later added the assert after such splits gave NaN losses).
 
     ## Why is this bad?
     verl 0.9 asserts `mini_batch_size % dp == 0` at the first actor update — after a full
@@ -246,9 +253,9 @@ def mini_batch_dp(ctx):
     one only for the global key); verl 0.2 splits without asserting and 0.1 divides before
     multiplying by `n`: nothing to mirror there.
     """
-    worker = _actor_worker(ctx)
-    if worker == "legacy" and uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(CRITIC_SPLIT):
-        yield from _legacy_critic_mini_batch(ctx)
+    worker = actor_worker(ctx)
+    if uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(CRITIC_SPLIT if worker == "legacy" else ENGINE_DP_ASSERT):
+        yield from _critic_mini_batch(ctx, worker)
     strategy = ctx.text(f"{A}.strategy")
     if strategy not in ("fsdp", "fsdp2", "megatron"):
         return
@@ -302,40 +309,66 @@ def mini_batch_dp(ctx):
         )
     micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
     micro_assert = ENGINE_MICRO if worker == "engine" else ACTOR_MICRO
-    if ctx.flag(f"{A}.use_dynamic_bsz") is False and micro and (total // dp) % micro and ctx.verl_has(micro_assert):
+    checked, dynamic = ctx.verl_has(micro_assert), ctx.flag(f"{A}.use_dynamic_bsz")
+    # the legacy worker asserts on a set ppo_micro_batch_size_per_gpu even with dynamic batch size on
+    if micro and (total // dp) % micro and (dynamic is False or (dynamic and checked and worker == "legacy")):
         yield report_unless_default(
             ctx,
             "VL304",
-            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}",
+            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}"
+            + ("" if checked else _unchecked_split(worker, total // dp, micro))
+            + (": this verl's worker asserts on it even with dynamic batch size on" if dynamic else ""),
             [*inputs, f"{A}.ppo_micro_batch_size_per_gpu"],
             anchor_key(ctx, f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_mini_batch_size"),
             f"use a ppo_micro_batch_size_per_gpu that divides {total // dp}",
+            None if checked else Severity.WARNING,
         )
 
 
-def _legacy_critic_mini_batch(ctx):
-    """VL304 for the critic the legacy FSDP CriticWorker trains (0.4-0.7): it normalizes
+def _unchecked_split(worker: str, share: int, micro: int) -> str:
+    """Why a micro batch that does not divide the per-GPU mini batch matters on a tree that does not
+    assert on it (issue #34 item 7): the legacy actor (dp_actor.py) divides each micro batch's loss
+    by `share // micro` gradient-accumulation steps while it runs ceil(share / micro) of them."""
+    if worker != "legacy":
+        return ": this verl does not check it and splits each mini batch into micro batches of unequal size (verl 0.9 asserts on it)"
+    if share < micro:
+        return f": this verl does not check it; its actor divides the loss by {share} // {micro} = 0 accumulation steps (an inf/NaN loss)"
+    steps = -(-share // micro)
+    return (f": this verl does not check it; its actor runs {steps} micro batches but divides their loss by {share} // {micro} = "
+            f"{share // micro} accumulation steps, so each update's gradient is too large")
+
+
+def _critic_mini_batch(ctx, worker):
+    """VL304 for the FSDP critic: the legacy CriticWorker (0.4-0.7) normalizes
     `critic.ppo_mini_batch_size × rollout_n // (n_gpus / critic SP)` and, when
-    `ppo_micro_batch_size_per_gpu` is set, asserts the result is a positive multiple of it
-    (each judged where the tree has that statement)."""
+    `ppo_micro_batch_size_per_gpu` is set, asserts the result is a positive multiple of it; the
+    engine worker (0.9) asserts `critic.ppo_mini_batch_size × rollout.n` splits over the critic's
+    data-parallel ranks, then each share into micro batches (each judged where the tree has it)."""
     own = ("critic.ppo_mini_batch_size", "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu")
-    if not any(ctx.set_by_override(k) or ctx.provenance(k) == "user-file" for k in own):
-        return  # the critic's sizes follow the actor's (verl's critic config): the actor's finding says it
     n_gpus, _ = gpu_count(ctx)
     sp, mini = parallel_size(ctx, "critic.ulysses_sequence_parallel_size"), ctx.int("critic.ppo_mini_batch_size")
-    n, micro = ctx.int("critic.rollout_n") or ctx.int(f"{R}.n"), ctx.int("critic.ppo_micro_batch_size_per_gpu")
+    n = ctx.int(f"{R}.n") if worker == "engine" else ctx.int("critic.rollout_n") or ctx.int(f"{R}.n")
+    micro = ctx.int("critic.ppo_micro_batch_size_per_gpu")
     if None in (n_gpus, sp, mini, n) or n_gpus <= 0 or sp <= 0 or n_gpus % sp:
         return
+    same_split = sp == parallel_size(ctx, f"{A}.ulysses_sequence_parallel_size") or worker != "engine"
+    if same_split and not any(ctx.set_by_override(k) or ctx.provenance(k) == "user-file" for k in own):
+        return  # the critic's sizes follow the actor's (verl's critic config): the actor's finding says it
     dp, total = n_gpus // sp, mini * n
     per_gpu = total // dp
     inputs = ["critic.ppo_mini_batch_size", f"{R}.n", *GPUS, "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu"]
     split = f"critic.ppo_mini_batch_size={mini} × rollout.n={n} = {total} over {dp} data-parallel ranks (n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})"
-    if micro and (per_gpu % micro or per_gpu // micro == 0) and ctx.verl_has(CRITIC_MICRO):
+    if worker == "engine" and total % dp:
+        yield report_unless_default(
+            ctx, "VL304", f"{split} does not split evenly: verl asserts on it at the first critic update",
+            inputs, anchor_key(ctx, "critic.ppo_mini_batch_size", f"{R}.n", *GPUS), f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp}",
+        )
+    elif micro and (worker == "legacy" or ctx.flag("critic.use_dynamic_bsz") is False) and (per_gpu % micro or per_gpu // micro == 0) and ctx.verl_has(CRITIC_MICRO if worker == "legacy" else ENGINE_MICRO):
         yield report_unless_default(
             ctx,
             "VL304",
             f"{split} gives each rank {per_gpu}, which is not a positive multiple of critic.ppo_micro_batch_size_per_gpu={micro}: "
-            "the critic worker asserts on it when it starts",
+            "the critic worker asserts on it",
             inputs,
             anchor_key(ctx, "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_mini_batch_size", f"{R}.n"),
             f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp * micro}",

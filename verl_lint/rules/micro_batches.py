@@ -9,11 +9,12 @@ from pathlib import Path
 from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, R, VALIDATION, evidence_at, report_unless_default, validating_app
+from .sizes import A, GPUS, R, VALIDATION, evidence_at, gpu_count, parallel_size, report_unless_default, validating_app
 
 # Examples set the micro batch sizes a real launch sets (VL315 judges a launch that sets some).
 MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)
 MICRO_ROLLOUT = (f"{R}.log_prob_micro_batch_size_per_gpu=16",)
+GRPO = "algorithm.adv_estimator=grpo"
 # verl 0.2-0.6 also check the reward model's pair (0.4-0.6: in validate_config's list of sections).
 REWARD_MODEL_PAIR = Evidence(VALIDATION, r'"reward_model": "micro_batch_size"|config\.reward_model\.micro_batch_size_per_gpu,\s*"reward_model"\)')
 
@@ -73,19 +74,6 @@ def micro_batch_twice(ctx):
             )
 
 
-# verl 0.7+'s engine workers take the rollout's log-prob micro batch only as `_per_gpu` (nothing
-# normalises the global size into it) and assert it is set when dynamic batch size is off.
-ENGINE_NEEDS_PER_GPU = Evidence(("verl/workers/engine_workers.py",), r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None")
-
-
-def _engine_workers(ctx) -> bool:
-    """The launch runs the engine workers: the tree has no legacy FSDP/Megatron workers (0.8+),
-    or the launch turns them off (`trainer.use_legacy_worker_impl=disable`, 0.6-0.7)."""
-    root = ctx.verl_root
-    legacy = root is not None and (Path(root) / "verl" / "workers" / "fsdp_workers.py").is_file()
-    return not legacy or ctx.text("trainer.use_legacy_worker_impl") == "disable"
-
-
 def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     """The (section, key) pairs verl checks as "`key` or `key_per_gpu`, one of them" for this
     launch: the rollout's and the actor's when the actor's dynamic batch size is off (and the
@@ -114,9 +102,7 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
         main_ppo(*MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
         main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, f"{A}.use_kl_loss=True", "algorithm.adv_estimator=grpo"),
         main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=gae"),
-        (main_ppo(*MICRO_ACTOR, f"{R}.log_prob_micro_batch_size=64", "algorithm.adv_estimator=grpo"), ">=0.8"),
     ],
-    supersedes=("VL232",),  # "deprecated" is the weaker form of "this release's workers require the other key"
     good=[
         main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=grpo"),
         main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.use_kl_loss=True", "critic.use_dynamic_bsz=False", "critic.ppo_micro_batch_size_per_gpu=8"),
@@ -135,10 +121,7 @@ def micro_batch_unset(ctx):
     null in a launch that sets micro batch sizes: one it forgot (`use_kl_loss=True` brings in
     the reference's, a GAE estimator, verl's default, the critic's). A launch that sets none is
     not judged, nor one that passes the caller's arguments on (`"$@"`): it may get them there.
-    Where the launch runs verl's engine workers (0.8+, or `use_legacy_worker_impl=disable`) and
-    they assert the rollout's `log_prob_micro_batch_size_per_gpu` is set, the deprecated global
-    `log_prob_micro_batch_size` alone is reported too, at its override: nothing normalises it
-    into the `_per_gpu` key there, so validation passes and the actor's worker fails.
+    (The deprecated global key set alone, which the engine workers of 0.8+ never read, is VL318's.)
 
     ## Why is this bad?
     verl's config ships both keys null. `validate_config` (or the role's config dataclass)
@@ -150,7 +133,6 @@ def micro_batch_unset(ctx):
     Set the `_per_gpu` key, or turn on `use_dynamic_bsz` (then the token budget decides).
 
     ## Where in verl
-    verl 0.9.1 `verl/workers/engine_workers.py:634-637` (the engine workers' asserts);
     verl 0.9.1 `verl/utils/config.py:131-182` (ref, rollout), `verl/workers/config/actor.py:196-209`
     (actor), `verl/workers/config/critic.py:103-156` (critic); verl 0.5.0
     `verl/trainer/ppo/ray_trainer.py:422-493` (every role).
@@ -158,16 +140,6 @@ def micro_batch_unset(ctx):
     pairs = micro_batch_pairs(ctx)
     if ctx.launch.caller_args is not None or not any(ctx.user_set(f"{s}.{n}{gpu}") for s, n in pairs for gpu in ("", "_per_gpu")):
         return
-    if (R, "log_prob_micro_batch_size") in pairs and ctx.verl_has(ENGINE_NEEDS_PER_GPU) and _engine_workers(ctx):
-        glob, per_gpu = ctx.get(f"{R}.log_prob_micro_batch_size", None), ctx.get(f"{R}.log_prob_micro_batch_size_per_gpu", ...)
-        if isinstance(glob, int) and not isinstance(glob, bool) and per_gpu is None and ctx.user_set(f"{R}.log_prob_micro_batch_size"):
-            yield ctx.diag(
-                "VL315",
-                f"only the deprecated {R}.log_prob_micro_batch_size={glob} is set: this verl's engine workers never read it "
-                f"and assert {R}.log_prob_micro_batch_size_per_gpu is not None when the actor starts ({evidence_at(ctx, ENGINE_NEEDS_PER_GPU)})",
-                key=f"{R}.log_prob_micro_batch_size",
-                help=f"set {R}.log_prob_micro_batch_size_per_gpu (the global size divided by the GPUs) instead",
-            )
     for section, name in pairs:
         # None: null in the composed config; an absent key or an unknown value is not None
         glob, per_gpu = ctx.get(f"{section}.{name}", ...), ctx.get(f"{section}.{name}_per_gpu", ...)
@@ -179,4 +151,67 @@ def micro_batch_unset(ctx):
                 key=f"{section}.{name}_per_gpu",
                 span=ctx.launch.entry_span,
                 help=f"set {section}.{name}_per_gpu=..., or use_dynamic_bsz=True",
+            )
+
+
+# validate_config's checks of the deprecated global micro batch (0.3-0.5: ray_trainer asserts; 0.6+: the config dataclasses).
+GLOBAL_MICRO = Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"ppo_micro_batch_size \* sp_size (<|>=) n_gpus")
+
+
+@rule(
+    "VL332",
+    "global-micro-batch-too-small",
+    "error",
+    evidence=[GLOBAL_MICRO],
+    # verl 0.8+'s engine worker does not take the global actor micro batch at all (VL318)
+    bad=[
+        (main_ppo(f"{A}.ppo_micro_batch_size=4", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO), "<0.8"),
+        (main_ppo(f"{A}.ppo_micro_batch_size=12", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO), "<0.8"),
+    ],
+    good=[main_ppo(f"{A}.ppo_micro_batch_size_per_gpu=2", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO)],
+)
+@validating_app
+def global_micro(ctx):
+    """The deprecated global `ppo_micro_batch_size` is smaller than the GPUs it is split over, or does not divide the mini batch.
+
+    ## What it does
+    For the actor (dynamic batch size off) and the critic (when one is trained, its dynamic
+    batch size off) whose global `ppo_micro_batch_size` is set, checks that it divides
+    `ppo_mini_batch_size` and that `ppo_micro_batch_size × ulysses_sequence_parallel_size` is
+    at least the GPU count (`n_gpus_per_node × nnodes`).
+
+    ## Why is this bad?
+    The global micro batch is split over the data-parallel ranks; `validate_config` (the
+    actor's and critic's config `validate`) raises "ppo_micro_batch_size (...) *
+    ulysses_sequence_parallel_size (...) must be >= n_gpus" or "ppo_mini_batch_size (...) must be
+    divisible by ppo_micro_batch_size (...)".
+
+    ## Use instead
+    `ppo_micro_batch_size_per_gpu` (the global key is deprecated).
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/config/actor.py:231-242`, `verl/workers/config/critic.py:228`; verl
+    0.7.1 `verl/workers/config/actor.py:223-231`; verl 0.5.0 `verl/trainer/ppo/ray_trainer.py:500-526`.
+    """
+    n_gpus, gpus_text = gpu_count(ctx)
+    for section in (A, "critic"):
+        if ctx.flag(f"{section}.use_dynamic_bsz") is not False or (section == "critic" and not uses_critic(ctx)):
+            continue
+        micro, mini = ctx.int(f"{section}.ppo_micro_batch_size"), ctx.int(f"{section}.ppo_mini_batch_size")
+        sp = parallel_size(ctx, f"{section}.ulysses_sequence_parallel_size")
+        if micro is None or micro <= 0:
+            continue
+        keys = [f"{section}.ppo_micro_batch_size", f"{section}.ppo_mini_batch_size"]
+        if mini is not None and mini % micro:
+            yield report_unless_default(
+                ctx, "VL332", f"{section}.ppo_mini_batch_size={mini} is not divisible by ppo_micro_batch_size={micro}; verl raises ValueError in its config validation",
+                keys, keys[0], f"use a {section}.ppo_micro_batch_size_per_gpu instead, a divisor of each GPU's share of {mini}",
+            )
+        elif n_gpus is not None and sp is not None and micro * sp < n_gpus:
+            yield report_unless_default(
+                ctx, "VL332",
+                f"{section}.ppo_micro_batch_size={micro} × ulysses_sequence_parallel_size={sp} is less than the {n_gpus} GPUs ({gpus_text}) "
+                "it is split over; verl raises ValueError in its config validation",
+                [keys[0], f"{section}.ulysses_sequence_parallel_size", *GPUS], keys[0],
+                f"set {section}.ppo_micro_batch_size_per_gpu instead (the global key is deprecated)",
             )

@@ -13,7 +13,7 @@ from ..config import classes as config_classes
 from ..config.context import Context
 from ..model import Unknown
 from ..registry import main_ppo, rule
-from .batch_sizes import _actor_worker as actor_worker
+from .batch_sizes import actor_worker
 
 _MEGATRON = "model_engine=megatron"
 _SP = "actor_rollout_ref.actor.megatron.sequence_parallel"

@@ -34,6 +34,7 @@ from . import (  # noqa: F401 - each registers its rules
     tables,
     unread,
     values,
+    worker_sizes,
 )
 
 

@@ -4,6 +4,7 @@ parallel sizes, Ulysses sequence parallelism (see `sizes.py` for what the 3xx ru
 from __future__ import annotations
 
 from ..evidence import Evidence
+from .roles import uses_critic
 from ..registry import main_ppo, rule
 from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, shipped_at, validating_app
 
@@ -302,4 +303,56 @@ def vllm_dp_tp(ctx):
             [f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", f"{R}.pipeline_model_parallel_size", GPUS[0]],
             anchor_key(ctx, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", GPUS[0]),
             f"use a tensor_model_parallel_size that divides {per_node}",
+        )
+
+
+# The FSDP worker's Ulysses mesh: (world_size // sp, sp), built whatever the batch settings.
+ULYSSES_MESH = Evidence(("verl/workers/fsdp_workers.py", "verl/workers/engine/fsdp/transformer_impl.py"), r"mesh_shape=\((dp|dp_size), self\.ulysses_sequence_parallel_size\)")
+
+
+@rule(
+    "VL333",
+    "ulysses-sp-does-not-divide-gpus",
+    "error",
+    evidence=[ULYSSES_MESH],
+    bad=[main_ppo(f"{A}.ulysses_sequence_parallel_size=3", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8")],
+    good=[main_ppo(f"{A}.ulysses_sequence_parallel_size=4", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8")],
+)
+def ulysses_divides_gpus(ctx):
+    """A Ulysses sequence-parallel size that does not divide the GPU count.
+
+    ## What it does
+    For the FSDP actor, and the FSDP critic when the launch trains one, checks that
+    `n_gpus_per_node × nnodes` is a multiple of the role's `ulysses_sequence_parallel_size`,
+    with or without dynamic batch size.
+
+    ## Why is this bad?
+    The worker builds a `(n_gpus // sp, sp)` device mesh, which cannot hold the GPUs:
+    `init_device_mesh` fails when the worker starts. `validate_config` does not check it
+    (with dynamic batch size on it skips its sequence-parallel checks altogether).
+
+    ## Use instead
+    A sequence-parallel size that divides the GPU count (usually one that divides the GPUs per node).
+
+    ## Where in verl
+    verl 0.9.1 `verl/workers/engine/fsdp/transformer_impl.py:235-250` (`_init_device_mesh`);
+    verl 0.7.1 `verl/workers/fsdp_workers.py:176-183`.
+    """
+    n_gpus, gpus_text = gpu_count(ctx)
+    if not n_gpus or n_gpus <= 0:
+        return
+    for section in (A, "critic"):
+        if ctx.text(f"{section}.strategy") not in ("fsdp", "fsdp2") or (section == "critic" and not uses_critic(ctx)):
+            continue
+        sp = parallel_size(ctx, f"{section}.ulysses_sequence_parallel_size")
+        if sp is None or sp <= 1 or n_gpus % sp == 0:
+            continue
+        if section == "critic" and not ctx.user_set(f"{section}.ulysses_sequence_parallel_size") and parallel_size(ctx, f"{A}.ulysses_sequence_parallel_size") == sp:
+            continue  # the critic's follows the actor's: one finding
+        key = f"{section}.ulysses_sequence_parallel_size"
+        yield report_unless_default(
+            ctx, "VL333",
+            f"{section}.ulysses_sequence_parallel_size={sp} does not divide the {n_gpus} GPUs ({gpus_text}): the worker cannot build its "
+            f"({n_gpus} // {sp}, {sp}) device mesh when it starts",
+            [key, *GPUS], anchor_key(ctx, key, *GPUS), f"use a sequence-parallel size that divides {n_gpus}",
         )
