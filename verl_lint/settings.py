@@ -22,6 +22,7 @@ from typing import Any
 
 from .cache import memo
 from .engines.versions import version_problem
+from .gpus import gpu_gib
 from .model import Severity
 from .registry import RETIRED
 from .rules import registered_rules
@@ -56,6 +57,7 @@ class Settings:
     severity: dict[str, Severity] = field(default_factory=dict)
     max_file_size: float = 4.0  # MiB
     timeout: float = 20.0  # seconds per launch (and for a file's shell code)
+    gpu: float | None = None  # GiB per GPU for the memory rules (`gpu = "H100"` or `gpu = 80`)
     root: Path = Path(".")  # paths in the file are relative to it
     path: Path | None = None  # the file they were read from; None: the defaults
     given: tuple[str, ...] = ()  # the settings that file sets (names as written, `fail-on`)
@@ -176,6 +178,13 @@ def _severity(value: Any) -> dict[str, Severity]:
     return out
 
 
+def _gpu(value: Any) -> float:
+    try:
+        return gpu_gib(value)
+    except ValueError as ex:
+        raise _Bad(str(ex)) from None
+
+
 def _engine_version(value: Any) -> str:
     problem = version_problem(value)
     if problem:
@@ -210,6 +219,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "torch-npu": ("engines.torch_npu", _engine_version),
     "max-file-size": ("max_file_size", _number(0, above=True, what="MiB")),
     "timeout": ("timeout", _number(0, above=False, what="seconds per launch; 0: no limit")),
+    "gpu": ("gpu", _gpu),  # a GPU's name (H100) or its memory in GiB
 }
 
 

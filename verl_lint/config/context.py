@@ -50,6 +50,8 @@ class Context:
         if not live:
             OmegaConf.register_new_resolver("oc.env", _oc_env, replace=True)  # again per launch: a resolver reset elsewhere undoes it
         self._cache: dict[str, object] = {}
+        self.gpu_gib: float | None = None  # memory per GPU the memory rules judge against (--gpu, the gpu setting, the live device)
+        self.gpu_origin = ""  # where it comes from, as the findings say it ("--gpu H100")
 
     @property
     def verl_version(self) -> Version | None:
