@@ -116,7 +116,7 @@ def training_state(ctx, facts: ModelFacts, gpus: int) -> tuple[list, list[str]]:
     actor updates; the reference policy and the critic stay resident unless offloaded."""
     p = facts.params()
     rows, notes = [], []
-    lora = (ctx.int(f"{M}.lora_rank") or 0) > 0
+    lora = (ctx.int(f"{M}.lora_rank") or ctx.int(f"{M}.lora.rank") or 0) > 0  # verl 0.9 moved it under model.lora
     mg = f"{A}.megatron"
     if ctx.text(f"{A}.strategy") == "megatron":
         tp, pp = ctx.int(f"{mg}.tensor_model_parallel_size") or 1, ctx.int(f"{mg}.pipeline_model_parallel_size") or 1
