@@ -149,6 +149,12 @@ def training_state(ctx, facts: ModelFacts, gpus: int) -> tuple[list, list[str]]:
         critic = known(ctx, "critic.model") if _path(ctx, "critic.model") else facts
         if critic is None:
             notes.append("the critic's model is not known: its state is left out")
+        elif ctx.text("critic.strategy") == "megatron":  # bf16 weights + fp32 grad buffer over its TP x PP, Adam over every rank
+            cm = "critic.megatron"
+            split = (ctx.int(f"{cm}.tensor_model_parallel_size") or 1) * (ctx.int(f"{cm}.pipeline_model_parallel_size") or 1)
+            cp = critic.params()
+            held = (0 if _on(ctx, f"{cm}.param_offload") else 6 * cp / split) + (0 if _on(ctx, f"{cm}.optimizer_offload") else 12 * cp / gpus)
+            rows.append((f"critic state left on the GPU (Megatron, {cp / 1e9:.2f}B)", held, f"6 B/param / TP x PP = {split}, 12 B/param / {gpus} ranks"))
         else:
             off_p, off_o = _on(ctx, "critic.model.fsdp_config.param_offload"), _on(ctx, "critic.model.fsdp_config.optimizer_offload")
             resident = (0 if off_p else 4) + (0 if off_o else 8)  # fp32 weights, Adam; its gradients left out (freed or not)
