@@ -78,6 +78,8 @@ def test_training_state_of_a_table_model(lint):
     assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=8", "algorithm.adv_estimator=gae"))) == ["VL327"]
     off = ("critic.model.fsdp_config.param_offload=True", "critic.model.fsdp_config.optimizer_offload=True")
     assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=8", "algorithm.adv_estimator=gae", *off), OLDEST)) == []  # keys of verl 0.5
+    # LoRA freezes the base: 2 B/param (0.9.1 reads the rank at model.lora.rank too)
+    assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=4", "algorithm.adv_estimator=grpo", f"{M}.lora_rank=32"))) == []
     # GPUs known only at run time: silent
     assert "VL327" not in codes(lint(main_ppo(big, "trainer.n_gpus_per_node=$N", "algorithm.adv_estimator=grpo")))
 
@@ -86,7 +88,7 @@ def test_without_a_gpu_silent_and_said_once_per_run(tmp_path, lint, verl_trees):
     d = _model_dir(tmp_path)
     assert codes(lint(_rollout(d, 0.17), gpu_gib=None)) == ["VL330"]
     assert codes(lint(_rollout("acme/unknown-model", 0.17), gpu_gib=None)) == ["VL329"]  # no model: nothing about the GPU
-    one = _rollout(d, 0.17)
+    one = _rollout(d, 0.1)  # 1.6 GiB of 16, 2.4 GiB of 24: both below 2.9 GiB of weights
     (tmp_path / "a.sh").write_text(one + one.split("\n", 1)[1])
     (tmp_path / "b.sh").write_text(one)
     cmd = [sys.executable, "-m", "verl_lint", "check", "a.sh", "b.sh", "--output-format", "json", "--no-cache", "--verl-root", str(verl_trees[NEWEST].root)]
@@ -97,7 +99,11 @@ def test_without_a_gpu_silent_and_said_once_per_run(tmp_path, lint, verl_trees):
         options = options_for(parser("check").parse_args(["check", "b.sh", *flags]), Settings())
         assert options.gpu_origin == origin
         assert options.gpu_gib == {"--gpu-memory 16": 16.0, "--gpu a10": 24.0}[origin]
+        found = json_findings(subprocess.run([*cmd, *flags], cwd=tmp_path, capture_output=True, text=True).stdout)
+        assert [f["code"] for f in found] == ["VL325"] * 3 and origin in found[0]["message"], found
     (tmp_path / "verl-lint.toml").write_text('gpu = "A10"\n')
+    found = json_findings(subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True).stdout)
+    assert [f["code"] for f in found] == ["VL325"] * 3 and "the gpu setting (24 GiB)" in found[0]["message"], found
     options = options_for(parser("check").parse_args(["check", "b.sh"]), load_settings(tmp_path / "verl-lint.toml"))
     assert (options.gpu_gib, options.gpu_origin) == (24.0, "the gpu setting (24 GiB)")
     assert options_for(parser("check").parse_args(["check", "b.sh", "--gpu", "h20"]), load_settings(tmp_path / "verl-lint.toml")).gpu_gib == 96
