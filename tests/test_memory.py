@@ -80,6 +80,8 @@ def test_training_state_of_a_table_model(lint):
     assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=8", "algorithm.adv_estimator=gae", *off), OLDEST)) == []  # keys of verl 0.5
     # LoRA freezes the base: 2 B/param (0.9.1 reads the rank at model.lora.rank too)
     assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=4", "algorithm.adv_estimator=grpo", f"{M}.lora_rank=32"))) == []
+    # a validation-only run never updates
+    assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=4", "algorithm.adv_estimator=grpo", "trainer.val_only=True"))) == []
     # GPUs known only at run time: silent
     assert "VL327" not in codes(lint(main_ppo(big, "trainer.n_gpus_per_node=$N", "algorithm.adv_estimator=grpo")))
 

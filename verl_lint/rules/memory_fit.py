@@ -286,7 +286,8 @@ def training_memory(ctx) -> Iterator:
     fp32 weights, gradients and Adam moments (16 B/param) sharded over the FSDP ranks (Megatron:
     6 B/param over TP x PP and 12 B/param over the distributed optimizer's ranks), the reference
     policy's bf16 weights unless offloaded, and the critic's state left on the GPU; flags a sum
-    above the GPU's memory.
+    above the GPU's memory. Not for a validation-only run (`trainer.val_only`), which never
+    updates, nor with FSDP2's `offload_policy` (the optimizer steps on the CPU).
 
     ## Why is this bad?
     The job runs out of memory at the first update, after the rollout has run. The sum is a
@@ -305,8 +306,8 @@ def training_memory(ctx) -> Iterator:
     facts, gpu, gpus = known(ctx), gpu_of(ctx), _gpus(ctx)
     if facts is None or gpu is None or gpus is None or ctx.text(f"{A}.strategy") not in ("fsdp", "fsdp2", "megatron"):
         return
-    if _on(ctx, f"{A}.fsdp_config.offload_policy"):  # FSDP2's CPUOffloadPolicy: the optimizer steps on the CPU
-        return
+    if _on(ctx, f"{A}.fsdp_config.offload_policy") or (ctx.has("trainer.val_only") and ctx.flag("trainer.val_only") is not False):
+        return  # FSDP2's CPUOffloadPolicy steps the optimizer on the CPU; a validation-only run (or one unknown) never updates
     rows, _ = training_state(ctx, facts, gpus)
     total = sum(b for _, b, _ in rows)
     if total <= gpu * GIB:
