@@ -26,18 +26,22 @@ def gpu_gib(value: str | float | int) -> float:
 
 
 def live_gpu_gib() -> tuple[float, str] | None:
-    """(GiB, which device) of the first accelerator of this process, read through torch or
-    torch_npu only when the running job has already imported them and the device is present;
-    None otherwise. Nothing is imported and no device is initialised for the linter's sake."""
+    """(GiB, which device) of this process's accelerator, read through torch (or torch_npu)
+    only when the running job has already imported it and initialised the device; None
+    otherwise. Nothing is imported and no device is initialised for the linter's sake (reading
+    the properties of a device not yet initialised would initialise it in the job's process)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
     for module, api in (("torch_npu", "npu"), ("torch", "cuda")):
-        if module not in sys.modules:
+        device = getattr(torch, api, None) if module in sys.modules else None
+        try:
+            if device is None or not device.is_initialized():
+                continue
+            props = device.get_device_properties(device.current_device())
+        except Exception:  # noqa: BLE001 - a broken driver must not stop the launch check
             continue
-        torch = sys.modules["torch"] if "torch" in sys.modules else None
-        device = getattr(torch, api, None)
-        if device is None or not device.is_available():
-            continue
-        props = device.get_device_properties(0)
-        return device_gib(props.total_memory), f"{getattr(props, 'name', api)} (the live device)"
+        return device_gib(props.total_memory), f"{getattr(props, 'name', api)}, the live device"
     return None
 
 
