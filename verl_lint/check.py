@@ -75,6 +75,7 @@ def build_options(args: Namespace, settings: Settings, tree: VerlTree | None) ->
             versions[key], origin[key] = text, flag
     gpu, gpu_origin = gpu_memory(args, settings)
     return Options(
+        models_online=(getattr(args, "models", None) or settings.models) == "online",
         gpu_gib=gpu,
         gpu_origin=gpu_origin,
         verl_tree=tree,

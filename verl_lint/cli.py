@@ -136,6 +136,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gpu", metavar="NAME", help="the GPU the memory rules judge against: H100, H200, H800, H20, A100-40GB, A100-80GB, L40S, 910B, ...")
     g.add_argument("--gpu-memory", type=float, metavar="GIB", help="the memory per GPU the memory rules judge against, in GiB")
     p.add_argument(
+        "--models", choices=["offline", "online"], default=None,
+        help="online: a hub model no local source knows is looked up on the hub ($HF_ENDPOINT), its config.json alone (default: the models setting, else offline)",
+    )
+    p.add_argument(
         "--cwd", metavar="DIR",
         help="the directory the scripts are run from (default: assumed, and said in the findings: the repository root, ...)",
     )

@@ -264,6 +264,7 @@ class Options:
     cwd: str | None = None  # where the scripts are run from (--cwd); None: assumed per script
     gpu_gib: float | None = None  # memory per GPU (--gpu / --gpu-memory, the gpu setting); None: the memory rules are silent
     gpu_origin: str = ""  # "--gpu H100", "[tool.verl-lint] gpu"
+    models_online: bool = False  # --models online / the models setting: a model's config.json from the hub
 
 
 @dataclass

@@ -243,7 +243,7 @@ def launch_context(la: Launch, options: Options, composer: Composer, script_dir:
     versions.update(context_versions(engines))
     versions["verl"] = parse_version(app.verl_version)
     ctx = Context(la, comp, versions, launch_env(la, comp), engines)
-    ctx.gpu_gib, ctx.gpu_origin = options.gpu_gib, options.gpu_origin
+    ctx.gpu_gib, ctx.gpu_origin, ctx.models_online = options.gpu_gib, options.gpu_origin, options.models_online
     return ctx
 
 

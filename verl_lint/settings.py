@@ -58,6 +58,7 @@ class Settings:
     max_file_size: float = 4.0  # MiB
     timeout: float = 20.0  # seconds per launch (and for a file's shell code)
     gpu: float | None = None  # GiB per GPU for the memory rules (`gpu = "H100"` or `gpu = 80`)
+    models: str = "offline"  # "online": a hub model's config.json may be downloaded (--models)
     root: Path = Path(".")  # paths in the file are relative to it
     path: Path | None = None  # the file they were read from; None: the defaults
     given: tuple[str, ...] = ()  # the settings that file sets (names as written, `fail-on`)
@@ -178,6 +179,13 @@ def _severity(value: Any) -> dict[str, Severity]:
     return out
 
 
+def _models(value: Any) -> str:
+    problem = choice_problem(value, ("offline", "online"))
+    if problem:
+        raise _Bad(problem)
+    return value
+
+
 def _gpu(value: Any) -> float:
     try:
         return gpu_gib(value)
@@ -220,6 +228,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max-file-size": ("max_file_size", _number(0, above=True, what="MiB")),
     "timeout": ("timeout", _number(0, above=False, what="seconds per launch; 0: no limit")),
     "gpu": ("gpu", _gpu),  # a GPU's name (H100) or its memory in GiB
+    "models": ("models", _models),  # "offline" | "online"
 }
 
 

@@ -65,7 +65,7 @@ def _facts_of(ctx, prefix: str) -> tuple:
     if path is None:
         return None, None
     env = {name: (v.value if v.unknown is None else None) for name, v in ctx.env.items()}
-    found = resolve(path, env)
+    found = resolve(path, env, ctx.models_online)
     reads, ctx.unknown_reads = ctx.unknown_reads, None
     try:
         override = ctx.get(f"{prefix}.override_config", None)
