@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from packaging.version import Version
+
 from ..evidence import Evidence
 from ..gpus import GIB
 from ..models import ModelFacts
@@ -36,8 +38,8 @@ from .sizes import A, R, anchor_key, report_unless_default
 
 QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 7.6B parameters: 14.2 GiB of bf16 weights; 56 KiB of KV per token
 VLLM_SHARE = Evidence(ROLLOUT_FILES, r"gpu_memory_utilization")  # verl hands the share to the engine
-# verl up to 0.4 ships its own vLLM workers (for vLLM <= 0.6.3) that size the KV cache as the share
-# of the memory left free after loading, not of the whole GPU: the arithmetic here is not theirs.
+# verl up to 0.5 ships its own vLLM workers, used with vLLM <= 0.6.3, that size the KV cache as the
+# share of the memory left free after loading, not of the whole GPU: the arithmetic here is not theirs.
 OWN_VLLM_WORKER = Evidence(("verl/third_party/vllm/*/worker.py",), r"free_gpu_memory \* (self\.cache_config\.)?gpu_memory_utilization")
 H100 = {"gpu_gib": 80.0, "gpu_origin": "--gpu H100"}
 # Model types whose every layer attends over the whole sequence: the KV cache of one sequence is
@@ -97,9 +99,22 @@ def max_model_len(ctx, facts: ModelFacts) -> tuple[int | None, str]:
     return (prompt + response, "max_prompt_length + max_response_length") if None not in (prompt, response) else (None, "")
 
 
+def _own_vllm_worker(ctx) -> bool:
+    """The launch may run verl's own vLLM worker: the tree ships one and the vLLM release is not
+    known to be past 0.6.3 (exactly, or by the range the tree declares)."""
+    if not ctx.verl_has(OWN_VLLM_WORKER):
+        return False
+    ev = ctx.engines.get("vllm")
+    if ev is None or not ev.known:
+        return True
+    if ev.exact is not None:
+        return ev.exact <= Version("0.6.3")
+    return any(ev.admits(Version(v)) for v in ("0.6.3", "0.5.4", "0.4.2", "0.3.1"))
+
+
 def _plain_vllm(ctx, facts: ModelFacts) -> bool:
     """A vLLM rollout whose weights are bf16/fp16 split over TP alone, as `rollout_fit` counts them."""
-    if ctx.text(f"{R}.name") != "vllm" or (ctx.text(f"{R}.dtype") or "bfloat16") not in ("bfloat16", "float16", "half", "bf16", "fp16"):
+    if ctx.text(f"{R}.name") != "vllm" or _own_vllm_worker(ctx) or (ctx.text(f"{R}.dtype") or "bfloat16") not in ("bfloat16", "float16", "half", "bf16", "fp16"):
         return False
     if any(ctx.get(k, None) is not None for k in _NOT_PLAIN):
         return False
@@ -182,7 +197,6 @@ MEMORY_RULES = ("VL325", "VL326", "VL327")
     "rollout-weights-exceed-memory-share",
     "error",
     evidence=[VLLM_SHARE],
-    unless=[OWN_VLLM_WORKER],
     bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.15")],
     good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.5")],
     bad_options=H100,
@@ -208,8 +222,8 @@ def rollout_weights(ctx) -> Iterator:
     verl passes `gpu_memory_utilization` and `tensor_model_parallel_size` to vLLM (verl 0.5.0
     `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py`, 0.9.1 `vllm_async_server.py`);
     the check is vLLM's (`vllm/v1/core/kv_cache_utils.py`, `check_enough_kv_cache_memory`).
-    Not judged on verl trees that ship their own vLLM workers (verl up to 0.4,
-    `verl/third_party/vllm/*/worker.py`: the share is of the memory left free). Not judged: quantized weights, an fp8 KV cache, `cpu_offload_gb`, MoE experts spread by
+    Not judged where verl's own vLLM workers may run (`verl/third_party/vllm/*/worker.py`,
+    shipped up to 0.5, used with vLLM <= 0.6.3: the share is of the memory left free). Not judged: quantized weights, an fp8 KV cache, `cpu_offload_gb`, MoE experts spread by
     expert or data parallelism, SGLang.
     """
     facts, gpu = known(ctx), gpu_of(ctx)
@@ -232,7 +246,6 @@ def rollout_weights(ctx) -> Iterator:
     "kv-cache-cannot-hold-one-sequence",
     "error",
     evidence=[VLLM_SHARE],
-    unless=[OWN_VLLM_WORKER],
     bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.19", f"{R}.max_model_len=32768", "data.max_prompt_length=1024", "data.max_response_length=2048")],
     good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.19", f"{R}.max_model_len=16384", "data.max_prompt_length=1024", "data.max_response_length=2048")],
     bad_options=H100,
@@ -260,8 +273,8 @@ def kv_room(ctx) -> Iterator:
     verl 0.5.0 `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py` (`max_model_len`:
     the config's, else prompt + response); verl 0.9.1 `vllm_async_server.py` (the model's
     context); the check is vLLM's (`vllm/v1/core/kv_cache_utils.py`, `check_enough_kv_cache_memory`;
-    vLLM's V0 worker raises the same in `raise_if_cache_size_invalid`). Not judged on verl trees
-    with their own vLLM workers (verl up to 0.4, `verl/third_party/vllm/*/worker.py`).
+    vLLM's V0 worker raises the same in `raise_if_cache_size_invalid`). Not judged where verl's
+    own vLLM workers may run (`verl/third_party/vllm/*/worker.py`, with vLLM <= 0.6.3).
     """
     facts, gpu = known(ctx), gpu_of(ctx)
     if facts is None or gpu is None or facts.model_type not in FULL_ATTENTION or not _plain_vllm(ctx, facts):
