@@ -375,14 +375,15 @@ def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
 
 def test_size_rules_split_by_theme_and_all_registered():
     """The 3xx rules live in modules under 600 lines with their imports at module level, and
-    the pack registers every one of VL300-VL316 and VL320-VL329 (the model's), each from the module of its theme."""
+    the pack registers every one of VL300-VL316, VL320-VL330 (the model's; memory: VL325-VL327, VL330), each from the module of its theme."""
     rules = Path(__file__).parent.parent / "verl_lint" / "rules"
-    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py", "model_sizes.py"):
+    for name in ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py", "model_sizes.py", "memory_fit.py"):
         assert len((rules / name).read_text().splitlines()) < 600, name
         assert local_imports(rules / name) == [], name
     where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
-    assert sorted(where) == [f"VL3{i:02d}" for i in range(17)] + ["VL320", "VL321", "VL322", "VL323", "VL324", "VL328", "VL329"]
+    assert sorted(where) == [f"VL3{i:02d}" for i in range(17)] + [f"VL3{i}" for i in range(20, 31)]
     assert {c for c, m in where.items() if m == "model_sizes"} == {"VL320", "VL321", "VL322", "VL323", "VL324", "VL328", "VL329"}
+    assert {c for c, m in where.items() if m == "memory_fit"} == {"VL325", "VL326", "VL327", "VL330"}
     assert where["VL316"] == "sft_sizes"
     assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315"}
     assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314"}
