@@ -125,9 +125,12 @@ def composer(tmp_path_factory):
 
 @pytest.fixture
 def lint(verl_trees, composer, tmp_path):
-    """lint(script_text, version=NEWEST, **options) -> FileReport for a script written to tmp_path."""
+    """lint(script_text, version=NEWEST, **options) -> FileReport for a script written to tmp_path.
+    The GPU is an 80 GiB one unless `gpu_gib` says otherwise (None: unknown, as without --gpu)."""
 
     def run(text: str, version: str = NEWEST, name: str = "run.sh", **kw):
+        if "gpu_gib" not in kw:
+            kw.update(gpu_gib=80.0, gpu_origin="an 80 GiB GPU")
         path = tmp_path / name
         path.write_bytes(text.encode("utf-8", "surrogateescape"))  # examples may carry invalid UTF-8
         return lint_file(path, Options(verl_tree=verl_trees[version], **kw), composer)

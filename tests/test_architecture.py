@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "verl_lint"
 # The layers, lowest first, as docs/ARCHITECTURE.md lists them. A module imports from its own
 # group and from lower layers only; groups that share a layer (engines/, allocator/) do not
 # import each other. Every module belongs to exactly one group.
-BASE = ("model", "limits", "terminal", "files", "cache", "download", "environment", "evidence", "places", "registry", "catalogue", "knowledge", "embedded", "models")
+BASE = ("model", "limits", "terminal", "files", "cache", "download", "environment", "evidence", "places", "registry", "catalogue", "knowledge", "embedded", "models", "gpus")
 FRONT = ("pipeline", "runner", "results", "settings", "check", "cli", "wrapper", "callback", "live", "config_view", "memory", "doctor", "__main__")
 LAYERS: list[tuple[str, ...]] = [
     ("verl_lint", *(f"verl_lint.{m}" for m in BASE)),  # the package's own __init__: its version

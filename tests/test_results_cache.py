@@ -141,12 +141,12 @@ def test_the_models_config_json_invalidates_it(tmp_path, verl_trees):
     model = tmp_path / "model"
     script = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm actor_rollout_ref.model.path={model} actor_rollout_ref.rollout.tensor_model_parallel_size=4\n"
     project = _project(tmp_path, script)
-    assert [c for c, *_ in _check(project, tree)[0]] == ["VL329"]
+    assert [c for c, *_ in _check(project, tree, "--gpu-memory", "80")[0]] == ["VL329"]
     model.mkdir()
     config = {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 4, "num_hidden_layers": 4, "vocab_size": 1000}
     (model / "config.json").write_text(json.dumps(config))
-    found, cached, _ = _check(project, tree)
+    found, cached, _ = _check(project, tree, "--gpu-memory", "80")
     assert not cached and found == []
     (model / "config.json").write_text(json.dumps({**config, "num_attention_heads": 14}))
-    found, cached, _ = _check(project, tree)
+    found, cached, _ = _check(project, tree, "--gpu-memory", "80")
     assert not cached and [c for c, *_ in found] == ["VL320"]

@@ -385,40 +385,15 @@ def test_size_rules_split_by_theme_and_all_registered():
     the pack registers every one of VL300-VL333 (VL320-VL324, VL328, VL329 are the model's; VL325-VL327,
     VL330 its memory's), each from the module of its theme."""
     rules = Path(__file__).parent.parent / "verl_lint" / "rules"
-    names = ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py", "model_sizes.py", "broken_defaults.py", "worker_sizes.py")
+    names = ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py", "model_sizes.py", "broken_defaults.py", "worker_sizes.py", "memory_fit.py")
     for name in names:
         assert len((rules / name).read_text().splitlines()) < 600, name
         assert local_imports(rules / name) == [], name
     where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
     assert sorted(where) == [f"VL3{i:02d}" for i in range(34)]
     assert {c for c, m in where.items() if m == "model_sizes"} == {"VL320", "VL321", "VL322", "VL323", "VL324", "VL328", "VL329"}
+    assert {c for c, m in where.items() if m == "memory_fit"} == {"VL325", "VL326", "VL327", "VL330"}
     assert where["VL316"] == "sft_sizes" and where["VL317"] == "broken_defaults"
     assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315", "VL332"}
     assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314", "VL333"}
     assert {c for c, m in where.items() if m == "worker_sizes"} == {"VL318", "VL319", "VL331"}
-
-
-def test_vl304_the_engine_critic_splits_over_its_own_ranks(findings):
-    """verl 0.9's engine critic splits critic.ppo_mini_batch_size × rollout.n over n_gpus / the
-    critic's SP, not the actor's (found by the oracle tier: the critic's mini batch follows the
-    actor's, which splits over the actor's fewer ranks)."""
-    launch = main_ppo("algorithm.adv_estimator=gae", "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=4", f"{A}.ppo_micro_batch_size_per_gpu=1",
-                      f"{R}.log_prob_micro_batch_size_per_gpu=1", "critic.ppo_micro_batch_size_per_gpu=1", f"{A}.ulysses_sequence_parallel_size=2",
-                      "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8")
-    assert only(findings(launch, "0.9.1"), "VL304") == [
-        "critic.ppo_mini_batch_size=4 × rollout.n=1 = 4 over 8 data-parallel ranks (n_gpus=8 / ulysses_sequence_parallel_size=1) "
-        "does not split evenly: verl asserts on it at the first critic update"
-    ]
-    assert only(findings(launch.replace("ppo_mini_batch_size=4", "ppo_mini_batch_size=8"), "0.9.1"), "VL304") == []
-
-
-def test_vl304_the_legacy_worker_asserts_the_micro_batch_with_dynamic_bsz_on(findings):
-    """verl 0.7's legacy FSDP worker asserts a set ppo_micro_batch_size_per_gpu divides the per-GPU
-    mini batch whether or not dynamic batch size is on (found by the oracle tier); 0.9's engine
-    worker does not use it then."""
-    launch = main_ppo("algorithm.adv_estimator=grpo", "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=32", f"{A}.ppo_micro_batch_size_per_gpu=8",
-                      f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192")  # 32 / 8 GPUs = 4 per GPU
-    assert only(findings(launch, "0.7.1"), "VL304") == [
-        "the per-GPU mini batch 4 (= 32 / 8) is not divisible by ppo_micro_batch_size_per_gpu=8: this verl's worker asserts on it even with dynamic batch size on"
-    ]
-    assert only(findings(launch, "0.9.1"), "VL304") == []

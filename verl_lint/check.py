@@ -15,6 +15,7 @@ from .cache import memo
 from .engines.versions import version_problem
 from .environment import installed_versions
 from .files import WriteError, write_atomic
+from .gpus import gpu_gib
 from .launch.locate import LocateError, VerlTree, find_checkout, installed_tree, release_tree, tree_at, verl_tree_for
 from .model import Diagnostic, Severity, in_config_file
 from .model import FileReport, InputError, Options, stats
@@ -72,7 +73,11 @@ def build_options(args: Namespace, settings: Settings, tree: VerlTree | None) ->
             if problem:
                 raise UsageError(f"{flag}: {problem}")
             versions[key], origin[key] = text, flag
+    gpu, gpu_origin = gpu_memory(args, settings)
     return Options(
+        models_online=(getattr(args, "models", None) or settings.models) == "online",
+        gpu_gib=gpu,
+        gpu_origin=gpu_origin,
         verl_tree=tree,
         select=select,
         ignore=ignore,
@@ -85,6 +90,21 @@ def build_options(args: Namespace, settings: Settings, tree: VerlTree | None) ->
         timeout=getattr(args, "timeout", None) if getattr(args, "timeout", None) is not None else settings.timeout,
         cwd=os.path.abspath(cwd) if cwd else None,
     )
+
+
+def gpu_memory(args: Namespace, settings: Settings) -> tuple[float | None, str]:
+    """(GiB per GPU, where it comes from) for the memory rules: `--gpu-memory`, `--gpu`, then
+    the `gpu` setting; (None, "") when none gives it. UsageError for a GPU name or size it cannot use."""
+    try:
+        if getattr(args, "gpu_memory", None) is not None:
+            return gpu_gib(args.gpu_memory), f"--gpu-memory {args.gpu_memory:g}"
+        if getattr(args, "gpu", None):
+            return gpu_gib(args.gpu), f"--gpu {args.gpu}"
+    except ValueError as ex:
+        raise UsageError(f"{'--gpu-memory' if getattr(args, 'gpu_memory', None) is not None else '--gpu'} {ex}") from None
+    if settings.gpu is not None:
+        return settings.gpu, f"the gpu setting ({settings.gpu:g} GiB)"
+    return None, ""
 
 
 def verl_tree(root: str | None, version: str | None) -> VerlTree | None:

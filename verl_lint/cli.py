@@ -80,9 +80,7 @@ def _build_config(c: argparse.ArgumentParser) -> None:
     c.add_argument("--key", metavar="PREFIX", help="only the keys under this dotted prefix (e.g. actor_rollout_ref.rollout)")
     c.add_argument("--output-format", "--format", dest="format", choices=["text", "json", "yaml"], default="text", help="%(choices)s (default: %(default)s)")
     c.add_argument("--diff", action="store_true", help="show how the launches of the two targets differ")
-    c.add_argument("--memory", action="store_true", help="show what the launch's model puts on each GPU (needs --gpu or --gpu-memory)")
-    c.add_argument("--gpu", metavar="NAME", help="the GPU for --memory: H100, H200, H800, H20, A100-40GB, A100-80GB, L40S, 910B, ...")
-    c.add_argument("--gpu-memory", type=float, metavar="GIB", help="the GPU memory for --memory, in GiB")
+    c.add_argument("--memory", action="store_true", help="show what the launch's model puts on each GPU (needs --gpu, --gpu-memory or the gpu setting)")
     _common(c)
     _cache_dir_flag(c)
 
@@ -138,6 +136,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     _engine_flags(p)
     p.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--gpu", metavar="NAME", help="the GPU the memory rules judge against: H100, H200, H800, H20, A100-40GB, A100-80GB, L40S, 910B, ...")
+    g.add_argument("--gpu-memory", type=float, metavar="GIB", help="the memory per GPU the memory rules judge against, in GiB")
+    p.add_argument(
+        "--models", choices=["offline", "online"], default=None,
+        help="online: a hub model no local source knows is looked up on the hub ($HF_ENDPOINT), its config.json alone (default: the models setting, else offline)",
+    )
     p.add_argument(
         "--cwd", metavar="DIR",
         help="the directory the scripts are run from (default: assumed, and said in the findings: the repository root, ...)",

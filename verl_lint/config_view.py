@@ -207,7 +207,7 @@ def run(args: Namespace) -> int:
             if not Path(path).is_file():
                 raise UsageError(f"{path}: no such file")
             options = options_for(args, load(finder, Path(path)))
-            vs, skipped = views(path, options, line, gpu_memory(args))
+            vs, skipped = views(path, options, line, gpu_memory(args, options))
             for s in skipped:
                 print(f"verl-lint: {safe(s)}", file=sys.stderr)
             if args.diff and len(vs) != 1:

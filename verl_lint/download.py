@@ -186,3 +186,54 @@ def releases(dist: str) -> list[Version]:
 
 
 __all__ = ["DownloadError", "INDEX_ENV", "DEFAULT_INDEX", "exact_version", "index_url", "releases", "wheel"]
+
+
+HUB_ENV = "HF_ENDPOINT"  # huggingface_hub's own setting for another hub (a mirror)
+DEFAULT_HUB = "https://huggingface.co"
+_ABSENT = "no such model on the hub"
+_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")  # ORG/NAME, no `..` path games below
+
+
+def hub_url() -> str:
+    return (os.environ.get(HUB_ENV) or DEFAULT_HUB).rstrip("/")
+
+
+def hub_config(repo_id: str, into: Path, limit: int) -> Path | None:
+    """The `config.json` of hub model `repo_id` (its main revision) in the directory `into`:
+    the one already there, else downloaded (that file alone: no weights, no token sent), at
+    most `limit` bytes and a JSON object, then renamed into place. None when the hub has no
+    such model (HTTP 404, or 401 for a gated or private one). Raises DownloadError."""
+    import http.client  # with the network stack, only when downloading (see _get)
+
+    if not _REPO.match(repo_id) or ".." in repo_id:
+        raise DownloadError(f"{repo_id!r} is not a hub model id (ORG/NAME)")
+    target = Path(into) / ("models--" + repo_id.replace("/", "--")) / "config.json"
+    if target.is_file():
+        return target
+    base = hub_url()
+    if not base.startswith(("https://", "http://")):
+        raise DownloadError(f"{HUB_ENV}={base!r} is not an http(s) URL")
+    url = f"{base}/{repo_id}/resolve/main/config.json"
+    try:
+        with _get(url, missing=_ABSENT) as r:
+            raw = r.read(limit + 1)
+    except DownloadError as ex:
+        if str(ex) == _ABSENT or " HTTP 401 " in str(ex):
+            return None
+        raise
+    except (OSError, http.client.HTTPException) as ex:
+        raise DownloadError(f"cannot download {url} ({getattr(ex, 'strerror', None) or ex})") from None
+    if len(raw) > limit:
+        raise DownloadError(f"{url} is larger than {limit >> 20} MiB: not a model config; not kept")
+    try:
+        if not isinstance(json.loads(raw), dict):
+            raise ValueError("not a JSON object")
+    except ValueError as ex:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise DownloadError(f"{url} is not a JSON config ({ex}); not kept") from None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with replacing(target, durable=False) as out:
+            out.write(raw)
+    except (WriteError, OSError) as ex:
+        raise DownloadError(f"cannot write into {target.parent} ({getattr(ex, 'reason', None) or ex})") from None
+    return target

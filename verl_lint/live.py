@@ -22,6 +22,7 @@ from .config.compose import AppliedOverride, Composition, live_file_settings
 from .config.context import Context
 from .engines.versions import context_versions, live_evidence, project_root
 from .environment import installed_versions
+from .gpus import live_gpu_gib
 from .launch.locate import HydraApp, find_checkout, installed_tree
 from .model import COMMAND_LINE, EnvVar, Launch, Span, Word
 from .registry import REGISTRY, finalize, parse_version, selected
@@ -50,6 +51,7 @@ def lint_config(
     config_name: str | None = None,
     on_error=None,
     argv: list[str] | None = None,
+    gpu: tuple[float, str] | None = None,
 ):
     """Lint a composed job config: every config rule and the env rules.
 
@@ -63,6 +65,8 @@ def lint_config(
     `argv`, e.g. from a config's defaults), and at Span("<environment>", 1, 1) for environment
     variables. A rule that raises propagates,
     unless `on_error(rule, exception)` is given: then it is called and the other rules run.
+    `gpu` is (GiB per GPU, where it comes from) for the memory rules; default: the live device,
+    when the job has already loaded torch (or torch_npu) and the accelerator is present.
     """
     hydra_node = _hydra_node(cfg)
     if overrides is None:
@@ -98,6 +102,7 @@ def lint_config(
     versions.update(context_versions(engines))
     versions["verl"] = parse_version(tree.version if tree else None)
     ctx = Context(launch, comp, versions, env_vars, engines, live=True)
+    ctx.gpu_gib, ctx.gpu_origin = gpu or live_gpu_gib() or (None, "")
     rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore) and (r.code not in OPT_IN or select)]
     diags = pack.check(ctx, rules, on_error)
     for d in diags:

@@ -265,6 +265,9 @@ class Options:
     timeout: float = 20.0  # seconds per step (the file's shell analysis, each launch) before VL005 (0: no limit)
     max_launches: int = MAX_LAUNCHES  # launch analyses per file; the rest get VL005 (limits.py)
     cwd: str | None = None  # where the scripts are run from (--cwd); None: assumed per script
+    gpu_gib: float | None = None  # memory per GPU (--gpu / --gpu-memory, the gpu setting); None: the memory rules are silent
+    gpu_origin: str = ""  # "--gpu H100", "[tool.verl-lint] gpu"
+    models_online: bool = False  # --models online / the models setting: a model's config.json from the hub
 
 
 @dataclass

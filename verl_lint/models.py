@@ -198,15 +198,16 @@ def facts_from_config(name: str, source: str, cfg: Mapping) -> ModelFacts:
     )
 
 
-def resolve(name: str, env: Mapping[str, str | None]) -> ModelFacts | ModelProblem | None:
+def resolve(name: str, env: Mapping[str, str | None], online: bool = False) -> ModelFacts | ModelProblem | None:
     """The facts of the model `name` (a local directory or a hub id), None when none of the
     sources knows it. `env` is the launch's environment where the script sets it (a value
-    of None: set, but only known at run time)."""
-    return _resolve(name, tuple(sorted((k, env.get(k, os.environ.get(k))) for k in ("HF_HUB_CACHE", "HF_HOME", "HOME"))))
+    of None: set, but only known at run time). `online` (`--models online`): a hub id none of
+    the offline sources knows is looked up on the hub, its `config.json` alone."""
+    return _resolve(name, tuple(sorted((k, env.get(k, os.environ.get(k))) for k in ("HF_HUB_CACHE", "HF_HOME", "HOME"))), online)
 
 
 @lru_cache(maxsize=64)
-def _resolve(name: str, env: tuple) -> ModelFacts | ModelProblem | None:
+def _resolve(name: str, env: tuple, online: bool = False) -> ModelFacts | ModelProblem | None:
     values = dict(env)
     path = name
     if name == "~" or name.startswith("~/"):
@@ -226,7 +227,25 @@ def _resolve(name: str, env: tuple) -> ModelFacts | ModelProblem | None:
         cached = _from_hub_cache(name, values)
         if cached is not None:
             return cached
-    return from_table(name)
+    found = from_table(name)
+    if found is None and online and HUB_ID.fullmatch(name):
+        return _from_hub(name)
+    return found
+
+
+def _from_hub(name: str) -> ModelFacts | ModelProblem | None:
+    """`--models online`: the hub's `config.json` of `name`, kept in verl-lint's cache (later
+    runs read it offline); a download that fails is one line, a model the hub lacks is None."""
+    from .cache import cache_dir  # why: only for --models online
+    from .download import DownloadError, hub_config, hub_url  # why: the network stack, only for --models online
+
+    try:
+        path = hub_config(name, cache_dir() / "models", MAX_CONFIG_BYTES)
+    except DownloadError as ex:
+        return ModelProblem(name, f"--models online: {ex}")
+    if path is None:
+        return None
+    return _read(name, str(path), f"config.json from {hub_url()} (--models online, kept in {path.parent})")
 
 
 def _read(name: str, config: str, source: str) -> ModelFacts | ModelProblem:

@@ -270,7 +270,9 @@ def launch_context(la: Launch, options: Options, composer: Composer, script_dir:
     versions = {k: parse_version(v) for k, v in {**installed_versions(), **options.versions}.items()}
     versions.update(context_versions(engines))
     versions["verl"] = parse_version(app.verl_version)
-    return Context(la, comp, versions, launch_env(la, comp), engines)
+    ctx = Context(la, comp, versions, launch_env(la, comp), engines)
+    ctx.gpu_gib, ctx.gpu_origin, ctx.models_online = options.gpu_gib, options.gpu_origin, options.models_online
+    return ctx
 
 
 def active_rules(options: Options) -> list[Rule]:

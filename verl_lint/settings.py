@@ -22,6 +22,7 @@ from typing import Any
 
 from .cache import memo
 from .engines.versions import version_problem
+from .gpus import gpu_gib
 from .model import Severity
 from .registry import RETIRED
 from .rules import registered_rules
@@ -57,6 +58,8 @@ class Settings:
     max_file_size: float = 4.0  # MiB
     timeout: float = 20.0  # seconds per launch (and for a file's shell code)
     docs_url: str | None = None  # where JSON and SARIF reports link each rule's page (a fork's own docs)
+    gpu: float | None = None  # GiB per GPU for the memory rules (`gpu = "H100"` or `gpu = 80`)
+    models: str = "offline"  # "online": a hub model's config.json may be downloaded (--models)
     root: Path = Path(".")  # paths in the file are relative to it
     path: Path | None = None  # the file they were read from; None: the defaults
     given: tuple[str, ...] = ()  # the settings that file sets (names as written, `fail-on`)
@@ -183,6 +186,20 @@ def _severity(value: Any) -> dict[str, Severity]:
     return out
 
 
+def _models(value: Any) -> str:
+    problem = choice_problem(value, ("offline", "online"))
+    if problem:
+        raise _Bad(problem)
+    return value
+
+
+def _gpu(value: Any) -> float:
+    try:
+        return gpu_gib(value)
+    except ValueError as ex:
+        raise _Bad(str(ex)) from None
+
+
 def _engine_version(value: Any) -> str:
     problem = version_problem(value)
     if problem:
@@ -218,6 +235,8 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max-file-size": ("max_file_size", _number(0, above=True, what="MiB")),
     "timeout": ("timeout", _number(0, above=False, what="seconds per launch; 0: no limit")),
     "docs-url": ("docs_url", _url),
+    "gpu": ("gpu", _gpu),  # a GPU's name (H100) or its memory in GiB
+    "models": ("models", _models),  # "offline" | "online"
 }
 
 

@@ -51,6 +51,9 @@ class Context:
         if not live:
             OmegaConf.register_new_resolver("oc.env", _oc_env, replace=True)  # again per launch: a resolver reset elsewhere undoes it
         self._cache: dict[str, object] = {}
+        self.gpu_gib: float | None = None  # memory per GPU the memory rules judge against (--gpu, the gpu setting, the live device)
+        self.gpu_origin = ""  # where it comes from, as the findings say it ("--gpu H100")
+        self.models_online = False  # --models online: a hub model's config.json may be downloaded
 
     @property
     def verl_version(self) -> Version | None:

@@ -65,7 +65,7 @@ def _facts_of(ctx, prefix: str) -> tuple:
     if path is None:
         return None, None
     env = {name: (v.value if v.unknown is None else None) for name, v in ctx.env.items()}
-    found = resolve(path, env)
+    found = resolve(path, env, ctx.models_online)
     reads, ctx.unknown_reads = ctx.unknown_reads, None
     try:
         override = ctx.get(f"{prefix}.override_config", None)
@@ -370,7 +370,7 @@ EXPERT_PARALLEL = (f"{R}.expert_parallel_size", f"{A}.megatron.expert_model_para
     "warning",
     evidence=[Evidence(("verl/workers/config/rollout.py",), r"expert_parallel_size")],
     bad=[main_ppo(QWEN7, f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")],
-    good=[main_ppo(f"{M}.path=Qwen/Qwen3-30B-A3B", f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")],
+    good=[main_ppo(f"{M}.path=Qwen/Qwen3-30B-A3B", "algorithm.adv_estimator=grpo", f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")],
 )
 def expert_parallel_dense(ctx) -> Iterator:
     """Expert parallelism asked for a model without experts.
