@@ -124,10 +124,10 @@ def test_the_critics_batches_are_checked_when_the_launch_trains_one(findings, ve
     assert [m.split(" is smaller than ")[1].split("=")[0] for m in only(findings(follows, version), "VL302")] == [f"{A}.ppo_mini_batch_size"]
     # The deprecated global micro batch alone: from 0.5 verl's critic config makes `_per_gpu`
     # follow it (`${oc.select:.ppo_micro_batch_size,null}`), so both are set; 0.4 keeps them apart.
-    # The legacy FSDP critic (0.4-0.7) splits its own mini batch over the GPUs / its SP, then into micro batches.
+    # The FSDP critic (legacy 0.4-0.7, engine 0.9) splits its own mini batch over the GPUs / its SP, then into micro batches.
     split = ("data.train_batch_size=96", f"{A}.ppo_mini_batch_size=16", "critic.ppo_mini_batch_size=16", "critic.ppo_micro_batch_size_per_gpu=4")
     dp = only(findings(main_ppo("algorithm.adv_estimator=gae", *split), version), "VL304")
-    assert [m.split(" gives each rank ")[1][:2] for m in dp] == ([] if version == "0.9.1" else ["2,"])  # 0.9.1: the engine worker
+    assert [m.split(" gives each rank ")[1][:2] for m in dp] == ["2,"]  # 0.9.1: the engine critic splits it the same way (oracle tier)
     assert only(findings(main_ppo("algorithm.adv_estimator=gae", *split, "critic.ulysses_sequence_parallel_size=4"), version), "VL304") == []
     assert only(findings(main_ppo("algorithm.adv_estimator=grpo", *split), version), "VL304") == []  # no critic
     twice = only(findings(main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=64"), version), "VL303")

@@ -334,7 +334,8 @@ ENTRY_POINT_NOT_JUDGED = declare(
     """,
     bad=[("#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
           "actor_rollout_ref.actor.grad_clip=0.5\n", ">=0.9")],
-    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.optim.clip_grad=0.5\n"],
+    good=[("#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
+           "actor_rollout_ref.actor.optim.clip_grad=0.5\n", ">=0.9")],
 )
 
 

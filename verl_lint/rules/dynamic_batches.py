@@ -66,8 +66,9 @@ def micro_batch_under_dynamic_bsz(ctx: Context):
     ## Why is this bad?
     Lowering the micro batch size is the usual answer to an out-of-memory error, and here it
     changes nothing: with dynamic batch size verl splits each mini batch into micro batches of
-    at most `*_max_token_len_per_gpu` tokens (`rearrange_micro_batches`) and never reads the
-    micro batch size (its checks are skipped too).
+    at most `*_max_token_len_per_gpu` tokens (`rearrange_micro_batches`) and never splits by
+    the micro batch size (the legacy FSDP worker of 0.4-0.7 still asserts that a set actor
+    micro batch divides the per-GPU mini batch: VL304 says so where it does not).
 
     ## Use instead
     Lower the section's token budget (`ppo_max_token_len_per_gpu`,
@@ -101,7 +102,7 @@ def micro_batch_under_dynamic_bsz(ctx: Context):
         yield ctx.diag(
             "VL210",
             f"{o.key}={value} has no effect: {switch}=True, so verl packs these micro batches by tokens, up to "
-            f"{shown} per GPU, and never uses the micro batch size",
+            f"{shown} per GPU, and never splits by the micro batch size",
             key=o.key,
             span=o.word.span,
             help=f"to use less memory, lower {budget}; or set {switch}=False to use the micro batch size",

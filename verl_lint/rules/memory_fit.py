@@ -246,8 +246,8 @@ def rollout_weights(ctx) -> Iterator:
     "kv-cache-cannot-hold-one-sequence",
     "error",
     evidence=[VLLM_SHARE],
-    bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.19", f"{R}.max_model_len=32768", "data.max_prompt_length=1024", "data.max_response_length=2048")],
-    good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.19", f"{R}.max_model_len=16384", "data.max_prompt_length=1024", "data.max_response_length=2048")],
+    bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.19", f"{R}.max_model_len=32768", "data.max_prompt_length=1024", "data.max_response_length=2048", f"{R}.max_num_batched_tokens=32768")],
+    good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.19", f"{R}.max_model_len=16384", "data.max_prompt_length=1024", "data.max_response_length=2048", f"{R}.max_num_batched_tokens=16384")],
     bad_options=H100,
 )
 def kv_room(ctx) -> Iterator:

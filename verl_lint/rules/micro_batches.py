@@ -162,6 +162,7 @@ GLOBAL_MICRO = Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/work
     "VL332",
     "global-micro-batch-too-small",
     "error",
+    supersedes=("VL232",),  # "deprecated" is the weaker form of "verl stops on this value"
     evidence=[GLOBAL_MICRO],
     # verl 0.8+'s engine worker does not take the global actor micro batch at all (VL318)
     bad=[

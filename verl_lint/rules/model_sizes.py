@@ -18,7 +18,7 @@ from ..evidence import Evidence
 from ..model import Severity
 from ..models import ModelFacts, ModelProblem, resolve
 from ..registry import REGISTRY, main_ppo, rule
-from .sizes import A, R, anchor_key, report_unless_default
+from .sizes import A, R, ULYSSES as SP, anchor_key, report_unless_default, ulysses_size
 
 M = "actor_rollout_ref.model"
 QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 28 heads, 4 KV heads, 28 layers, 32768 positions
@@ -169,7 +169,6 @@ ULYSSES = {  # role -> (its section, its model)
     "ref": ("actor_rollout_ref.ref", M),
     "critic": ("critic", "critic.model"),
 }
-SP = "ulysses_sequence_parallel_size"  # verl 0.7+ deprecates `<role>.SP` for `<role>.fsdp_config.SP`
 
 
 @rule(
@@ -216,10 +215,7 @@ def ulysses_heads(ctx) -> Iterator:
         facts = known(ctx, prefix)
         if facts is None or (ctx.text(f"{section}.strategy") or "fsdp") not in ("fsdp", "fsdp2"):
             continue
-        sp_key = keys[0]
-        sp = ctx.int(sp_key)
-        if sp == 1 and ctx.has(keys[1]):
-            sp_key, sp = keys[1], ctx.int(keys[1])
+        sp_key, sp = ulysses_size(ctx, section)
         if sp is None or sp <= 1:
             continue
         if facts.heads % sp:
@@ -244,8 +240,9 @@ def ulysses_heads(ctx) -> Iterator:
     "sequence-exceeds-model-context",
     "error",
     evidence=[CONTEXT_ASSERT, CONTEXT_RAISE],
-    bad=[main_ppo(QWEN7, "data.max_prompt_length=4096", "data.max_response_length=32768")],
-    good=[main_ppo(QWEN7, "data.max_prompt_length=4096", "data.max_response_length=28672")],
+    # (a batched-token budget that holds the sequence: verl 0.3-0.6 also checks that, VL317)
+    bad=[main_ppo(QWEN7, "data.max_prompt_length=4096", "data.max_response_length=32768", f"{R}.max_num_batched_tokens=40960")],
+    good=[main_ppo(QWEN7, "data.max_prompt_length=4096", "data.max_response_length=28672", f"{R}.max_num_batched_tokens=40960")],
 )
 def context_length(ctx) -> Iterator:
     """Prompt plus response length (or rollout.max_model_len) exceeds the model's context.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..evidence import Evidence
 from .roles import uses_critic
 from ..registry import main_ppo, rule
-from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, shipped_at, validating_app
+from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, shipped_at, ulysses_size, validating_app
 
 ROLLOUT_CONFIG = ("verl/workers/config/rollout.py",)
 WORKERS = ("verl/workers/*_workers.py",)
@@ -315,8 +315,14 @@ ULYSSES_MESH = Evidence(("verl/workers/fsdp_workers.py", "verl/workers/engine/fs
     "ulysses-sp-does-not-divide-gpus",
     "error",
     evidence=[ULYSSES_MESH],
-    bad=[main_ppo(f"{A}.ulysses_sequence_parallel_size=3", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8")],
-    good=[main_ppo(f"{A}.ulysses_sequence_parallel_size=4", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8")],
+    bad=[
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=3", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8"), "<0.7"),
+        (main_ppo(f"{A}.fsdp_config.ulysses_sequence_parallel_size=3", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8"), ">=0.7"),
+    ],
+    good=[
+        (main_ppo(f"{A}.ulysses_sequence_parallel_size=4", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8"), "<0.7"),
+        (main_ppo(f"{A}.fsdp_config.ulysses_sequence_parallel_size=4", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8"), ">=0.7"),
+    ],
 )
 def ulysses_divides_gpus(ctx):
     """A Ulysses sequence-parallel size that does not divide the GPU count.
@@ -344,15 +350,14 @@ def ulysses_divides_gpus(ctx):
     for section in (A, "critic"):
         if ctx.text(f"{section}.strategy") not in ("fsdp", "fsdp2") or (section == "critic" and not uses_critic(ctx)):
             continue
-        sp = parallel_size(ctx, f"{section}.ulysses_sequence_parallel_size")
+        key, sp = ulysses_size(ctx, section)
         if sp is None or sp <= 1 or n_gpus % sp == 0:
             continue
-        if section == "critic" and not ctx.user_set(f"{section}.ulysses_sequence_parallel_size") and parallel_size(ctx, f"{A}.ulysses_sequence_parallel_size") == sp:
+        if section == "critic" and not ctx.user_set(key) and ulysses_size(ctx, A)[1] == sp:
             continue  # the critic's follows the actor's: one finding
-        key = f"{section}.ulysses_sequence_parallel_size"
         yield report_unless_default(
             ctx, "VL333",
-            f"{section}.ulysses_sequence_parallel_size={sp} does not divide the {n_gpus} GPUs ({gpus_text}): the worker cannot build its "
+            f"{key}={sp} does not divide the {n_gpus} GPUs ({gpus_text}): the worker cannot build its "
             f"({n_gpus} // {sp}, {sp}) device mesh when it starts",
             [key, *GPUS], anchor_key(ctx, key, *GPUS), f"use a sequence-parallel size that divides {n_gpus}",
         )

@@ -67,6 +67,20 @@ def parallel_size(ctx, key):
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+ULYSSES = "ulysses_sequence_parallel_size"
+
+
+def ulysses_size(ctx, section: str) -> tuple[str, int | None]:
+    """The role's Ulysses sequence-parallel size and the key it comes from: `<section>.SP`, or,
+    where the tree has it (0.7+, which deprecates the first) and the first is 1,
+    `<section>.fsdp_config.SP` (the role's config copies the first there when it is > 1)."""
+    key, engine_key = f"{section}.{ULYSSES}", f"{section}.fsdp_config.{ULYSSES}"
+    sp = parallel_size(ctx, key)
+    if sp == 1 and ctx.has(engine_key):
+        return engine_key, parallel_size(ctx, engine_key)
+    return key, sp
+
+
 def report_unless_default(ctx, code, message, inputs, key, help, severity=None):
     """The finding at `key`, with the other `inputs` the script set as related places; unless
     none of `inputs` is the user's choice: then a problem of verl's own defaults (info, once per run)."""

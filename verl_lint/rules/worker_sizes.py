@@ -35,7 +35,7 @@ def _engine(ctx) -> bool:
     "dynamic-bsz-differs-between-actor-and-rollout",
     "error",
     evidence=[DYNAMIC_MATCH],
-    bad=[(main_ppo(*MICRO, f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=False", f"{A}.ppo_max_token_len_per_gpu=8192"), ENGINE_DEFAULT)],
+    bad=[(main_ppo(*MICRO[1:], f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=False", f"{A}.ppo_max_token_len_per_gpu=8192"), ENGINE_DEFAULT)],
     good=[main_ppo("algorithm.adv_estimator=grpo", f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192")],
 )
 @validating_app
