@@ -306,7 +306,7 @@ def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl
     assert composer.stats["base_misses"] == 2  # the timed run was composing its base when stopped
     assert len(composer._bases) == 1 and len(list((cache_root / "bases").glob("*.pickle"))) == 1  # the warm-up's
 
-    again = lint_file(script, Options(verl_tree=tree), composer)
+    again = lint_file(script, Options(verl_tree=tree, gpu_gib=80), composer)  # (the model is known: a GPU, or VL330)
     assert [d.code for d in again.diagnostics] == ["VL101", "VL230"]  # +trainer.lint_marker: nothing reads it
     proc = _cli("check", str(script), "--verl-root", str(tree.root))
     assert proc.returncode == 1 and "VL101" in proc.stdout and "VL106" not in proc.stdout, proc.stdout + proc.stderr

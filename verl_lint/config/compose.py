@@ -386,8 +386,8 @@ def live_file_settings(sources: list[tuple[str, str]], config_name: str | None, 
 
 
 def _load_disk(path: Path) -> bytes | ComposeError | None:
-    """A stored base (the pickled config and its file values) or a config's stored error; None for a missing,
-    corrupt or wrong-type entry (composed again and rewritten)."""
+    """A stored base (the pickled config, its file values and verl's configs merged at the root) or a
+    config's stored error; None for a missing, corrupt or wrong-type entry (composed again and rewritten)."""
     try:
         data = path.read_bytes()
         obj = pickle.loads(data)
@@ -395,7 +395,7 @@ def _load_disk(path: Path) -> bytes | ComposeError | None:
         return None
     if isinstance(obj, ComposeError):
         return obj
-    return data if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], DictConfig) else None
+    return data if isinstance(obj, tuple) and len(obj) == 3 and isinstance(obj[0], DictConfig) else None
 
 
 # ------------------------------------------------------------ errors ----

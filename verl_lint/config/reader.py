@@ -398,9 +398,11 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
         roots = source_roots(root, extra)
         n_own = len(source_roots(root, ()))
         if len(roots) == n_own:  # nothing beyond the tree's verl/ and recipe/ (config dirs inside verl/ are read anyway)
-            # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
-            ident = "\0".join([_FORMAT, str(root), tree_stamp(root)])
-            hit = memo("reader", ident, lambda: _build_shown(root), ReaderIndex)
+            hit = _LOADED.get((root, ()))  # the same index, asked without those dirs (no disk cache: built once)
+            if hit is None:
+                # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
+                ident = "\0".join([_FORMAT, str(root), tree_stamp(root)])
+                hit = _LOADED[(root, ())] = memo("reader", ident, lambda: _build_shown(root), ReaderIndex)
         else:
             # A project's own files (its package, its config dirs) are indexed apart, keyed on
             # their own stamp: editing one, or a new project, never indexes the verl tree again.
