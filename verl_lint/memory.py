@@ -15,7 +15,7 @@ from .gpus import GIB
 from .models import ModelFacts
 from .rules.memory_fit import rollout_fit, training_state
 from .rules.model_sizes import M, known, model_facts
-from .rules.sizes import A, R
+from .rules.sizes import A
 
 
 def _int(ctx: Context, key: str, default: int) -> int:

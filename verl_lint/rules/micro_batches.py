@@ -4,12 +4,10 @@ VL315: neither)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, GPUS, R, VALIDATION, evidence_at, gpu_count, parallel_size, report_unless_default, validating_app
+from .sizes import A, GPUS, R, VALIDATION, gpu_count, parallel_size, report_unless_default, validating_app
 
 # Examples set the micro batch sizes a real launch sets (VL315 judges a launch that sets some).
 MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)

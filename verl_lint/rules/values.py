@@ -17,7 +17,7 @@ from ..config import classes as config_classes
 from ..config.classes import Choice
 from ..config.context import Context
 from ..config.keys import closest_name, same_name_elsewhere
-from ..config.reader import app_sources, key_facts, reader_index
+from ..config.reader import app_sources, key_facts
 from ..evidence import Evidence, source_text, sources_have, tree_has
 from ..registry import main_ppo, rule
 
