@@ -37,26 +37,47 @@ TARGET_MS = 50.0
 
 # A typical GRPO launch on one 8-GPU node (every key exists in verl 0.7-0.9's ppo_trainer).
 OVERRIDES = [
-    "algorithm.adv_estimator=grpo", "algorithm.use_kl_in_reward=False",
-    "data.train_files=/data/gsm8k/train.parquet", "data.val_files=/data/gsm8k/test.parquet",
-    "data.train_batch_size=512", "data.max_prompt_length=1024", "data.max_response_length=2048",
-    "data.filter_overlong_prompts=True", "data.truncation=error",
-    "actor_rollout_ref.model.path=/models/Qwen2.5-7B-Instruct", "actor_rollout_ref.model.use_remove_padding=True",
-    "actor_rollout_ref.model.enable_gradient_checkpointing=True", "actor_rollout_ref.actor.optim.lr=1e-6",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=128", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
-    "actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.kl_loss_coef=0.001",
-    "actor_rollout_ref.actor.kl_loss_type=low_var_kl", "actor_rollout_ref.actor.entropy_coeff=0",
-    "actor_rollout_ref.actor.fsdp_config.param_offload=False", "actor_rollout_ref.actor.fsdp_config.optimizer_offload=False",
-    "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
-    "actor_rollout_ref.rollout.gpu_memory_utilization=0.6", "actor_rollout_ref.rollout.n=5",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=32", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=32",
-    "actor_rollout_ref.ref.fsdp_config.param_offload=True", "trainer.critic_warmup=0", "trainer.logger=[console]",
-    "trainer.project_name=verl_grpo_gsm8k", "trainer.experiment_name=qwen2_7b", "trainer.n_gpus_per_node=8",
-    "trainer.nnodes=1", "trainer.save_freq=20", "trainer.test_freq=5", "trainer.total_epochs=15",
+    "algorithm.adv_estimator=grpo",
+    "algorithm.use_kl_in_reward=False",
+    "data.train_files=/data/gsm8k/train.parquet",
+    "data.val_files=/data/gsm8k/test.parquet",
+    "data.train_batch_size=512",
+    "data.max_prompt_length=1024",
+    "data.max_response_length=2048",
+    "data.filter_overlong_prompts=True",
+    "data.truncation=error",
+    "actor_rollout_ref.model.path=/models/Qwen2.5-7B-Instruct",
+    "actor_rollout_ref.model.use_remove_padding=True",
+    "actor_rollout_ref.model.enable_gradient_checkpointing=True",
+    "actor_rollout_ref.actor.optim.lr=1e-6",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=128",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+    "actor_rollout_ref.actor.use_kl_loss=True",
+    "actor_rollout_ref.actor.kl_loss_coef=0.001",
+    "actor_rollout_ref.actor.kl_loss_type=low_var_kl",
+    "actor_rollout_ref.actor.entropy_coeff=0",
+    "actor_rollout_ref.actor.fsdp_config.param_offload=False",
+    "actor_rollout_ref.actor.fsdp_config.optimizer_offload=False",
+    "actor_rollout_ref.rollout.name=vllm",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+    "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
+    "actor_rollout_ref.rollout.n=5",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=32",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=32",
+    "actor_rollout_ref.ref.fsdp_config.param_offload=True",
+    "trainer.critic_warmup=0",
+    "trainer.logger=[console]",
+    "trainer.project_name=verl_grpo_gsm8k",
+    "trainer.experiment_name=qwen2_7b",
+    "trainer.n_gpus_per_node=8",
+    "trainer.nnodes=1",
+    "trainer.save_freq=20",
+    "trainer.test_freq=5",
+    "trainer.total_epochs=15",
 ]
 ENABLE = "+hydra.callbacks.verl_lint._target_=verl_lint.callback.VerlLintCallback"
 
-APP = '''\
+APP = """\
 import time
 _W0 = time.perf_counter()
 _C0 = time.process_time()
@@ -88,10 +109,10 @@ def main(cfg):
 
 
 main()
-'''
+"""
 
 
-PHASES = '''\
+PHASES = """\
 import json, os, sys, time
 import hydra
 from hydra import compose, initialize_config_dir
@@ -122,7 +143,7 @@ phase("first live_findings (allocator check)", allocator_check)
 gc.enable()
 phase("lint_config again (warm caches)", lambda: live.lint_config(cfg, env=os.environ))
 print("PHASES " + json.dumps(out))
-'''
+"""
 
 
 def _child_env(pycache: Path | None) -> dict:
@@ -140,7 +161,12 @@ def _phases(config_dir: Path, runs: int, env: dict) -> dict:
     samples: dict[str, list] = {}
     errors = set()
     for i in range(runs + 1):
-        proc = subprocess.run([sys.executable, "-c", PHASES, str(config_dir), json.dumps(OVERRIDES)], capture_output=True, text=True, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", PHASES, str(config_dir), json.dumps(OVERRIDES)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         if i == 0:
             continue  # warm-up (bytecode, file cache)
         m = re.search(r"^PHASES (.*)$", proc.stdout, re.M)
@@ -168,7 +194,15 @@ def _reference(runs: int, env: dict) -> list[float]:
 
 
 def _run(app: Path, config_dir: Path, out_dir: Path, with_callback: bool, overrides: list[str], env: dict) -> dict:
-    cmd = [sys.executable, str(app), "--config-dir", str(config_dir), "--config-name", "ppo_trainer", f"hydra.run.dir={out_dir}"]
+    cmd = [
+        sys.executable,
+        str(app),
+        "--config-dir",
+        str(config_dir),
+        "--config-name",
+        "ppo_trainer",
+        f"hydra.run.dir={out_dir}",
+    ]
     cmd += overrides
     if with_callback:
         cmd.append(ENABLE)
@@ -252,7 +286,10 @@ def main(argv: list[str] | None = None) -> int:
             "cpu": statistics.median(ms([r["cpu"] for r in base])),
             "cpu_range": [min(ms([r["cpu"] for r in base])), max(ms([r["cpu"] for r in base]))],
         },
-        "startup_with_ms": {"wall": statistics.median(ms([r["wall"] for r in withcb])), "cpu": statistics.median(ms([r["cpu"] for r in withcb]))},
+        "startup_with_ms": {
+            "wall": statistics.median(ms([r["wall"] for r in withcb])),
+            "cpu": statistics.median(ms([r["cpu"] for r in withcb])),
+        },
         "added_ms": {
             "wall_median": statistics.median(d_wall),
             "wall_iqr": [q(d_wall)[0], q(d_wall)[2]],
@@ -283,7 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     a = result["added_ms"]
-    print(f"verl-lint callback overhead: {result['config']}, {args.runs} paired runs (fresh processes, bytecode {result['bytecode']})")
+    print(
+        f"verl-lint callback overhead: {result['config']}, {args.runs} paired runs (fresh processes, bytecode {result['bytecode']})"
+    )
     if result["added_in_process_ms"] is not None:
         print(
             f"  added by the callback, measured in process: {result['added_in_process_ms']:.1f} ms = import of "
@@ -307,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"  yardstick: `import hydra` takes {reference[0]:.0f} ms wall / {reference[1]:.0f} ms CPU here")
     if result["added_in_process_cpu_ms"] is not None:
-        print(f"  added by the callback in CPU time (the steps above, up to the first live_findings): {result['added_in_process_cpu_ms']:.1f} ms")
+        print(
+            f"  added by the callback in CPU time (the steps above, up to the first live_findings): {result['added_in_process_cpu_ms']:.1f} ms"
+        )
     print(f"  target < {TARGET_MS:.0f} ms ({args.verdict}): {'met' if result['within_target'] else 'NOT met'}")
     return 0
 

@@ -91,7 +91,9 @@ def entry_points(text: str, script_dir: Path, roots: list[Path]) -> list[tuple[i
                 out.append((n, line.strip()))
         for m in _FILE.finditer(line):
             word, base = m.group(1), m.group(2)
-            found = None if "$" in word else next((d / word for d in (script_dir, *roots) if (d / word).is_file()), None)
+            found = (
+                None if "$" in word else next((d / word for d in (script_dir, *roots) if (d / word).is_file()), None)
+            )
             if (found is None and _MAIN_FILE.match(base)) or (found is not None and declares_hydra_main(found)):
                 out.append((n, line.strip()))
     return out
@@ -99,14 +101,28 @@ def entry_points(text: str, script_dir: Path, roots: list[Path]) -> list[tuple[i
 
 def git_scripts(repo: Path, paths: list[str]) -> tuple[list[str], bool]:
     """The `*.sh` files git tracks under `paths`; a tree that is not a repository is walked."""
-    done = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--", *[os.path.join(p, "*.sh") if p != "." else "*.sh" for p in paths]], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "ls-files",
+            "-z",
+            "--",
+            *[os.path.join(p, "*.sh") if p != "." else "*.sh" for p in paths],
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode == 0:
         return sorted(os.path.normpath(p) for p in done.stdout.split("\0") if p), True
     found = []
     for p in paths:
         for dirpath, dirnames, files in os.walk(repo / p):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            found += [os.path.normpath(os.path.relpath(os.path.join(dirpath, f), repo)) for f in files if f.endswith(".sh")]
+            found += [
+                os.path.normpath(os.path.relpath(os.path.join(dirpath, f), repo)) for f in files if f.endswith(".sh")
+            ]
     return sorted(found), False
 
 
@@ -114,7 +130,9 @@ def run_linter(linter: list[str], repo: Path, args: list[str]) -> subprocess.Com
     return subprocess.run([*linter, "check", *args], cwd=repo, capture_output=True, text=True)
 
 
-def measure(repo: Path, paths: list[str], verl_args: list[str], roots: list[Path], linter: list[str]) -> tuple[dict, list[str]]:
+def measure(
+    repo: Path, paths: list[str], verl_args: list[str], roots: list[Path], linter: list[str]
+) -> tuple[dict, list[str]]:
     """The counts of one repository, and the lines a human should read."""
     tracked, is_git = git_scripts(repo, paths)
     shown = run_linter(linter, repo, [*paths, "--show-files"])
@@ -154,7 +172,9 @@ def measure(repo: Path, paths: list[str], verl_args: list[str], roots: list[Path
         if len(s.entry_lines) == s.accounted:
             continue
         dropped += max(0, len(s.entry_lines) - s.accounted)
-        notes.append(f"{s.path}: {len(s.entry_lines)} entry-point lines, verl-lint: {s.analysed} analysed, VL007 at {s.not_analysable}, input errors at {s.input_errors}")
+        notes.append(
+            f"{s.path}: {len(s.entry_lines)} entry-point lines, verl-lint: {s.analysed} analysed, VL007 at {s.not_analysable}, input errors at {s.input_errors}"
+        )
         notes += [f"    {n}: {text[:160]}" for n, text in s.entry_lines]
     row = {
         "scripts_git": len(tracked),

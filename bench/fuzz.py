@@ -36,9 +36,34 @@ KEYS = [
     "critic",
     "model_engine",
 ]
-VALUES = ["1", "8", "0", "-3", "True", "false", "null", "vllm", "sglang", "[a,b]", "'[\"x\",\"y\"]'", "{a:1}", "1e-6", "abc", "1,2", "???", "${oc.select:trainer.nnodes,1}", "megatron", "dp"]
+VALUES = [
+    "1",
+    "8",
+    "0",
+    "-3",
+    "True",
+    "false",
+    "null",
+    "vllm",
+    "sglang",
+    "[a,b]",
+    '\'["x","y"]\'',
+    "{a:1}",
+    "1e-6",
+    "abc",
+    "1,2",
+    "???",
+    "${oc.select:trainer.nnodes,1}",
+    "megatron",
+    "dp",
+]
 VARS = ["NNODES", "GPUS", "TP", "SP", "BSZ", "MODEL", "ARGS", "X"]
-ENV = ["VLLM_ATTENTION_BACKEND=XFORMERS", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "VLLM_USE_V1=0", "HCCL_CONNECT_TIMEOUT=1500"]
+ENV = [
+    "VLLM_ATTENTION_BACKEND=XFORMERS",
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+    "VLLM_USE_V1=0",
+    "HCCL_CONNECT_TIMEOUT=1500",
+]
 
 
 def _value(rnd: random.Random) -> str:
@@ -81,20 +106,26 @@ def _statement(rnd: random.Random, depth: int = 0) -> str:
     if k == 5:
         return _launch(rnd)
     if k == 6:
-        return f"if [ -n \"${var}\" ]; then\n  {_statement(rnd, depth + 1)}\nelse\n  {_statement(rnd, depth + 1)}\nfi"
+        return f'if [ -n "${var}" ]; then\n  {_statement(rnd, depth + 1)}\nelse\n  {_statement(rnd, depth + 1)}\nfi'
     if k == 7:
         return f"for i in 1 2 3; do\n  {_statement(rnd, depth + 1)}\ndone"
     if k == 8:
         return f"run() {{\n  local L={_value(rnd)}\n  {_launch(rnd)}\n}}\nrun"
     # Scripts inside strings and here-documents (read in place), branches, launchers.
     if k == 9:
-        return rnd.choice([f'bash -c "{_launch(rnd)}"', f"{var}='{_launch(rnd)}'\neval \"${var}\"", f"srun -N 2 {_launch(rnd)}"])
+        return rnd.choice(
+            [f'bash -c "{_launch(rnd)}"', f"{var}='{_launch(rnd)}'\neval \"${var}\"", f"srun -N 2 {_launch(rnd)}"]
+        )
     if k == 10:
         return f"cat <<EOF | bash\n{_launch(rnd)}\nEOF" if rnd.random() < 0.5 else f"bash <<'EOS'\n{_launch(rnd)}\nEOS"
     if k == 11:
         return f'if [ "${var}" = a ]; then\n  {_statement(rnd, depth + 1)}\nelif [ "${var}" = b ]; then\n  {_launch(rnd)}\nfi'
     if k == 12:
-        return f'--config-path="$(pwd)/conf" {_launch(rnd)}' if rnd.random() < 0.3 else f'cd "$(dirname "$0")" && {_launch(rnd)}'
+        return (
+            f'--config-path="$(pwd)/conf" {_launch(rnd)}'
+            if rnd.random() < 0.3
+            else f'cd "$(dirname "$0")" && {_launch(rnd)}'
+        )
     return f"source ./{rnd.choice(['common.sh', '../x.sh', '/etc/profile'])}"
 
 
@@ -140,9 +171,13 @@ def check_case(text: str, tmp: Path, options, composer) -> list[str]:
     n_lines = text.count("\n") + 1
     for d in first.diagnostics:
         s = d.span
-        if s.path == str(path) and not (1 <= s.line <= n_lines and s.col >= 1 and (s.end_line, s.end_col) >= (s.line, s.col)):
+        if s.path == str(path) and not (
+            1 <= s.line <= n_lines and s.col >= 1 and (s.end_line, s.end_col) >= (s.line, s.col)
+        ):
             problems.append(f"span outside the file: {d.code} {s}")
-    if render_json([first]) != render_json([second]) or [str(e) for e in first.errors] != [str(e) for e in second.errors]:
+    if render_json([first]) != render_json([second]) or [str(e) for e in first.errors] != [
+        str(e) for e in second.errors
+    ]:
         problems.append("non-deterministic output")
     return problems
 

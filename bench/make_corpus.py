@@ -106,14 +106,56 @@ POPULAR: list[tuple[str, list]] = [
     ("trainer.val_before_train", [False, True]),
 ]
 
-MODELS = ["Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-3B-Instruct", "Qwen/Qwen3-8B", "deepseek-ai/deepseek-llm-7b-chat",
-          "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-Math-7B", "Qwen/Qwen3-30B-A3B"]
+MODELS = [
+    "Qwen/Qwen2.5-7B-Instruct",
+    "Qwen/Qwen2.5-3B-Instruct",
+    "Qwen/Qwen3-8B",
+    "deepseek-ai/deepseek-llm-7b-chat",
+    "meta-llama/Llama-3.1-8B-Instruct",
+    "Qwen/Qwen2.5-Math-7B",
+    "Qwen/Qwen3-30B-A3B",
+]
 DATASETS = ["gsm8k", "math", "dapo-math-17k", "geo3k", "aime-2024", "hh_rlhf"]
 PROJECTS = ["verl_grpo_example_gsm8k", "verl_example", "verl_ppo_math", "verl-megatron", "dapo", "verl_remax_example"]
 # bash's own variables: never assigned by the generator
-RESERVED = {"PATH", "HOME", "PWD", "OLDPWD", "UID", "EUID", "PPID", "RANDOM", "SECONDS", "LINENO", "HOSTNAME", "IFS", "PS1",
-            "PS2", "PS4", "SHELL", "USER", "TERM", "LANG", "OPTIND", "OPTARG", "BASH", "GROUPS", "HOSTTYPE", "MACHTYPE",
-            "OSTYPE", "SHELLOPTS", "SHLVL", "PIPESTATUS", "FUNCNAME", "_", "N", "P", "C", "TMPDIR", "PYTHONPATH"}
+RESERVED = {
+    "PATH",
+    "HOME",
+    "PWD",
+    "OLDPWD",
+    "UID",
+    "EUID",
+    "PPID",
+    "RANDOM",
+    "SECONDS",
+    "LINENO",
+    "HOSTNAME",
+    "IFS",
+    "PS1",
+    "PS2",
+    "PS4",
+    "SHELL",
+    "USER",
+    "TERM",
+    "LANG",
+    "OPTIND",
+    "OPTARG",
+    "BASH",
+    "GROUPS",
+    "HOSTTYPE",
+    "MACHTYPE",
+    "OSTYPE",
+    "SHELLOPTS",
+    "SHLVL",
+    "PIPESTATUS",
+    "FUNCNAME",
+    "_",
+    "N",
+    "P",
+    "C",
+    "TMPDIR",
+    "PYTHONPATH",
+}
 # words bash treats specially when bare (besides alnum)
 _BARE_OK = re.compile(r"^[A-Za-z0-9_@%+=:,./\-\[\]^~]+$")
 _ASSIGN_BARE_OK = re.compile(r"^[A-Za-z0-9_@%+=:,./\-^]+$")
@@ -204,8 +246,13 @@ def compose_keys(config_dir: str | Path, bases: dict[str, tuple[str, tuple[str, 
     return out
 
 
-REMOVED_KEYS = ["actor_rollout_ref.actor.megatron.grad_offload", "critic.model.fsdp_config.param_offload", "trainer.use_legacy_worker_impl",
-                "actor_rollout_ref.rollout.chunked_prefill", "actor_rollout_ref.actor.fsdp_config.grad_offload"]
+REMOVED_KEYS = [
+    "actor_rollout_ref.actor.megatron.grad_offload",
+    "critic.model.fsdp_config.param_offload",
+    "trainer.use_legacy_worker_impl",
+    "actor_rollout_ref.rollout.chunked_prefill",
+    "actor_rollout_ref.actor.fsdp_config.grad_offload",
+]
 
 
 def concrete(v) -> bool:
@@ -392,7 +439,9 @@ class LaunchBuilder:
         """(hydra value text, bash value text) for a symbolic value such as MODEL."""
         rng, s, ctx = self.rng, self.s, self.ctx
         if token == "MODEL":
-            name = s.var("MODEL_PATH", f"/models/{ctx['model']}", lambda n: f"${{{n}:-/models/{ctx['model']}}}", upper=True)
+            name = s.var(
+                "MODEL_PATH", f"/models/{ctx['model']}", lambda n: f"${{{n}:-/models/{ctx['model']}}}", upper=True
+            )
             return f"/models/{ctx['model']}", rng.choice([f"${name}", f"${{{name}}}", f'"${name}"'])
         if token in ("TRAIN_FILES", "VAL_FILES"):
             split = "train" if token == "TRAIN_FILES" else "test"
@@ -435,7 +484,16 @@ class LaunchBuilder:
     def value(self, key: str, v) -> tuple[str, str]:
         """(hydra value text, bash value text) for a chosen value."""
         rng = self.rng
-        if isinstance(v, str) and v in ("MODEL", "TRAIN_FILES", "VAL_FILES", "LOGGER", "PROJECT", "EXPERIMENT", "NGPUS", "NNODES"):
+        if isinstance(v, str) and v in (
+            "MODEL",
+            "TRAIN_FILES",
+            "VAL_FILES",
+            "LOGGER",
+            "PROJECT",
+            "EXPERIMENT",
+            "NGPUS",
+            "NNODES",
+        ):
             return self.special(key, v)
         if v == "ARITH":
             k = rng.choice([2, 4, 8])
@@ -484,7 +542,11 @@ class LaunchBuilder:
                 continue
             cur = keys.leaves[k]
             if isinstance(cur, dict):  # an empty dict: add a key under it
-                self.set(f"{k}.{rng.choice(['max_num_seqs', 'enable_expert_parallel', 'attention_backend', 'foo'])}", rng.choice([True, 64, "flash"]), "+")
+                self.set(
+                    f"{k}.{rng.choice(['max_num_seqs', 'enable_expert_parallel', 'attention_backend', 'foo'])}",
+                    rng.choice([True, 64, "flash"]),
+                    "+",
+                )
             else:
                 v = value_for(rng, k, cur)
                 if rng.random() < 0.08:
@@ -497,17 +559,30 @@ class LaunchBuilder:
         """`+` new keys, `++`, `~`, interpolations, a repeated key (later wins)."""
         rng, keys = self.rng, self.keys
         if rng.random() < 0.35:
-            parents = [d for d in ("actor_rollout_ref.rollout.engine_kwargs.vllm", "actor_rollout_ref.rollout.engine_kwargs.sglang",
-                                   "actor_rollout_ref.actor.megatron.override_transformer_config", "trainer", "data")
-                       if (d in keys.dicts or (d in keys.leaves and keys.leaves[d] == {})) and self.free(d)]
+            parents = [
+                d
+                for d in (
+                    "actor_rollout_ref.rollout.engine_kwargs.vllm",
+                    "actor_rollout_ref.rollout.engine_kwargs.sglang",
+                    "actor_rollout_ref.actor.megatron.override_transformer_config",
+                    "trainer",
+                    "data",
+                )
+                if (d in keys.dicts or (d in keys.leaves and keys.leaves[d] == {})) and self.free(d)
+            ]
             if parents:
                 p = rng.choice(parents)
-                child = rng.choice(["enable_expert_parallel", "max_num_seqs", "moe_router_dtype", "lint_marker", "swap_space"])
+                child = rng.choice(
+                    ["enable_expert_parallel", "max_num_seqs", "moe_router_dtype", "lint_marker", "swap_space"]
+                )
                 if not keys.exists(f"{p}.{child}") and self.free(f"{p}.{child}"):
                     self.set(f"{p}.{child}", rng.choice([True, 64, "fp32", 4]), "+")
         if rng.random() < 0.15:
             k = f"+ray_kwargs.ray_init.runtime_env.env_vars.{rng.choice(['VLLM_USE_V1', 'NCCL_DEBUG', 'TOKENIZERS_PARALLELISM'])}"
-            if "ray_kwargs.ray_init.runtime_env.env_vars" not in keys.leaves or keys.leaves.get("ray_kwargs.ray_init.runtime_env.env_vars") == {}:
+            if (
+                "ray_kwargs.ray_init.runtime_env.env_vars" not in keys.leaves
+                or keys.leaves.get("ray_kwargs.ray_init.runtime_env.env_vars") == {}
+            ):
                 key = k[1:]
                 if not keys.exists(key) and self.free(key):
                     self.use(key)
@@ -521,13 +596,24 @@ class LaunchBuilder:
                 self.set(key, rng.choice([1, True, "x"]), "++")
         if rng.random() < 0.10:
             # `~key` / `~key=value` on a key with a concrete value (Hydra selects it, resolved)
-            cands = [k for k in keys.settable if self.free(k) and concrete(keys.leaves[k])
-                     and k.startswith(("trainer.", "data.", "actor_rollout_ref.rollout."))]
+            cands = [
+                k
+                for k in keys.settable
+                if self.free(k)
+                and concrete(keys.leaves[k])
+                and k.startswith(("trainer.", "data.", "actor_rollout_ref.rollout."))
+            ]
             k = rng.choice(cands)
             self.use(k)
             cur = keys.leaves[k]
-            if rng.random() < 0.3 and (type(cur) is int or (isinstance(cur, str) and re.match(r"^[A-Za-z][A-Za-z_\-]*$", cur)
-                                                             and cur.lower() not in ("true", "false", "null", "nan", "inf"))):
+            if rng.random() < 0.3 and (
+                type(cur) is int
+                or (
+                    isinstance(cur, str)
+                    and re.match(r"^[A-Za-z][A-Za-z_\-]*$", cur)
+                    and cur.lower() not in ("true", "false", "null", "nan", "inf")
+                )
+            ):
                 word = f"~{k}={cur}"  # delete with the matching value
             else:
                 word = f"~{k}"
@@ -557,13 +643,19 @@ class LaunchBuilder:
             for bad in (last[:-1], last + "s", last.replace("_", "", 1), last[:2] + last[3:]):
                 if bad and bad != last and not keys.exists(f"{head}.{bad}"):
                     self.use(f"{head}.{bad}")
-                    self.errors.append(DeliberateError(kind, self.set(f"{head}.{bad}", value_for(rng, k, keys.leaves[k]))))
+                    self.errors.append(
+                        DeliberateError(kind, self.set(f"{head}.{bad}", value_for(rng, k, keys.leaves[k])))
+                    )
                     return True
             return False
         if kind == "removed_key":
             for k in rng.sample(REMOVED_KEYS, len(REMOVED_KEYS)):
                 parent = k.rsplit(".", 1)[0]
-                if keys.exists(k) or not self.free(k) or (parent in keys.leaves and not isinstance(keys.leaves[parent], dict)):
+                if (
+                    keys.exists(k)
+                    or not self.free(k)
+                    or (parent in keys.leaves and not isinstance(keys.leaves[parent], dict))
+                ):
                     continue
                 self.use(k)
                 self.errors.append(DeliberateError(kind, self.set(k, rng.choice([True, "disable"]))))
@@ -579,7 +671,14 @@ class LaunchBuilder:
             self.errors.append(DeliberateError(kind, self.set(k, v, "+")))
             return True
         if kind == "delete_missing":
-            k = rng.choice(["trainer.val_before_trian", "data.prompt_keys", "actor_rollout_ref.rollout.val_kwargs.n_samples", "critic.ppo_mini_batchsize"])
+            k = rng.choice(
+                [
+                    "trainer.val_before_trian",
+                    "data.prompt_keys",
+                    "actor_rollout_ref.rollout.val_kwargs.n_samples",
+                    "critic.ppo_mini_batchsize",
+                ]
+            )
             if keys.exists(k):
                 return False
             self.use(k)
@@ -592,7 +691,9 @@ class LaunchBuilder:
             self.errors.append(DeliberateError(kind, self.add(f"~{k}={keys.leaves[k] + 7}")))
             return True
         if kind == "bad_group":
-            word = rng.choice(["critic=fsdp2_critic", "model_engine=deepspeed", "rollout@actor_rollout_ref.rollout=vllm_rollout"])
+            word = rng.choice(
+                ["critic=fsdp2_critic", "model_engine=deepspeed", "rollout@actor_rollout_ref.rollout=vllm_rollout"]
+            )
             self.errors.append(DeliberateError(kind, self.add(word)))
             return True
         if kind == "group_package":
@@ -604,7 +705,9 @@ class LaunchBuilder:
             self.errors.append(DeliberateError(kind, self.add("++data=legacy_data")))
             return True
         if kind == "parse":
-            word = rng.choice(["trainer.logger=[console,wandb", "data.train_files=['/data/a.parquet'", "trainer.experiment_name=a=b"])
+            word = rng.choice(
+                ["trainer.logger=[console,wandb", "data.train_files=['/data/a.parquet'", "trainer.experiment_name=a=b"]
+            )
             self.errors.append(DeliberateError(kind, self.add(word, dq(word) if "'" in word else f"'{word}'")))
             return True
         if kind == "sweep":
@@ -617,11 +720,28 @@ class LaunchBuilder:
         raise ValueError(kind)
 
 
-ERROR_KINDS = ["typo", "typo", "removed_key", "add_existing", "delete_missing", "delete_mismatch", "bad_group", "parse", "sweep",
-               "force_add_group", "group_package"]
+ERROR_KINDS = [
+    "typo",
+    "typo",
+    "removed_key",
+    "add_existing",
+    "delete_missing",
+    "delete_mismatch",
+    "bad_group",
+    "parse",
+    "sweep",
+    "force_add_group",
+    "group_package",
+]
 # Two errors in one launch, in an order where Hydra's first error is well defined and the
 # fast path must report the same one first.
-ERROR_PAIRS = [("typo", "add_existing"), ("add_existing", "parse"), ("typo", "bad_group"), ("delete_missing", "typo"), ("typo", "sweep")]
+ERROR_PAIRS = [
+    ("typo", "add_existing"),
+    ("add_existing", "parse"),
+    ("typo", "bad_group"),
+    ("delete_missing", "typo"),
+    ("typo", "sweep"),
+]
 
 # ---------------------------------------------------------- command lines ----
 
@@ -640,10 +760,30 @@ def entry(rng: random.Random, s: Script) -> tuple[list[str], list[str]]:
         return [f"${name}", "-m", APP], ["python3", "-m", APP]
     addr = "http://127.0.0.1:8265"
     name = s.var("RAY_ADDRESS", addr, lambda n: f"${{{n}:-{addr}}}", upper=True)
-    words = ["ray", "job", "submit", f'--address="${name}"', "--runtime-env=verl/trainer/runtime_env.yaml", "--no-wait", "--",
-             "python3", "-m", APP]
-    argv = ["ray", "job", "submit", f"--address={addr}", "--runtime-env=verl/trainer/runtime_env.yaml", "--no-wait", "--",
-            "python3", "-m", APP]
+    words = [
+        "ray",
+        "job",
+        "submit",
+        f'--address="${name}"',
+        "--runtime-env=verl/trainer/runtime_env.yaml",
+        "--no-wait",
+        "--",
+        "python3",
+        "-m",
+        APP,
+    ]
+    argv = [
+        "ray",
+        "job",
+        "submit",
+        f"--address={addr}",
+        "--runtime-env=verl/trainer/runtime_env.yaml",
+        "--no-wait",
+        "--",
+        "python3",
+        "-m",
+        APP,
+    ]
     return words, argv
 
 
@@ -657,7 +797,9 @@ def config_flag(rng: random.Random, config_name: str) -> tuple[list[str], list[s
     return [f"--config-name='{name}'"], [f"--config-name={name}"]
 
 
-def build_launch(rng: random.Random, s: Script, keys: dict[str, Keys], ctx: dict, base: str, error_kinds: tuple[str, ...]) -> tuple[LaunchBuilder, str | None]:
+def build_launch(
+    rng: random.Random, s: Script, keys: dict[str, Keys], ctx: dict, base: str, error_kinds: tuple[str, ...]
+) -> tuple[LaunchBuilder, str | None]:
     config_name, groups = BASES[base]
     lb = LaunchBuilder(rng, s, keys[base], ctx)
     group_pos = 0 if rng.random() < 0.7 else None
@@ -678,8 +820,9 @@ def build_launch(rng: random.Random, s: Script, keys: dict[str, Keys], ctx: dict
     return lb, (config_name if config_name != DEFAULT_CONFIG or rng.random() < 0.05 else None)
 
 
-def render_launch(rng: random.Random, s: Script, lb: LaunchBuilder, config_name: str | None, use_array: bool,
-                  indent: str = "    ") -> tuple[list[str], list[str], list[str]]:
+def render_launch(
+    rng: random.Random, s: Script, lb: LaunchBuilder, config_name: str | None, use_array: bool, indent: str = "    "
+) -> tuple[list[str], list[str], list[str]]:
     """Lines of the command, the argv bash produces, and the Hydra words."""
     head_words, head_argv = entry(rng, s)
     flag_words, flag_argv = config_flag(rng, config_name) if config_name else ([], [])
@@ -705,11 +848,17 @@ def render_launch(rng: random.Random, s: Script, lb: LaunchBuilder, config_name:
         s.vars["LOG_FILE"] = "run.log"
         s.pre.append("LOG_FILE=run.log")
     first = " ".join(head_words + flag_words)
-    lines = [first + " \\"] + [f"{indent}{b} \\" for b in lines_items[:-1]] + [f"{indent}{lines_items[-1]}{tail}"] if lines_items else [first + tail]
+    lines = (
+        [first + " \\"] + [f"{indent}{b} \\" for b in lines_items[:-1]] + [f"{indent}{lines_items[-1]}{tail}"]
+        if lines_items
+        else [first + tail]
+    )
     return lines, head_argv + flag_argv + words, words
 
 
-def make_script(rng: random.Random, keys: dict[str, Keys], n_launches: int, error_plan: list[tuple[str, ...]]) -> tuple[str, list[LaunchSpec]]:
+def make_script(
+    rng: random.Random, keys: dict[str, Keys], n_launches: int, error_plan: list[tuple[str, ...]]
+) -> tuple[str, list[LaunchSpec]]:
     s = Script(rng)
     ctx = {
         "model": rng.choice(MODELS),
@@ -718,10 +867,21 @@ def make_script(rng: random.Random, keys: dict[str, Keys], n_launches: int, erro
         "project": rng.choice(PROJECTS),
     }
     header = ["#!/usr/bin/env bash"]
-    header.append(rng.choice(["set -x", "set -xeuo pipefail", "set -euo pipefail", "set -e", "# run from the repo root"]))
+    header.append(
+        rng.choice(["set -x", "set -xeuo pipefail", "set -euo pipefail", "set -e", "# run from the repo root"])
+    )
     if rng.random() < 0.6:
-        header.append(rng.choice(["export VLLM_ATTENTION_BACKEND=XFORMERS", "export VLLM_USE_V1=1", "export HYDRA_FULL_ERROR=1",
-                                  "export CUDA_DEVICE_MAX_CONNECTIONS=1", "export RAY_DEDUP_LOGS=0"]))
+        header.append(
+            rng.choice(
+                [
+                    "export VLLM_ATTENTION_BACKEND=XFORMERS",
+                    "export VLLM_USE_V1=1",
+                    "export HYDRA_FULL_ERROR=1",
+                    "export CUDA_DEVICE_MAX_CONNECTIONS=1",
+                    "export RAY_DEDUP_LOGS=0",
+                ]
+            )
+        )
     specs: list[LaunchSpec] = []
     body: list[str] = []
     style = "function" if n_launches == 2 and rng.random() < 0.4 else "sequential"
@@ -744,7 +904,9 @@ def make_script(rng: random.Random, keys: dict[str, Keys], n_launches: int, erro
             for k in sorted(common.used):
                 lb.use(k)
             for _ in range(rng.randint(1, 4)):
-                k = rng.choice([k for k in keys[base].settable if lb.free(k) and not isinstance(keys[base].leaves[k], dict)])
+                k = rng.choice(
+                    [k for k in keys[base].settable if lb.free(k) and not isinstance(keys[base].leaves[k], dict)]
+                )
                 lb.set(k, value_for(rng, k, keys[base].leaves[k]))
             for kind in error_plan[i]:
                 if not lb.error(kind):
@@ -765,7 +927,11 @@ def make_script(rng: random.Random, keys: dict[str, Keys], n_launches: int, erro
             lines, argv, words = render_launch(rng, s, lb, cn, use_array=rng.random() < 0.3)
             if i:
                 body.append("")
-                body.append(rng.choice(["# second run", "# now the full run", "# evaluation-only pass first, then training", ""]))
+                body.append(
+                    rng.choice(
+                        ["# second run", "# now the full run", "# evaluation-only pass first, then training", ""]
+                    )
+                )
             body += lines
             specs.append(LaunchSpec(base, cn, words, argv, errors))
     text = "\n".join(header + [""] + s.pre + [""] + body) + "\n"
@@ -777,12 +943,30 @@ def _pick_base(rng: random.Random) -> str:
     return rng.choices(names, weights=[BASE_WEIGHTS[n] for n in names])[0]
 
 
-DIRS = ["grpo_trainer", "ppo_trainer", "megatron", "rloo_trainer", "remax_trainer", "reinforce_plus_plus_trainer", "dapo", "gspo_trainer",
-        "sglang_multiturn", "tuning/7b", "tuning/70b"]
+DIRS = [
+    "grpo_trainer",
+    "ppo_trainer",
+    "megatron",
+    "rloo_trainer",
+    "remax_trainer",
+    "reinforce_plus_plus_trainer",
+    "dapo",
+    "gspo_trainer",
+    "sglang_multiturn",
+    "tuning/7b",
+    "tuning/70b",
+]
 
 
-def generate(out_dir: str | Path, config_dir: str | Path, seed: int = 0, n_scripts: int = 140, n_launches: int = 200,
-             error_rate: float = 0.09, keys: dict[str, Keys] | None = None) -> list[ScriptSpec]:
+def generate(
+    out_dir: str | Path,
+    config_dir: str | Path,
+    seed: int = 0,
+    n_scripts: int = 140,
+    n_launches: int = 200,
+    error_rate: float = 0.09,
+    keys: dict[str, Keys] | None = None,
+) -> list[ScriptSpec]:
     """Write the corpus into `out_dir` (replacing it) and return what was written (also in manifest.json)."""
     if n_launches < n_scripts or n_launches > 2 * n_scripts:
         raise ValueError("n_launches must be between n_scripts and 2 * n_scripts")
@@ -833,8 +1017,15 @@ def _launch_json(la: LaunchSpec) -> dict:
 def load_manifest(corpus_dir: str | Path) -> list[ScriptSpec]:
     data = json.loads((Path(corpus_dir) / "manifest.json").read_text())
     return [
-        ScriptSpec(s["path"], [LaunchSpec(l["base"], l["config_name"], l["words"], l["argv"],
-                                          [DeliberateError(**e) for e in l["errors"]]) for l in s["launches"]])
+        ScriptSpec(
+            s["path"],
+            [
+                LaunchSpec(
+                    l["base"], l["config_name"], l["words"], l["argv"], [DeliberateError(**e) for e in l["errors"]]
+                )
+                for l in s["launches"]
+            ],
+        )
         for s in data["scripts"]
     ]
 
@@ -872,7 +1063,9 @@ def check_bash(corpus_dir: str | Path, specs: list[ScriptSpec] | None = None) ->
             log = Path(tmp, "argv.log")
             log.write_bytes(b"")
             env = {"PATH": f"{stub_dir}:/usr/bin:/bin", "CORPUS_ARGV_LOG": str(log), "HOME": str(work)}
-            r = subprocess.run([bash, str(Path(corpus_dir, spec.path).resolve())], cwd=work, env=env, capture_output=True, timeout=30)
+            r = subprocess.run(
+                [bash, str(Path(corpus_dir, spec.path).resolve())], cwd=work, env=env, capture_output=True, timeout=30
+            )
             if r.returncode != 0:
                 problems.append(f"{spec.path}: bash exit {r.returncode}: {r.stderr.decode()[-300:]}")
                 continue
@@ -887,8 +1080,10 @@ def check_bash(corpus_dir: str | Path, specs: list[ScriptSpec] | None = None) ->
             want = [la.argv for la in spec.launches]
             if calls != want:
                 diff = [(a, b) for ca, cb in zip(calls, want) for a, b in zip(ca, cb) if a != b][:3]
-                problems.append(f"{spec.path}: bash argv differs from the manifest: {len(calls)} vs {len(want)} calls; "
-                                f"first differences (bash, manifest): {diff}")
+                problems.append(
+                    f"{spec.path}: bash argv differs from the manifest: {len(calls)} vs {len(want)} calls; "
+                    f"first differences (bash, manifest): {diff}"
+                )
     return problems
 
 
@@ -909,9 +1104,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scripts", type=int, default=140)
     ap.add_argument("--launches", type=int, default=200)
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--verl", default="0.9.1", help="draw keys from this verl release (downloaded once into the verl-lint cache)")
+    g.add_argument(
+        "--verl", default="0.9.1", help="draw keys from this verl release (downloaded once into the verl-lint cache)"
+    )
     g.add_argument("--config-dir", help="draw keys from this verl/trainer/config directory")
-    ap.add_argument("--check-bash", action="store_true", help="run the scripts under bash with stub commands and compare argv")
+    ap.add_argument(
+        "--check-bash", action="store_true", help="run the scripts under bash with stub commands and compare argv"
+    )
     args = ap.parse_args(argv)
     config_dir = Path(args.config_dir) if args.config_dir else _config_dir_for(args.verl)
     specs = generate(args.out, config_dir, args.seed, args.scripts, args.launches)

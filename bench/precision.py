@@ -117,7 +117,9 @@ def score(reports: dict[str, list[dict]], labels: dict[Key, Label]) -> dict:
             label = labels.get(key)
             if label is None:
                 rows[sev]["unlabelled"] += 1
-                new.append({"repo": repo, **{k: f.get(k) for k in ("path", "line", "code", "key", "severity", "message")}})
+                new.append(
+                    {"repo": repo, **{k: f.get(k) for k in ("path", "line", "code", "key", "severity", "message")}}
+                )
             else:
                 rows[sev][label.verdict] += 1
         table[repo] = rows
@@ -279,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{sev} precision {pct(result['totals'][sev]['precision'])} < {limit}%"
         for sev, limit in (("error", a.min_error_precision), ("warning", a.min_warning_precision))
         # None: nothing labelled was reported, so nothing to hold against the limit
-        if limit is not None and result["totals"][sev]["precision"] is not None
+        if limit is not None
+        and result["totals"][sev]["precision"] is not None
         and result["totals"][sev]["precision"] * 100 < limit
     ]
     for line in below:

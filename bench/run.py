@@ -54,8 +54,15 @@ def node_signature(cfg) -> list:
 
     def walk(node, path):
         md = node._metadata
-        ent = [path, type(node).__name__, repr(md.ref_type), repr(getattr(md, "object_type", None)), md.optional, repr(md.key),
-               sorted(md.flags.items()) if md.flags else None]
+        ent = [
+            path,
+            type(node).__name__,
+            repr(md.ref_type),
+            repr(getattr(md, "object_type", None)),
+            md.optional,
+            repr(md.key),
+            sorted(md.flags.items()) if md.flags else None,
+        ]
         if isinstance(node, Container):
             if node._is_none() or node._is_missing() or node._is_interpolation():
                 ent.append(repr(node._value()))
@@ -91,8 +98,11 @@ class Outcome:
 def _snapshot(cfg, deep: bool) -> tuple[dict, str | None, list | None]:
     from omegaconf import OmegaConf
 
-    return (OmegaConf.to_container(cfg, resolve=False), OmegaConf.to_yaml(cfg) if deep else None,
-            node_signature(cfg) if deep else None)
+    return (
+        OmegaConf.to_container(cfg, resolve=False),
+        OmegaConf.to_yaml(cfg) if deep else None,
+        node_signature(cfg) if deep else None,
+    )
 
 
 def _chain(ex: BaseException) -> str:
@@ -154,8 +164,13 @@ def hydra_culprit(ex: BaseException, words: list[str]) -> int | None:
     m = re.search(r"Could not find '([^'/]+)/([^']+)'", text)
     if m:
         return first(lambda o: o.key_or_group == m.group(1) and str(o.value()) == m.group(2))
-    for pat in (r"Ambiguous value for argument '(.+)'", r"Sweep parameters '(.+)' requires", r"force-add of config groups is not supported: '(.+)'",
-                r"Error merging override (.+)", r"Override (.+) looks like a config group"):
+    for pat in (
+        r"Ambiguous value for argument '(.+)'",
+        r"Sweep parameters '(.+)' requires",
+        r"force-add of config groups is not supported: '(.+)'",
+        r"Error merging override (.+)",
+        r"Override (.+) looks like a config group",
+    ):
         m = re.search(pat, text)
         if m:
             return next((i for i, w in enumerate(words) if w == m.group(1)), None)
@@ -174,7 +189,9 @@ def hydra_compose(config_name: str | None, words: list[str]):
 
 def outcome_of(cfg, ex: BaseException | None, words: list[str], deep: bool = True) -> Outcome:
     if ex is not None:
-        return Outcome(False, error_type=type(ex).__name__, error_word=hydra_culprit(ex, words), message=_chain(ex).splitlines()[0])
+        return Outcome(
+            False, error_type=type(ex).__name__, error_word=hydra_culprit(ex, words), message=_chain(ex).splitlines()[0]
+        )
     return Outcome(True, *_snapshot(cfg, deep))
 
 
@@ -214,7 +231,11 @@ def compare(plain: Outcome, fast: Outcome) -> str | None:
         if plain.yaml is not None and fast.yaml is not None and plain.yaml != fast.yaml:
             return "configs differ (to_yaml / key order)"
         if plain.signature is not None and fast.signature is not None and plain.signature != fast.signature:
-            diff = next((a, b) for a, b in zip(plain.signature, fast.signature) if a != b) if len(plain.signature) == len(fast.signature) else "length"
+            diff = (
+                next((a, b) for a, b in zip(plain.signature, fast.signature) if a != b)
+                if len(plain.signature) == len(fast.signature)
+                else "length"
+            )
             return f"node signatures differ: {diff}"
         return None
     if fast.error_type not in CODES_FOR.get(plain.error_type, {"VL105", "VL106"}):
@@ -222,8 +243,10 @@ def compare(plain: Outcome, fast: Outcome) -> str | None:
     if plain.error_word is None:
         return f"cannot tell which override Hydra's error is about: {plain.error_type}: {plain.message}"
     if plain.error_word != fast.error_word:
-        return (f"first error: Hydra at word {plain.error_word} ({plain.error_type}: {plain.message}); "
-                f"verl-lint first at word {fast.error_word} ({fast.error_type}: {fast.message})")
+        return (
+            f"first error: Hydra at word {plain.error_word} ({plain.error_type}: {plain.message}); "
+            f"verl-lint first at word {fast.error_word} ({fast.error_type}: {fast.message})"
+        )
     return None
 
 
@@ -265,7 +288,9 @@ def front_end(corpus: Path, specs, tree) -> tuple[list[Item], list[str], list[fl
             got = [w.text for w in la.overrides]
             if got != ls.words:
                 diff = [(a, b) for a, b in zip(got, ls.words) if a != b][:2]
-                problems.append(f"{spec.path}:{la.entry_span.line}: shell words differ from bash's (verl-lint, bash): {diff or (len(got), len(ls.words))}")
+                problems.append(
+                    f"{spec.path}:{la.entry_span.line}: shell words differ from bash's (verl-lint, bash): {diff or (len(got), len(ls.words))}"
+                )
             if app is None:
                 problems.append(f"{spec.path}:{la.entry_span.line}: no Hydra app located")
                 continue
@@ -296,8 +321,10 @@ class Pass:
 
     def line(self) -> str:
         tot = sum(self.wall)
-        return (f"  {self.name:<34} median {_ms(self.wall)} wall {_ms(self.cpu)} cpu | total {tot:7.2f} s"
-                f" | {len(self.wall) / tot:7.1f} launches/s")
+        return (
+            f"  {self.name:<34} median {_ms(self.wall)} wall {_ms(self.cpu)} cpu | total {tot:7.2f} s"
+            f" | {len(self.wall) / tot:7.1f} launches/s"
+        )
 
 
 def run_passes(items: list[Item], config_dir: Path, cache_root: Path, plain_every: int = 1, tree=None) -> dict:
@@ -307,9 +334,14 @@ def run_passes(items: list[Item], config_dir: Path, cache_root: Path, plain_ever
     from verl_lint.model import Options
     from verl_lint.runner import _batch_collector, lint_file
 
-    results: dict = {"mismatches": [], "plain": Pass("plain hydra.compose"), "cold": Pass("verl-lint cold (empty caches)"),
-                     "warm_disk": Pass("verl-lint warm disk (new process)"), "warm_mem": Pass("verl-lint warm memory (same Composer)"),
-                     "lint": Pass("verl-lint check, every rule, cold")}
+    results: dict = {
+        "mismatches": [],
+        "plain": Pass("plain hydra.compose"),
+        "cold": Pass("verl-lint cold (empty caches)"),
+        "warm_disk": Pass("verl-lint warm disk (new process)"),
+        "warm_mem": Pass("verl-lint warm memory (same Composer)"),
+        "lint": Pass("verl-lint check, every rule, cold"),
+    }
     cold = Composer(cache=True, cache_root=cache_root)
     linter = Composer(cache=True, cache_root=cache_root / "lint")
     options = Options(verl_tree=tree, timeout=0)
@@ -364,7 +396,9 @@ def run_passes(items: list[Item], config_dir: Path, cache_root: Path, plain_ever
         results["warm_disk"].add(time.perf_counter() - t0, _cpu() - c0)
         o = lint_outcome(comp, it.launch)
         if (o.ok, o.yaml, o.error_type, o.error_word) != fp:
-            results["mismatches"].append(f"{it.script}:{it.launch.entry_span.line}: warm (disk) result differs from the cold one")
+            results["mismatches"].append(
+                f"{it.script}:{it.launch.entry_span.line}: warm (disk) result differs from the cold one"
+            )
     results["disk_stats"] = dict(disk.stats)
     for it, fp in zip(items, fingerprints):
         t0, c0 = time.perf_counter(), _cpu()
@@ -372,7 +406,9 @@ def run_passes(items: list[Item], config_dir: Path, cache_root: Path, plain_ever
         results["warm_mem"].add(time.perf_counter() - t0, _cpu() - c0)
         o = lint_outcome(comp, it.launch, deep=False)
         if (o.ok, o.error_type, o.error_word) != fp[:1] + fp[2:]:
-            results["mismatches"].append(f"{it.script}:{it.launch.entry_span.line}: warm (memory) result differs from the cold one")
+            results["mismatches"].append(
+                f"{it.script}:{it.launch.entry_span.line}: warm (memory) result differs from the cold one"
+            )
     return results
 
 
@@ -399,8 +435,14 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 def run_cli(args: list[str], env: dict) -> tuple[float, int, int]:
     """(seconds from process start to exit, exit code, peak RSS in KiB of the CLI process tree)."""
-    r = subprocess.run([sys.executable, "-c", _SPAWN, *_verl_lint_cmd(), *args], env=env, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, cwd=REPO, text=True)
+    r = subprocess.run(
+        [sys.executable, "-c", _SPAWN, *_verl_lint_cmd(), *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        text=True,
+    )
     m = re.search(r"BENCH ([0-9.]+) (\d+)\s*$", r.stderr)
     if not m or r.returncode not in (0, 1):  # 2: an input error, and the timing measures nothing
         raise RuntimeError(f"verl-lint {' '.join(args)} did not run (exit {r.returncode}): {r.stderr[-500:]}")
@@ -417,15 +459,21 @@ def cli_section(corpus: Path, specs, version: str, release_root: Path) -> list[s
         one = str(corpus / specs[0].path)
         for label in ("cold", "warm"):
             dt, rc, rss = run_cli(["check", one, "--verl", version], env)
-            lines.append(f"  one script ({label} cache)            {dt * 1e3:8.0f} ms   exit {rc}   peak RSS {rss / 1024:6.1f} MiB")
+            lines.append(
+                f"  one script ({label} cache)            {dt * 1e3:8.0f} ms   exit {rc}   peak RSS {rss / 1024:6.1f} MiB"
+            )
         shutil.rmtree(Path(tmp) / "bases", ignore_errors=True)
         n = sum(len(s.launches) for s in specs)
         for label in ("cold", "warm"):  # --no-ignore: the corpus is in bench/corpus/, which .gitignore lists
             dt, rc, rss = run_cli(["check", str(corpus), "--verl", version, "--no-ignore"], env)
-            lines.append(f"  whole tree, {len(specs)} scripts / {n} launches ({label})"
-                         f" {dt:6.2f} s   exit {rc}   peak RSS {rss / 1024:6.1f} MiB   {n / dt:6.1f} launches/s")
+            lines.append(
+                f"  whole tree, {len(specs)} scripts / {n} launches ({label})"
+                f" {dt:6.2f} s   exit {rc}   peak RSS {rss / 1024:6.1f} MiB   {n / dt:6.1f} launches/s"
+            )
         dt, rc, rss = run_cli(["check", str(corpus), "--verl", version, "--no-cache", "--no-ignore"], env)
-        lines.append(f"  whole tree, --no-cache                  {dt:6.2f} s   exit {rc}   peak RSS {rss / 1024:6.1f} MiB")
+        lines.append(
+            f"  whole tree, --no-cache                  {dt:6.2f} s   exit {rc}   peak RSS {rss / 1024:6.1f} MiB"
+        )
     return lines
 
 
@@ -444,14 +492,24 @@ def importtime_section(script: str | None = None, version: str = "", top: int = 
     out = []
     runs = [("import verl_lint.cli", ["-c", "import verl_lint.cli"])]
     if script:
-        runs.append((f"verl-lint check ONE_SCRIPT --verl {version}", ["-m", "verl_lint.cli", "check", script, "--verl", version]))
+        runs.append(
+            (
+                f"verl-lint check ONE_SCRIPT --verl {version}",
+                ["-m", "verl_lint.cli", "check", script, "--verl", version],
+            )
+        )
     for label, argv in runs:
         rows = _importtime(argv)
         total = sum(r[0] for r in rows)
-        out.append(f"  `{label}`: {total / 1e3:.1f} ms in imports ({len(rows)} modules); top-level imports by cumulative time:")
+        out.append(
+            f"  `{label}`: {total / 1e3:.1f} ms in imports ({len(rows)} modules); top-level imports by cumulative time:"
+        )
         for self_us, cum_us, _depth, name in sorted((r for r in rows if r[2] == 0), key=lambda r: -r[1])[:top]:
             out.append(f"    {cum_us / 1e3:7.1f} ms  {name}")
-        heavy = sorted({r[3].split(".")[0] for r in rows} & {"hydra", "omegaconf", "yaml", "antlr4", "tree_sitter", "tree_sitter_bash", "torch"})
+        heavy = sorted(
+            {r[3].split(".")[0] for r in rows}
+            & {"hydra", "omegaconf", "yaml", "antlr4", "tree_sitter", "tree_sitter_bash", "torch"}
+        )
         out.append(f"    heavy packages imported: {', '.join(heavy) or 'none'}")
     return out
 
@@ -471,8 +529,13 @@ def profile_section(items: list[Item], top: int = 15) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         composer = Composer(cache=True, cache_root=Path(tmp))
         # phase timers (wall clock, no profiler)
-        acc = {"parse (ANTLR, memoised per line)": 0.0, "base: compose on miss": 0.0, "base: disk read": 0.0,
-               "base: pickle.loads + lookup": 0.0, "apply value overrides (Hydra)": 0.0}
+        acc = {
+            "parse (ANTLR, memoised per line)": 0.0,
+            "base: compose on miss": 0.0,
+            "base: disk read": 0.0,
+            "base: pickle.loads + lookup": 0.0,
+            "apply value overrides (Hydra)": 0.0,
+        }
         h = compose_mod._hydra()
         orig_apply = h.ConfigLoaderImpl._apply_overrides_to_config
         orig = {n: getattr(composer, n) for n in ("parse", "_compose_base", "_load_disk", "_base")}
@@ -484,6 +547,7 @@ def profile_section(items: list[Item], top: int = 15) -> list[str]:
                     return fn(*a, **k)
                 finally:
                     acc[name] += time.perf_counter() - t
+
             return wrapper
 
         composer.parse = timed(orig["parse"], "parse (ANTLR, memoised per line)")
@@ -504,7 +568,9 @@ def profile_section(items: list[Item], top: int = 15) -> list[str]:
         for k, v in acc.items():
             lines.append(f"    {k:<36} {v / n * 1e3:7.2f} ms  ({v / total:5.1%})")
         other = total - sum(acc.values())
-        lines.append(f"    {'other (classify, setbase, bookkeeping)':<36} {other / n * 1e3:7.2f} ms  ({other / total:5.1%})")
+        lines.append(
+            f"    {'other (classify, setbase, bookkeeping)':<36} {other / n * 1e3:7.2f} ms  ({other / total:5.1%})"
+        )
 
     # cProfile of a second cold pass (new Composer and disk cache; imports/plugins already warm)
     with tempfile.TemporaryDirectory() as tmp:
@@ -533,7 +599,9 @@ def profile_section(items: list[Item], top: int = 15) -> list[str]:
     n = 20000
     t_setbase = timeit.timeit(lambda: version.setbase(None), number=n) / n
     t_job = timeit.timeit(lambda: hh.JobRuntime.instance().set("name", "main_ppo"), number=n) / n
-    lines.append(f"  hydra.version.setbase(None): {t_setbase * 1e6:.2f} us/call; JobRuntime.instance().set(...): {t_job * 1e6:.2f} us/call")
+    lines.append(
+        f"  hydra.version.setbase(None): {t_setbase * 1e6:.2f} us/call; JobRuntime.instance().set(...): {t_job * 1e6:.2f} us/call"
+    )
     return lines
 
 
@@ -545,7 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verl", default="0.9.1")
     ap.add_argument("--corpus", default=str(HERE / "corpus"))
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--reuse", action="store_true", help="reuse an existing corpus (manifest.json) instead of regenerating it")
+    ap.add_argument(
+        "--reuse", action="store_true", help="reuse an existing corpus (manifest.json) instead of regenerating it"
+    )
     ap.add_argument("--plain-every", type=int, default=1, help="plain-compose only every Nth launch (default: all)")
     ap.add_argument("--skip-cli", action="store_true")
     ap.add_argument("--no-lint", action="store_true", help="skip the cold pass of the full lint (every rule)")
@@ -566,8 +636,10 @@ def main(argv: list[str] | None = None) -> int:
     t_gen = time.perf_counter() - t0
     n_launch = sum(len(s.launches) for s in specs)
     print(f"verl-lint benchmark — verl {tree.version} ({config_dir})")
-    print(f"corpus: {len(specs)} scripts, {n_launch} launches, "
-          f"{sum(1 for s in specs for l in s.launches if l.errors)} with deliberate errors (generated in {t_gen:.1f} s) -> {corpus}")
+    print(
+        f"corpus: {len(specs)} scripts, {n_launch} launches, "
+        f"{sum(1 for s in specs for l in s.launches if l.errors)} with deliberate errors (generated in {t_gen:.1f} s) -> {corpus}"
+    )
 
     items, problems, fe_times = front_end(corpus, specs, tree)
     print(f"front end (shell + launches + locate): median {_ms(fe_times)} per script, total {sum(fe_times):.2f} s")
@@ -599,24 +671,36 @@ def main(argv: list[str] | None = None) -> int:
     plain_total = statistics.mean(p.wall) * len(items)
     print(f"  base composes: cold {res['cold_stats']}, warm disk {res['disk_stats']}")
     print()
-    print(f"RATIO (median per launch, plain / verl-lint): cold {ratio_cold:.1f}x wall, {ratio_cold_cpu:.1f}x cpu; warm {ratio_warm:.1f}x")
-    print(f"RATIO (whole pass incl. base misses): cold {plain_total / sum(c.wall):.1f}x, warm {plain_total / sum(w.wall):.1f}x")
+    print(
+        f"RATIO (median per launch, plain / verl-lint): cold {ratio_cold:.1f}x wall, {ratio_cold_cpu:.1f}x cpu; warm {ratio_warm:.1f}x"
+    )
+    print(
+        f"RATIO (whole pass incl. base misses): cold {plain_total / sum(c.wall):.1f}x, warm {plain_total / sum(w.wall):.1f}x"
+    )
     lint = res["lint"]
     ratio_lint = ratio_lint_cpu = None
     if lint.wall:
         ratio_lint = statistics.median(p.wall) / statistics.median(lint.wall)
         ratio_lint_cpu = statistics.median(p.cpu) / statistics.median(lint.cpu)
-        print(f"RATIO cold check, every rule (median per launch, plain compose / verl-lint): {ratio_lint:.1f}x wall, {ratio_lint_cpu:.1f}x cpu;"
-              f" whole pass incl. base misses and one-time indexes: {plain_total / sum(lint.wall):.1f}x")
+        print(
+            f"RATIO cold check, every rule (median per launch, plain compose / verl-lint): {ratio_lint:.1f}x wall, {ratio_lint_cpu:.1f}x cpu;"
+            f" whole pass incl. base misses and one-time indexes: {plain_total / sum(lint.wall):.1f}x"
+        )
     fe_total = sum(fe_times)
-    print(f"launches/second incl. front end: cold {len(items) / (sum(c.wall) + fe_total):.1f}, warm {len(items) / (sum(w.wall) + fe_total):.1f}"
-          f" (plain Hydra: {len(items) / (plain_total + fe_total):.1f})")
+    print(
+        f"launches/second incl. front end: cold {len(items) / (sum(c.wall) + fe_total):.1f}, warm {len(items) / (sum(w.wall) + fe_total):.1f}"
+        f" (plain Hydra: {len(items) / (plain_total + fe_total):.1f})"
+    )
     n_bad = len(res["mismatches"])
-    print(f"IDENTICAL: {res['compared'] - n_bad}/{res['compared']} launches "
-          f"({res['n_ok']} composed, {res['n_err']} failing in Hydra); front-end problems: {len(problems)}")
+    print(
+        f"IDENTICAL: {res['compared'] - n_bad}/{res['compared']} launches "
+        f"({res['n_ok']} composed, {res['n_err']} failing in Hydra); front-end problems: {len(problems)}"
+    )
     for m in mism[:30]:
         print("  MISMATCH", m)
-    print(f"peak RSS of this process (incl. plain Hydra): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
+    print(
+        f"peak RSS of this process (incl. plain Hydra): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB"
+    )
 
     if not args.skip_cli:
         print()
@@ -635,8 +719,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nbenchmark wall time {time.perf_counter() - t_start:.1f} s")
     ok = not mism and ratio_cold >= 20 and (ratio_lint is None or ratio_lint >= 20)
     lint_part = f", cold check with every rule {ratio_lint:.1f}x" if ratio_lint is not None else ""
-    print("RESULT:", "PASS" if ok else "FAIL",
-          f"(cold compose ratio {ratio_cold:.1f}x{lint_part}, each needs >= 20x; {len(mism)} mismatches)")
+    print(
+        "RESULT:",
+        "PASS" if ok else "FAIL",
+        f"(cold compose ratio {ratio_cold:.1f}x{lint_part}, each needs >= 20x; {len(mism)} mismatches)",
+    )
     return 0 if ok else 1
 
 

@@ -51,7 +51,9 @@ def _time(argv: list[str], env: dict, cwd: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tree", type=Path, default=REPO / "examples", help="the scripts to lint (default: the bundled examples/)")
+    ap.add_argument(
+        "--tree", type=Path, default=REPO / "examples", help="the scripts to lint (default: the bundled examples/)"
+    )
     ap.add_argument("--script", type=Path, help="the single script (default: the first .sh under --tree)")
     ap.add_argument("--verl", default="0.9.1", help="verl release to lint against (default 0.9.1)")
     ap.add_argument("--verl-root", type=Path, help="a verl checkout instead of --verl")
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)
     tree = args.tree.resolve()
-    script = (args.script or next(iter(sorted(tree.rglob("*.sh"))), None))
+    script = args.script or next(iter(sorted(tree.rglob("*.sh"))), None)
     if script is None:
         ap.error(f"no .sh script under {tree}")
     script = script.resolve()
@@ -71,7 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, VERL_LINT_CACHE_DIR=str(cache), NO_COLOR="1")
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's Python keeps its bytecode: so does the benchmark
         if not args.verl_root:  # download once (or link the user's copy) outside the timings
-            user = Path(os.environ.get("VERL_LINT_CACHE_DIR") or Path.home() / ".cache/verl-lint") / "releases" / f"verl-{args.verl}"
+            user = (
+                Path(os.environ.get("VERL_LINT_CACHE_DIR") or Path.home() / ".cache/verl-lint")
+                / "releases"
+                / f"verl-{args.verl}"
+            )
             if user.is_dir():
                 (cache / "releases").mkdir(parents=True)
                 os.symlink(user, cache / "releases" / user.name)
@@ -114,7 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     n = sum(1 for _ in tree.rglob("*.sh"))
     failed = [label for label, t in rows if label in TARGETS and t > TARGETS[label]]
     if args.json:
-        print(json.dumps({"scripts": n, "runs": args.runs, "seconds": dict(rows), "targets": TARGETS, "missed": failed}, indent=2))
+        print(
+            json.dumps(
+                {"scripts": n, "runs": args.runs, "seconds": dict(rows), "targets": TARGETS, "missed": failed}, indent=2
+            )
+        )
     else:
         print(f"{n} scripts under {tree}; median of {args.runs} runs; ratio = time / `python -c pass`")
         for label, t in rows:

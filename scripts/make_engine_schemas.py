@@ -154,8 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", choices=[*ENGINES, "all"], default="all")
     ap.add_argument("--versions", nargs="*", help="releases to read (default: the built-in list)")
-    ap.add_argument("--add", action="store_true", help="merge --versions into the existing snapshot instead of replacing it")
-    ap.add_argument("--from-dir", type=Path, help="read <dist>-<version> trees unpacked from wheels instead of downloading")
+    ap.add_argument(
+        "--add", action="store_true", help="merge --versions into the existing snapshot instead of replacing it"
+    )
+    ap.add_argument(
+        "--from-dir", type=Path, help="read <dist>-<version> trees unpacked from wheels instead of downloading"
+    )
     ap.add_argument("--keep", action="store_true", help="keep downloaded wheels in the cache (large for vLLM)")
     ap.add_argument("--out", type=Path, default=REPO / "rules" / "engine_args")
     ap.add_argument("--assembly", type=Path, help="a verl tree: also rewrite verl_assembly.yaml from it")

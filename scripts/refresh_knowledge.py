@@ -106,12 +106,18 @@ def main(argv: list[str] | None = None) -> int:
             changed += 1
             gives = derived(rec, holds)
             where = ", ".join(f"{v} {'holds' if holds[v] else 'does not'}" for v in versions if says[v] != holds[v])
-            print(f"rules/{name}:{rec.line}: {rec.code} {rec.name}: fallback {rec.fallback!r} disagrees with the facts ({where}); the facts give {gives or 'no single range'}")
+            print(
+                f"rules/{name}:{rec.line}: {rec.code} {rec.name}: fallback {rec.fallback!r} disagrees with the facts ({where}); the facts give {gives or 'no single range'}"
+            )
             if args.write and gives:
                 text = _rewrite(text, rec, gives)
         if args.write:
             (REPO / "rules" / name).write_text(text, encoding="utf-8")
-    print("everything agrees" if not changed else f"{changed} change(s)" + ("" if args.write else " (--write rewrites the fallbacks)"))
+    print(
+        "everything agrees"
+        if not changed
+        else f"{changed} change(s)" + ("" if args.write else " (--write rewrites the fallbacks)")
+    )
     return 1 if changed else 0
 
 

@@ -151,7 +151,9 @@ def project(verl_trees, tmp_path, monkeypatch):
     def run(body: str, overrides: str = "", version: str = NEWEST):
         (tmp_path / "config").mkdir(exist_ok=True)
         (tmp_path / "config" / "my_grpo.yaml").write_text(PROJECT_HEAD + body)
-        launch = f"python3 -m verl.trainer.main_ppo --config-path=$(pwd)/config --config-name=my_grpo {overrides}".rstrip()
+        launch = (
+            f"python3 -m verl.trainer.main_ppo --config-path=$(pwd)/config --config-name=my_grpo {overrides}".rstrip()
+        )
         (tmp_path / "run.sh").write_text(f"#!/bin/bash\n{launch}\n")
         monkeypatch.chdir(tmp_path)
         [report] = lint_paths([Path("run.sh")], Options(verl_tree=verl_trees[version]), use_cache=False)

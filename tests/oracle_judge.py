@@ -108,7 +108,9 @@ def _engine_worker(c) -> bool:
     text = open(os.path.join(ROOT, "trainer", "main_ppo.py")).read()
     if "use_legacy_worker_impl" in text:
         return c.trainer.get("use_legacy_worker_impl", "auto") == "disable"
-    return os.path.exists(os.path.join(ROOT, ENGINE)) and "fsdp_workers import" not in text  # 0.9: the v1 trainer's engine workers
+    return (
+        os.path.exists(os.path.join(ROOT, ENGINE)) and "fsdp_workers import" not in text
+    )  # 0.9: the v1 trainer's engine workers
 
 
 def _divides(total, part):
@@ -175,7 +177,9 @@ def _legacy_critic(c, f):
     if not f["use_critic"] or f["cdp"] is None:
         return None
     mini = cr.ppo_mini_batch_size * cr.rollout_n // f["cdp"]
-    micro = cr.ppo_micro_batch_size // f["cdp"] if cr.ppo_micro_batch_size is not None else cr.ppo_micro_batch_size_per_gpu
+    micro = (
+        cr.ppo_micro_batch_size // f["cdp"] if cr.ppo_micro_batch_size is not None else cr.ppo_micro_batch_size_per_gpu
+    )
     if mini <= 0 or (micro is not None and (micro <= 0 or mini % micro or mini // micro <= 0)):
         return f"critic normalized ppo_mini_batch_size {mini} vs ppo_micro_batch_size_per_gpu {micro}"
 
@@ -205,7 +209,9 @@ def _dynamic_match(c, f):
 
 def _per_gpu_set(c, f):
     a, r = c.actor_rollout_ref.actor, c.actor_rollout_ref.rollout
-    if not a.use_dynamic_bsz and (r.log_prob_micro_batch_size_per_gpu is None or a.ppo_micro_batch_size_per_gpu is None):
+    if not a.use_dynamic_bsz and (
+        r.log_prob_micro_batch_size_per_gpu is None or a.ppo_micro_batch_size_per_gpu is None
+    ):
         return "rollout.log_prob_micro_batch_size_per_gpu or actor.ppo_micro_batch_size_per_gpu is None"
 
 
@@ -216,23 +222,123 @@ LEGACY = "workers/fsdp_workers.py"
 MICRO_ASSERT = r"assert total_data_size % \(force_group_size \* micro_batch_size_per_gpu\) == 0"
 # (engine worker?, check): the engine worker's (0.8+) and the legacy FSDP worker's (up to 0.7).
 CHECKS = [
-    (True, Check("device mesh (actor)", "worker init", FSDP_ENGINE, r"mesh_shape=\(dp_size, self\.ulysses_sequence_parallel_size\)", _mesh)),
-    (True, Check("device mesh (critic)", "worker init", FSDP_ENGINE, r"mesh_shape=\(dp_size, self\.ulysses_sequence_parallel_size\)", _critic_mesh)),
-    (True, Check("rollout mesh", "worker init", ENGINE, r"assert self\.world_size % infer_world_size == 0", _rollout_mesh)),
-    (True, Check("dynamic bsz match", "worker init", ENGINE, r"assert self\.config\.actor\.use_dynamic_bsz == self\.config\.rollout\.log_prob_use_dynamic_bsz", _dynamic_match)),
-    (True, Check("per-GPU micro set", "worker init", ENGINE, r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None", _per_gpu_set)),
+    (
+        True,
+        Check(
+            "device mesh (actor)",
+            "worker init",
+            FSDP_ENGINE,
+            r"mesh_shape=\(dp_size, self\.ulysses_sequence_parallel_size\)",
+            _mesh,
+        ),
+    ),
+    (
+        True,
+        Check(
+            "device mesh (critic)",
+            "worker init",
+            FSDP_ENGINE,
+            r"mesh_shape=\(dp_size, self\.ulysses_sequence_parallel_size\)",
+            _critic_mesh,
+        ),
+    ),
+    (
+        True,
+        Check("rollout mesh", "worker init", ENGINE, r"assert self\.world_size % infer_world_size == 0", _rollout_mesh),
+    ),
+    (
+        True,
+        Check(
+            "dynamic bsz match",
+            "worker init",
+            ENGINE,
+            r"assert self\.config\.actor\.use_dynamic_bsz == self\.config\.rollout\.log_prob_use_dynamic_bsz",
+            _dynamic_match,
+        ),
+    ),
+    (
+        True,
+        Check(
+            "per-GPU micro set",
+            "worker init",
+            ENGINE,
+            r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None",
+            _per_gpu_set,
+        ),
+    ),
     (True, Check("log-prob micro (rollout)", "compute_log_prob", ENGINE_UTILS, MICRO_ASSERT, _engine_log_prob)),
     (True, Check("log-prob micro (ref)", "compute_ref_log_prob", ENGINE_UTILS, MICRO_ASSERT, _engine_ref_log_prob)),
-    (True, Check("critic mini vs dp", "update_critic", ENGINE, r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0", _engine_critic_dp)),
+    (
+        True,
+        Check(
+            "critic mini vs dp",
+            "update_critic",
+            ENGINE,
+            r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0",
+            _engine_critic_dp,
+        ),
+    ),
     (True, Check("critic micro", "update_critic", ENGINE_UTILS, MICRO_ASSERT, _engine_critic_micro)),
-    (True, Check("actor mini vs dp", "update_actor", ENGINE, r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0",
-                 lambda c, f: f["dp"] and (c.actor_rollout_ref.actor.ppo_mini_batch_size * c.actor_rollout_ref.rollout.n) % f["dp"] and "actor mini batch % dp" or None)),
+    (
+        True,
+        Check(
+            "actor mini vs dp",
+            "update_actor",
+            ENGINE,
+            r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0",
+            lambda c, f: (
+                f["dp"]
+                and (c.actor_rollout_ref.actor.ppo_mini_batch_size * c.actor_rollout_ref.rollout.n) % f["dp"]
+                and "actor mini batch % dp"
+                or None
+            ),
+        ),
+    ),
     (True, Check("actor micro", "update_actor", ENGINE_UTILS, MICRO_ASSERT, _engine_micro)),
-    (False, Check("device mesh (actor)", "worker init", LEGACY, r"mesh_shape=\(dp, self\.ulysses_sequence_parallel_size\)", _mesh)),
-    (False, Check("device mesh (critic)", "worker init", LEGACY, r"mesh_shape=\(dp, self\.ulysses_sequence_parallel_size\)", _critic_mesh)),
-    (False, Check("rollout mesh", "worker init", LEGACY, r"assert self\.world_size % infer_world_size == 0", _rollout_mesh)),
-    (False, Check("actor normalization", "worker init", LEGACY, r"assert self\.config\.actor\.ppo_mini_batch_size % self\.config\.actor\.ppo_micro_batch_size_per_gpu == 0", _legacy_actor)),
-    (False, Check("critic normalization", "worker init", LEGACY, r"assert self\.config\.ppo_mini_batch_size % self\.config\.ppo_micro_batch_size_per_gpu == 0", _legacy_critic)),
+    (
+        False,
+        Check(
+            "device mesh (actor)",
+            "worker init",
+            LEGACY,
+            r"mesh_shape=\(dp, self\.ulysses_sequence_parallel_size\)",
+            _mesh,
+        ),
+    ),
+    (
+        False,
+        Check(
+            "device mesh (critic)",
+            "worker init",
+            LEGACY,
+            r"mesh_shape=\(dp, self\.ulysses_sequence_parallel_size\)",
+            _critic_mesh,
+        ),
+    ),
+    (
+        False,
+        Check("rollout mesh", "worker init", LEGACY, r"assert self\.world_size % infer_world_size == 0", _rollout_mesh),
+    ),
+    (
+        False,
+        Check(
+            "actor normalization",
+            "worker init",
+            LEGACY,
+            r"assert self\.config\.actor\.ppo_mini_batch_size % self\.config\.actor\.ppo_micro_batch_size_per_gpu == 0",
+            _legacy_actor,
+        ),
+    ),
+    (
+        False,
+        Check(
+            "critic normalization",
+            "worker init",
+            LEGACY,
+            r"assert self\.config\.ppo_mini_batch_size % self\.config\.ppo_micro_batch_size_per_gpu == 0",
+            _legacy_critic,
+        ),
+    ),
 ]
 
 
@@ -245,11 +351,24 @@ def tiny_model(where: str) -> str:
     path = os.path.join(where, "tiny-llama")
     if not os.path.exists(os.path.join(path, "config.json")):
         vocab = {t: i for i, t in enumerate(["<unk>", "<s>", "</s>", "<pad>", "a", "b"])}
-        tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="<unk>")),
-                                      unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>")
+        tok = PreTrainedTokenizerFast(
+            tokenizer_object=Tokenizer(models.WordLevel(vocab, unk_token="<unk>")),
+            unk_token="<unk>",
+            bos_token="<s>",
+            eos_token="</s>",
+            pad_token="<pad>",
+        )
         tok.save_pretrained(path)
-        LlamaConfig(architectures=["LlamaForCausalLM"], vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                    num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=2048).save_pretrained(path)
+        LlamaConfig(
+            architectures=["LlamaForCausalLM"],
+            vocab_size=len(vocab),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=2048,
+        ).save_pretrained(path)
     return path
 
 

@@ -82,13 +82,29 @@ def _both_micro(s, rng):
 
 
 def _no_micro(s, rng):
-    keys = [k for k in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_micro_batch_size_per_gpu") if k in s]
+    keys = [
+        k
+        for k in (
+            f"{A}.ppo_micro_batch_size_per_gpu",
+            f"{R}.log_prob_micro_batch_size_per_gpu",
+            f"{REF}.log_prob_micro_batch_size_per_gpu",
+        )
+        if k in s
+    ]
     s.pop(rng.choice(keys))
 
 
 def _micro(s, rng):
-    keys = [k for k in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_micro_batch_size_per_gpu",
-                        "critic.ppo_micro_batch_size_per_gpu") if k in s]
+    keys = [
+        k
+        for k in (
+            f"{A}.ppo_micro_batch_size_per_gpu",
+            f"{R}.log_prob_micro_batch_size_per_gpu",
+            f"{REF}.log_prob_micro_batch_size_per_gpu",
+            "critic.ppo_micro_batch_size_per_gpu",
+        )
+        if k in s
+    ]
     s[rng.choice(keys)] = rng.choice([3, 6, 8, 16, 32])
 
 
@@ -136,7 +152,21 @@ def _ref_on(s, rng):
         s.pop(f"{REF}.log_prob_micro_batch_size_per_gpu", None)
 
 
-FAULTS = [_global_micro, _both_micro, _no_micro, _micro, _mini, _critic_mini, _train, _n, _gpus, _sp, _tp, _dynamic_one_side, _ref_on]
+FAULTS = [
+    _global_micro,
+    _both_micro,
+    _no_micro,
+    _micro,
+    _mini,
+    _critic_mini,
+    _train,
+    _n,
+    _gpus,
+    _sp,
+    _tp,
+    _dynamic_one_side,
+    _ref_on,
+]
 
 
 def launches(seed: int, count: int) -> list[dict]:

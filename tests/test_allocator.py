@@ -30,7 +30,17 @@ SGLANG = "actor_rollout_ref.rollout.name=sglang"
 
 def test_tokenize_like_c10():
     assert S.tokenize(" expandable_segments : True ,x:[1, 2]") == [
-        "expandable_segments", ":", "True", ",", "x", ":", "[", "1", ",", "2", "]",
+        "expandable_segments",
+        ":",
+        "True",
+        ",",
+        "x",
+        ":",
+        "[",
+        "1",
+        ",",
+        "2",
+        "]",
     ]
     assert S.tokenize("expandable_segments=True") == ["expandable_segments=True"]
 
@@ -111,7 +121,13 @@ def test_corpus_matches_real_torch():
         "        out[s] = False\n"
         "print(json.dumps({'version': torch.__version__, 'verdicts': out}))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", prog], input=json.dumps([c[0] for c in CORPUS]), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", prog],
+        input=json.dumps([c[0] for c in CORPUS]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if result is None:
@@ -120,7 +136,9 @@ def test_corpus_matches_real_torch():
     if S.norm(version) < Version("2.13"):
         pytest.skip(f"corpus recorded for torch >= 2.13, installed {version}")
     for text, real in result["verdicts"].items():
-        assert lint_verdict(text, result["version"]) is real, f"{text!r}: torch {version} says {'ok' if real else 'error'}"
+        assert lint_verdict(text, result["version"]) is real, (
+            f"{text!r}: torch {version} says {'ok' if real else 'error'}"
+        )
 
 
 # -------------------------------------------------------------- table ----
@@ -132,7 +150,19 @@ def test_table_loads_from_rules_folder():
     assert {"cuda", "npu", "env_vars", "reset_on_parse"} <= set(t)
     for alloc in ("cuda", "npu"):
         for opt in S.options(alloc).values():
-            assert opt.type in {"bool", "int", "mb", "fraction", "float", "backend", "roundup", "pow2_le_128", "page_size", "range", "any"}
+            assert opt.type in {
+                "bool",
+                "int",
+                "mb",
+                "fraction",
+                "float",
+                "backend",
+                "roundup",
+                "pow2_le_128",
+                "page_size",
+                "range",
+                "any",
+            }
 
 
 @pytest.mark.parametrize(
@@ -247,7 +277,7 @@ def test_option_too_new_for_installed_torch(lint):
 
 
 def test_max_split_minimum_depends_on_torch(lint):
-    script = main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:20"}) 
+    script = main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:20"})
     assert "VL602" in c6(lint(script, versions={"torch": "2.9.1"}))  # > 20 before 2.10
     assert "VL602" not in c6(lint(script, versions={"torch": "2.13.0"}))  # >= 20 from 2.10
 
@@ -269,7 +299,9 @@ def test_alloc_conf_ignored_on_old_torch_npu(lint, monkeypatch):
 
 
 def test_npu_both_vars_only_on_new_torch_npu(lint):
-    script = main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False", "PYTORCH_ALLOC_CONF": "expandable_segments:False"})
+    script = main_ppo(
+        env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False", "PYTORCH_ALLOC_CONF": "expandable_segments:False"}
+    )
     assert "torch-npu 2.13.0" in _msgs(lint(script, versions={"torch_npu": "2.13.0"}), "VL605")[0]
     assert "VL605" not in c6(lint(script, versions={"torch_npu": "2.12.0"}))
 
@@ -292,7 +324,9 @@ def test_vllm_sleep_mode_by_version(lint, monkeypatch, vllm, expect):
 
 def test_vllm_sleep_mode_off_via_engine_kwargs(lint):
     script = main_ppo(
-        VLLM, "++actor_rollout_ref.rollout.engine_kwargs.vllm.enable_sleep_mode=false", env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+        VLLM,
+        "++actor_rollout_ref.rollout.engine_kwargs.vllm.enable_sleep_mode=false",
+        env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
     )
     assert c6(lint(script)) == []
 
@@ -306,7 +340,9 @@ def test_vllm_sleep_mode_uses_the_vllm_the_verl_tree_pins(lint, monkeypatch):
 
 
 def test_ray_runtime_env_override_is_checked(lint):
-    script = main_ppo(VLLM, "+ray_kwargs.ray_init.runtime_env.env_vars.PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    script = main_ppo(
+        VLLM, "+ray_kwargs.ray_init.runtime_env.env_vars.PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    )
     rep = lint(script, versions={"vllm": "0.12.0"})
     [d] = d6(rep)
     assert d.code == "VL607" and d.span.col > 40  # points at the override, not the launch
@@ -324,7 +360,10 @@ def test_vllm_ascend_npu_var(lint, monkeypatch):
     assert "VL607" not in c6(lint(script, versions={"vllm_ascend": "0.9.1"}))
 
 
-@pytest.mark.parametrize("tms,sglang,expect", [(None, None, "VL608"), ("0.0.9", None, "VL608"), ("0.0.8", None, "VL609"), (None, "0.5.10", "VL608")])
+@pytest.mark.parametrize(
+    "tms,sglang,expect",
+    [(None, None, "VL608"), ("0.0.9", None, "VL608"), ("0.0.8", None, "VL609"), (None, "0.5.10", "VL608")],
+)
 def test_sglang_memory_saver_by_version(lint, monkeypatch, tms, sglang, expect):
     monkeypatch.setattr(pipeline, "installed_versions", lambda: {})
     versions = {k: v for k, v in (("torch_memory_saver", tms), ("sglang", sglang)) if v}
@@ -342,7 +381,9 @@ def test_alloc_conf_hidden_from_vllm_on_new_torch(lint):
 @pytest.mark.xfail(strict=True, reason="VL610 gives nothing on verl 0.5.0 (issue #19)")
 def test_reset_info_names_verl_code(lint):
     for v in RELEASES:
-        rep = lint(main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512,garbage_collection_threshold:0.6"}), v)
+        rep = lint(
+            main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512,garbage_collection_threshold:0.6"}), v
+        )
         [d] = d6(rep)
         assert d.code == "VL610" and "verl/utils/device.py" in d.message
         assert "max_split_size_mb, garbage_collection_threshold" in d.message

@@ -14,8 +14,38 @@ PACKAGE = Path(__file__).resolve().parent.parent / "verl_lint"
 # The layers, lowest first, as docs/ARCHITECTURE.md lists them. A module imports from its own
 # group and from lower layers only; groups that share a layer (engines/, allocator/) do not
 # import each other. Every module belongs to exactly one group.
-BASE = ("model", "limits", "terminal", "files", "cache", "download", "environment", "evidence", "places", "registry", "catalogue", "knowledge", "embedded", "models", "gpus")
-FRONT = ("pipeline", "runner", "results", "settings", "check", "cli", "wrapper", "callback", "live", "config_view", "memory", "doctor", "__main__")
+BASE = (
+    "model",
+    "limits",
+    "terminal",
+    "files",
+    "cache",
+    "download",
+    "environment",
+    "evidence",
+    "places",
+    "registry",
+    "catalogue",
+    "knowledge",
+    "embedded",
+    "models",
+    "gpus",
+)
+FRONT = (
+    "pipeline",
+    "runner",
+    "results",
+    "settings",
+    "check",
+    "cli",
+    "wrapper",
+    "callback",
+    "live",
+    "config_view",
+    "memory",
+    "doctor",
+    "__main__",
+)
 LAYERS: list[tuple[str, ...]] = [
     ("verl_lint", *(f"verl_lint.{m}" for m in BASE)),  # the package's own __init__: its version
     ("verl_lint.shell",),
@@ -64,7 +94,9 @@ def _imports(module: str, path: Path):
             continue
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-            targets = [".".join([*base, node.module])] if node.module else [".".join([*base, a.name]) for a in node.names]
+            targets = (
+                [".".join([*base, node.module])] if node.module else [".".join([*base, a.name]) for a in node.names]
+            )
         elif isinstance(node, ast.ImportFrom):
             targets = [node.module]
         else:
@@ -86,7 +118,9 @@ def test_stages_import_only_downward():
         for line, target, _, _ in _imports(module, path):
             if target != "verl_lint" and not target.startswith("verl_lint."):
                 continue
-            target = next((m for m in (target, target.rpartition(".")[0]) if m in MODULES), target)  # `from .x import name`
+            target = next(
+                (m for m in (target, target.rpartition(".")[0]) if m in MODULES), target
+            )  # `from .x import name`
             t_layer, t_group = _group(target)
             if t_layer > layer or (t_layer == layer and t_group != group):
                 wrong.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} imports {target}")
@@ -98,7 +132,9 @@ def test_function_local_imports_say_why():
     for module, path in MODULES.items():
         for line, target, in_function, text in _imports(module, path):
             if in_function and "#" not in text:
-                silent.append(f"{path.relative_to(PACKAGE.parent)}:{line}: import {target} inside a function, without a reason on its line")
+                silent.append(
+                    f"{path.relative_to(PACKAGE.parent)}:{line}: import {target} inside a function, without a reason on its line"
+                )
     assert silent == [], "\n".join(silent)
 
 

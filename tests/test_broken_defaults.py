@@ -15,7 +15,11 @@ def test_the_default_batched_token_budget_below_the_sequence_is_reported_at_the_
     [d] = [d for d in report.diagnostics if d.code == "VL317"]
     assert (d.span.line, d.span.col) == (2, 98), d.span  # data.max_response_length=8192
     assert "left at verl's default 8192 (verl/trainer/config/rollout/rollout.yaml:44)" in d.message, d.message
-    assert "2048 + 8192 = 10240" in d.message and "prompt_length + response_length" in d.message and "vllm_rollout_spmd.py:" in d.message, d.message
+    assert (
+        "2048 + 8192 = 10240" in d.message
+        and "prompt_length + response_length" in d.message
+        and "vllm_rollout_spmd.py:" in d.message
+    ), d.message
 
 
 def test_a_budget_that_fits_the_async_server_and_a_release_without_the_check_are_quiet(lint):
@@ -29,9 +33,13 @@ def test_without_chunked_prefill_the_model_length_verl_computes_is_used(lint):
 
 
 def test_the_default_rollout_tp_above_the_gpus_names_where_it_comes_from(lint):
-    report = lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {R}.name=vllm trainer.n_gpus_per_node=1 trainer.nnodes=1\n")
+    report = lint(
+        f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {R}.name=vllm trainer.n_gpus_per_node=1 trainer.nnodes=1\n"
+    )
     [d] = [d for d in report.diagnostics if d.code == "VL306"]
-    assert "tensor_model_parallel_size=2 is verl's default, verl/trainer/config/rollout/rollout.yaml:" in d.message, d.message
+    assert "tensor_model_parallel_size=2 is verl's default, verl/trainer/config/rollout/rollout.yaml:" in d.message, (
+        d.message
+    )
 
 
 def test_the_sglang_rollout_takes_no_batched_token_budget(lint):

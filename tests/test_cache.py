@@ -96,7 +96,9 @@ def test_clean_all_removes_only_marked_entries(cache_root):
     assert cache.memo("bases", "x", lambda: {"a": 1}, dict) == {"a": 1}  # a marked folder with one entry
     [entry] = (cache_root / "bases").glob("*.pickle")
     assert cache.is_marked(cache_root / "bases")
-    assert (cache_root / "bases" / "CACHEDIR.TAG").read_bytes().startswith(b"Signature: 8a477f597d28d172789f06886806bc55")
+    assert (
+        (cache_root / "bases" / "CACHEDIR.TAG").read_bytes().startswith(b"Signature: 8a477f597d28d172789f06886806bc55")
+    )
     releases = cache.make_dir(cache_root / "releases")
     ours = cache.new_entry(releases)  # how release_tree creates a release, then renames it into place
     (ours / "verl").mkdir()
@@ -113,7 +115,9 @@ def test_clean_all_removes_only_marked_entries(cache_root):
     (cache_root / "wheels").mkdir()
     (cache_root / "wheels" / "vllm-0.1.0-py3-none-any.whl").write_bytes(b"x")
 
-    proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", "cache", "clean", "--all"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", "cache", "clean", "--all"], capture_output=True, text=True
+    )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert proc.stdout.startswith("removed 3 files")  # the entry, and the release's version file and tag
     assert not entry.exists() and not (releases / "verl-0.9.1").exists()
@@ -142,9 +146,13 @@ def test_crafted_verl_value_is_rejected_before_it_becomes_a_path(tmp_path, cache
     script.write_text("echo hi\n")
     for value in ("../../../../victim", "0.9.1/../../../../victim", "/tmp/x", "0.9.1 ; rm -rf /"):
         for cmd in (["check", str(script), "--verl", value], ["doctor", "--verl", value]):
-            proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", *cmd], capture_output=True, text=True, cwd=tmp_path)
+            proc = subprocess.run(
+                [sys.executable, "-m", "verl_lint.cli", *cmd], capture_output=True, text=True, cwd=tmp_path
+            )
             assert proc.returncode == 2, (cmd, proc.stdout, proc.stderr)
-            assert proc.stderr.splitlines() == [f"verl-lint{' doctor' if cmd[0] == 'doctor' else ''}: error: --verl: {value!r} is not a version (e.g. 0.9.1)"]
+            assert proc.stderr.splitlines() == [
+                f"verl-lint{' doctor' if cmd[0] == 'doctor' else ''}: error: --verl: {value!r} is not a version (e.g. 0.9.1)"
+            ]
     assert (victim / "data.txt").read_text() == "precious\n" and (victim / "verl" / "trainer").is_dir()
     assert not cache_root.exists()  # not even the releases folder
 
@@ -214,7 +222,11 @@ def _cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.Complete
     import os
 
     return subprocess.run(
-        [sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, cwd=cwd, env={**os.environ, **env}
+        [sys.executable, "-m", "verl_lint.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **env},
     )
 
 
@@ -345,10 +357,13 @@ def test_a_cache_directory_that_is_a_file(tmp_path, verl_trees):
     script.write_text(SCRIPT)
     proc = _cli("check", str(script), "--verl-root", str(verl_trees["0.9.1"].root), VERL_LINT_CACHE_DIR=str(not_a_dir))
     assert proc.returncode == 1 and "VL101" in proc.stdout
-    assert proc.stderr.splitlines() == [
-        f"verl-lint: warning: cannot write the cache ({not_a_dir} is not a directory); running without it",
-        f"verl-lint: indexing verl tree at {verl_trees['0.9.1'].root.resolve()} (first run for this tree)",  # no cache: built again
-    ]
+    assert (
+        proc.stderr.splitlines()
+        == [
+            f"verl-lint: warning: cannot write the cache ({not_a_dir} is not a directory); running without it",
+            f"verl-lint: indexing verl tree at {verl_trees['0.9.1'].root.resolve()} (first run for this tree)",  # no cache: built again
+        ]
+    )
     proc = _cli("check", str(script), "--verl", "0.9.1", VERL_LINT_CACHE_DIR=str(not_a_dir))
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [

@@ -26,7 +26,12 @@ from verl_lint.model import Diagnostic, Severity
 
 APPS = Path(__file__).resolve().parent / "apps"
 BAD = ["data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6"]  # VL301 on 0.9.1 and 0.7.1
-GOOD = ["data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192"]
+GOOD = [
+    "data.train_batch_size=960",
+    "actor_rollout_ref.rollout.n=5",
+    "trainer.nnodes=6",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=192",
+]
 CB = "+hydra.callbacks.verl_lint"
 # What the engine_kwargs / VLLM_* rules load on first use (registry.lazy_module), not at job start.
 ENGINE_MODULES = {f"verl_lint.engines.{m}" for m in ("schemas", "assembly", "expressions", "pysource")}
@@ -37,7 +42,13 @@ def config_dir(tree) -> Path:
 
 
 def run_app(
-    tmp_path: Path, tree, *args: str, app: str = "lint_app.py", config_name: str = "ppo_trainer", cdir: Path | None = None, name_rollout: bool = True
+    tmp_path: Path,
+    tree,
+    *args: str,
+    app: str = "lint_app.py",
+    config_name: str = "ppo_trainer",
+    cdir: Path | None = None,
+    name_rollout: bool = True,
 ):
     """Run the test app; returns (CompletedProcess, marker dict or None)."""
     marker = tmp_path / "marker.json"
@@ -58,7 +69,11 @@ def run_app(
         f"hydra.run.dir={tmp_path / 'out'}",
         *args,
     ]
-    if name_rollout and config_name in ("ppo_trainer", "ppo_megatron_trainer", "my_job") and not any("rollout.name=" in a for a in args):
+    if (
+        name_rollout
+        and config_name in ("ppo_trainer", "ppo_megatron_trainer", "my_job")
+        and not any("rollout.name=" in a for a in args)
+    ):
         cmd.append(ROLLOUT_NAME)  # verl >= 0.7 requires it (`name: ???`): as real launches do
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     data = json.loads(marker.read_text()) if marker.exists() else None
@@ -87,7 +102,11 @@ def test_a_mandatory_value_left_unset_stops_the_job(tmp_path, verl_trees):
     out = output(proc)
     assert proc.returncode == 1 and marker is None, out
     assert "verl-lint: stopped the job before it started" in proc.stderr
-    assert "VL109 [error] actor_rollout_ref.rollout.name\n" in proc.stderr and "is mandatory (`???` in verl" in proc.stderr and "Traceback" not in out
+    assert (
+        "VL109 [error] actor_rollout_ref.rollout.name\n" in proc.stderr
+        and "is mandatory (`???` in verl" in proc.stderr
+        and "Traceback" not in out
+    )
 
 
 @pytest.mark.slow
@@ -106,7 +125,10 @@ def test_bad_config_stops_the_job_before_the_task(tmp_path, verl_trees, version)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="on verl 0.5.0 a clean job loads the engine modules and difflib (issue #19)"))
+@pytest.mark.parametrize(
+    "version",
+    across_releases(fails_on_oldest="on verl 0.5.0 a clean job loads the engine modules and difflib (issue #19)"),
+)
 def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version):
     proc, marker = run_app(tmp_path, verl_trees[version], ENABLE_LINE, *GOOD)
     out = output(proc)
@@ -123,7 +145,17 @@ def test_clean_job_runs_and_imports_nothing_heavy(tmp_path, verl_trees, version)
     # The reference-worker rules (VL222, VL303/VL315) decide the entry point's RefPolicy condition
     # at job start (rules/roles.py), with the expression evaluator: allowed, the rest stays lazy.
     decide = {"verl_lint.engines.expressions", "verl_lint.engines.pysource", "packaging.specifiers"}
-    lazy = (ENGINE_MODULES | {"verl_lint.engines.wheels", "verl_lint.shell", "packaging.specifiers", "importlib.metadata", "difflib", "subprocess"}) - decide
+    lazy = (
+        ENGINE_MODULES
+        | {
+            "verl_lint.engines.wheels",
+            "verl_lint.shell",
+            "packaging.specifiers",
+            "importlib.metadata",
+            "difflib",
+            "subprocess",
+        }
+    ) - decide
     lazy.add("verl_lint.settings")  # only a bad parameter needs its messages
     lazy.add("huggingface_hub")  # only for a model found in the Hugging Face cache (models.py)
     assert not added & lazy, sorted(added & lazy)
@@ -221,7 +253,9 @@ def test_a_raising_rule_does_not_disable_the_others(tmp_path, verl_trees):
 
 @pytest.mark.slow
 def test_strict_stops_on_an_internal_error(tmp_path, verl_trees):
-    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", f"{CB}.strict=true", *GOOD)
+    proc, marker = run_app(
+        tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", f"{CB}.strict=true", *GOOD
+    )
     assert proc.returncode == 2, output(proc)
     assert marker is None
     assert "strict=true" in proc.stderr and "RuntimeError: boom rule exploded" in proc.stderr
@@ -240,11 +274,15 @@ UNSET = "${oc.env:VERL_LINT_TEST_UNSET_VAR}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("value, runs", [("'false'", True), ("no", True), ("0", True), ("false", True), ("'yes'", False)])
+@pytest.mark.parametrize(
+    "value, runs", [("'false'", True), ("no", True), ("0", True), ("false", True), ("'yes'", False)]
+)
 def test_strict_given_as_a_string(tmp_path, verl_trees, value, runs):
     # `strict='false'` reaches the callback as the string 'false' (Hydra's grammar: `false` is a
     # bool, `0` an int, `no` and a quoted value strings); bool('false') would be True.
-    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", f"{CB}.strict={value}", *GOOD)
+    proc, marker = run_app(
+        tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.plugins=[boom_rule]", f"{CB}.strict={value}", *GOOD
+    )
     out = output(proc)
     if runs:
         assert proc.returncode == 0 and marker is not None, out
@@ -259,7 +297,10 @@ def test_strict_given_as_a_string(tmp_path, verl_trees, value, runs):
     [
         ("fail_on=errors", 'fail_on="errors": must be one of error, warning, info, never; did you mean "error"?'),
         ("select=[VL30l,VL1]", 'select: unknown rule code or name "VL30l"'),
-        ("ignore=unknown-config-keys", 'ignore: unknown rule code or name "unknown-config-keys"; did you mean "unknown-config-key"?'),
+        (
+            "ignore=unknown-config-keys",
+            'ignore: unknown rule code or name "unknown-config-keys"; did you mean "unknown-config-key"?',
+        ),
         ("strict=maybe", 'strict="maybe": must be true or false'),
     ],
 )
@@ -291,7 +332,9 @@ def test_a_bad_setting_with_strict_stops_the_job_in_one_line(tmp_path, verl_tree
     assert proc.returncode == 2 and marker is None, out
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, out
-    assert lines[0].startswith("verl-lint: bad setting ") and lines[0].endswith("Stopping the job (strict=true)"), lines[0]
+    assert lines[0].startswith("verl-lint: bad setting ") and lines[0].endswith("Stopping the job (strict=true)"), (
+        lines[0]
+    )
 
 
 @pytest.mark.slow
@@ -336,7 +379,9 @@ def composed(verl_trees):
     from hydra import compose, initialize_config_dir
 
     def make(*overrides: str, version: str = NEWEST):
-        with initialize_config_dir(config_dir=str(config_dir(verl_trees[version])), version_base=None, job_name="lint_app"):
+        with initialize_config_dir(
+            config_dir=str(config_dir(verl_trees[version])), version_base=None, job_name="lint_app"
+        ):
             return compose("ppo_trainer", overrides=[*overrides, ROLLOUT_NAME], return_hydra_config=True)
 
     return make
@@ -350,7 +395,12 @@ def test_lint_config_locates_overrides_on_the_command_line(composed):
     d = next(d for d in diags if d.code == "VL301")
     setter = d.message.split("(from the command line: `")[1].split("`")[0]
     assert setter in BAD
-    assert (d.span.path, d.span.line, d.span.col, d.span.end_col) == ("<command line>", argv.index(setter) + 1, 1, len(setter) + 1)
+    assert (d.span.path, d.span.line, d.span.col, d.span.end_col) == (
+        "<command line>",
+        argv.index(setter) + 1,
+        1,
+        len(setter) + 1,
+    )
     # Not on the command line given (a job started from code): the command line as a whole.
     assert {x.span.line for x in lint_config(cfg, env={}, argv=["main_ppo.py"])} == {1}
     # The config handed in is untouched: same content, the `hydra` node and every parent link intact.
@@ -370,7 +420,9 @@ def test_lint_config_clean_and_without_hydra_node(composed, verl_trees):
     # Without the hydra node: overrides, config name and the app's file (its verl tree) passed explicitly.
     main = str(verl_trees[NEWEST].root / "verl" / "trainer" / "main_ppo.py")
     assert "VL301" in [d.code for d in lint_config(job, BAD, {}, config_name="ppo_trainer", task_file=main)]
-    assert "VL301" in [d.code for d in lint_config(job, BAD, {}, task_file=main)], "rules read the config's content, not its name"
+    assert "VL301" in [d.code for d in lint_config(job, BAD, {}, task_file=main)], (
+        "rules read the config's content, not its name"
+    )
     # No verl tree known (no file, no config dir, none installed): rules that mirror verl's source do not apply.
     assert "VL301" not in [d.code for d in lint_config(job, BAD, {}, config_name="ppo_trainer")]
 
@@ -441,13 +493,17 @@ def test_the_lint_leaves_the_collector_as_it_was(composed, capsys):
 def test_live_findings_are_merged_and_filtered(composed, monkeypatch):
     import verl_lint.live as cbmod
 
-    live = Diagnostic("VL651", "allocator-api-missing", Severity.ERROR, "live finding", cbmod_span(), key="PYTORCH_CUDA_ALLOC_CONF")
+    live = Diagnostic(
+        "VL651", "allocator-api-missing", Severity.ERROR, "live finding", cbmod_span(), key="PYTORCH_CUDA_ALLOC_CONF"
+    )
     monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: [live])
     cfg = composed(*GOOD)
     with pytest.raises(SystemExit):
         VerlLintCallback().on_job_start(cfg, task_function=None)
     VerlLintCallback(ignore="VL651").on_job_start(cfg, task_function=None)  # filtered: runs
-    monkeypatch.setattr(cbmod, "live_findings", lambda *a, **k: (_ for _ in ()).throw(ImportError("half-written runtime")))
+    monkeypatch.setattr(
+        cbmod, "live_findings", lambda *a, **k: (_ for _ in ()).throw(ImportError("half-written runtime"))
+    )
     cb = VerlLintCallback()
     cb.on_job_start(cfg, task_function=None)  # fails open
     assert cb.skipped == ["live allocator check"]
@@ -503,7 +559,11 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
     for line, o, p in zip(lines, got, parsed):
         kind = override_kind(p)
         key_element = f"{p.key_or_group}@{p.package}" if p.package else p.key_or_group  # without +/~
-        if kind != "hydra" and not isinstance(p.value(), dict) and (key_element in choices or p.key_or_group in choices):
+        if (
+            kind != "hydra"
+            and not isinstance(p.value(), dict)
+            and (key_element in choices or p.key_or_group in choices)
+        ):
             kind = "group"
         assert (o.key, o.kind) == (p.key_or_group, kind), line
         assert o.word.text == line
@@ -514,14 +574,20 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
     "code, override, says",
     [
         ("VL230", "+trainer.no_such_knob=1", "no_such_knob"),  # an index of the whole verl tree (~35 ms at job start)
-        ("VL233", "algorithm.kl_ctrl.kl_coef=0.01", "use_kl_in_reward"),  # the code around each read of a set key, parsed
+        (
+            "VL233",
+            "algorithm.kl_ctrl.kl_coef=0.01",
+            "use_kl_in_reward",
+        ),  # the code around each read of a set key, parsed
     ],
 )
 def test_rules_reading_the_whole_tree_are_checked_only_when_selected(tmp_path, verl_trees, code, override, says):
     """VL230/VL231 and VL233 read the whole verl tree, VL108/VL110 verl's config classes: opt-in here."""
     proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", override)
     assert proc.returncode == 0 and marker is not None and code not in output(proc), output(proc)
-    proc, marker = run_app(tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", f"{CB}.select=[{code}]", override)
+    proc, marker = run_app(
+        tmp_path, verl_trees[NEWEST], ENABLE_LINE, f"{CB}.fail_on=warning", f"{CB}.select=[{code}]", override
+    )
     assert proc.returncode == 1 and marker is None, output(proc)
     assert f"{code} [warning]" in proc.stderr and says in proc.stderr
 
@@ -553,5 +619,7 @@ def test_a_project_config_files_values_are_reported_at_their_yaml_lines(tmp_path
     assert proc.returncode != 0 and data is None, output(proc)
     text = output(proc)
     assert re.search(r"VL233 \[warning\] algorithm\.kl_ctrl\.kl_coef  at \S*config/my_grpo\.yaml:9:5", text), text
-    assert re.search(r"VL110 \[error\] actor_rollout_ref\.rollout\.tensor_parallel_size  at \S*config/my_grpo\.yaml:13:5", text), text
+    assert re.search(
+        r"VL110 \[error\] actor_rollout_ref\.rollout\.tensor_parallel_size  at \S*config/my_grpo\.yaml:13:5", text
+    ), text
     assert "(default from" not in text

@@ -61,7 +61,11 @@ def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
     assert (props["verlLintVersion"], props["verlVersions"]) == (__version__, [NEWEST])
     # The run's accounting, as in the JSON report's summary: two scripts, one launch.
     assert props["files"] == {"linted": 2, "unreadable": 0, "not_analysed": 0}
-    assert (props["launches"]["analysed"], props["launches"]["not_analysable"], props["launches"]["reasons"]) == (1, 0, {})
+    assert (props["launches"]["analysed"], props["launches"]["not_analysable"], props["launches"]["reasons"]) == (
+        1,
+        0,
+        {},
+    )
     assert results[0]["partialFingerprints"]["verlLint/v1"].endswith(":1")
 
 
@@ -86,22 +90,27 @@ def test_sarif_fingerprints_survive_line_moves(tmp_path, verl_trees):
 def test_github_annotations(tree_dir, verl_trees):
     r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "github", str(tree_dir))
     [line] = [l for l in r.stdout.splitlines() if l.startswith("::")]
-    assert line.startswith("::error file=") and ",line=3,col=5,endLine=3,endColumn=21,title=VL101 unknown-config-key::" in line
+    assert (
+        line.startswith("::error file=")
+        and ",line=3,col=5,endLine=3,endColumn=21,title=VL101 unknown-config-key::" in line
+    )
 
 
 @pytest.mark.slow
 def test_output_file_and_text_summary(tree_dir, verl_trees, tmp_path):
     out = tmp_path / "report.json"
-    r = cli("check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "json", "--output", str(out), str(tree_dir))
+    r = cli(
+        "check", "--verl-root", str(verl_trees[NEWEST].root), "--format", "json", "--output", str(out), str(tree_dir)
+    )
     assert json_findings(out.read_text())[0]["code"] == "VL101"
     assert "Found 1 finding (1 error, 0 warnings) in 1 of 2 scripts linted, 1 launch" in r.stdout
 
 
 @pytest.mark.slow
 def test_suppressions(lint):
-    inline = "ARGS=(\n  trainer.nnodez=1  # verl-lint: disable=VL101\n)\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \"${ARGS[@]}\"\n"
+    inline = 'ARGS=(\n  trainer.nnodez=1  # verl-lint: disable=VL101\n)\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm "${ARGS[@]}"\n'
     assert [d.code for d in lint(inline).diagnostics] == []
-    above = "ARGS=(\n  # verl-lint: disable=unknown-config-key\n  trainer.nnodez=1\n)\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \"${ARGS[@]}\"\n"
+    above = 'ARGS=(\n  # verl-lint: disable=unknown-config-key\n  trainer.nnodez=1\n)\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm "${ARGS[@]}"\n'
     assert [d.code for d in lint(above).diagnostics] == []
     whole = "# verl-lint: disable-file=VL1\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 +trainer.nnodes=2\n"
     assert [d.code for d in lint(whole).diagnostics] == []
@@ -120,7 +129,10 @@ def test_per_file_ignores(tree_dir, verl_trees):
 def test_baseline_survives_edits_above_and_reports_new(tree_dir, verl_trees, tmp_path):
     root = str(verl_trees[NEWEST].root)
     baseline = tmp_path / "baseline.json"
-    assert cli("check", "--verl-root", root, "--write-baseline", str(baseline), str(tree_dir), cwd=tree_dir).returncode == 0
+    assert (
+        cli("check", "--verl-root", root, "--write-baseline", str(baseline), str(tree_dir), cwd=tree_dir).returncode
+        == 0
+    )
     script = tree_dir / "a" / "bad.sh"
     script.write_text("#!/bin/bash\n# a new comment\nset -x\n\n" + BAD)
     r = cli("check", "--verl-root", root, "--baseline", str(baseline), str(tree_dir), cwd=tree_dir)
@@ -133,7 +145,9 @@ def test_baseline_survives_edits_above_and_reports_new(tree_dir, verl_trees, tmp
 @pytest.mark.slow
 def test_serial_and_parallel_are_byte_identical(tmp_path, verl_trees):
     for i in range(30):
-        (tmp_path / f"s{i:02d}.sh").write_text(f"python3 -m verl.trainer.main_ppo trainer.nnodes={i % 4} data.train_batch_size={100 + i} trainer.nnodez=1\n")
+        (tmp_path / f"s{i:02d}.sh").write_text(
+            f"python3 -m verl.trainer.main_ppo trainer.nnodes={i % 4} data.train_batch_size={100 + i} trainer.nnodez=1\n"
+        )
     files, _ = collect([str(tmp_path)], Settings())
     opts = Options(verl_tree=verl_trees[NEWEST])
     serial = render_json(lint_paths(files, opts, jobs=1))
@@ -172,7 +186,9 @@ def test_cross_field_findings_name_the_other_lines(tmp_path, verl_trees):
     doc = json.loads(cli(*args, "--format", "sarif").stdout)
     jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
     [result] = doc["runs"][0]["results"]
-    assert [(x["physicalLocation"]["region"]["startLine"], x["message"]["text"]) for x in result["relatedLocations"]] == [
+    assert [
+        (x["physicalLocation"]["region"]["startLine"], x["message"]["text"]) for x in result["relatedLocations"]
+    ] == [
         (4, "`data.train_batch_size=1000` set here"),
         (5, "`actor_rollout_ref.rollout.n=5` set here"),
         (6, "`trainer.n_gpus_per_node=8` set here"),

@@ -21,7 +21,9 @@ def cli(*args, cwd=None, cache=None):
     env = dict(os.environ, NO_COLOR="1")
     if cache:
         env["VERL_LINT_CACHE_DIR"] = str(cache)
-    return subprocess.run([sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, cwd=cwd, env=env
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,9 @@ def tree(verl_trees):
 @pytest.mark.slow
 def test_wrong_key_exit_1_with_location_and_did_you_mean(tmp_path, tree):
     s = tmp_path / "run.sh"
-    s.write_text("#!/bin/bash\nTP=2\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    actor_rollout_ref.rollout.tensor_parallel_size=$TP actor_rollout_ref.rollout.name=vllm\n")
+    s.write_text(
+        "#!/bin/bash\nTP=2\npython3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 \\\n    actor_rollout_ref.rollout.tensor_parallel_size=$TP actor_rollout_ref.rollout.name=vllm\n"
+    )
     r = cli("check", "--verl-root", tree, str(s))
     assert r.returncode == 1, r.stderr
     assert f"{s}:5:5: VL101" in r.stdout
@@ -47,19 +51,57 @@ def test_json_contract(tmp_path, tree):
     r = cli("check", "--verl-root", tree, "--format", "json", str(s))
     assert r.returncode == 1
     [item] = json_findings(r.stdout)
-    for field in ("code", "name", "severity", "message", "help", "path", "line", "column", "end_line", "end_column", "key"):
+    for field in (
+        "code",
+        "name",
+        "severity",
+        "message",
+        "help",
+        "path",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "key",
+    ):
         assert field in item
-    assert (item["code"], item["line"], item["column"], item["end_column"], item["key"]) == ("VL103", 1, 34, 51, "trainer.nnodes")
+    assert (item["code"], item["line"], item["column"], item["end_column"], item["key"]) == (
+        "VL103",
+        1,
+        34,
+        51,
+        "trainer.nnodes",
+    )
 
 
 @pytest.mark.slow
 def test_command_after_double_dash(tree):
-    r = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodez=1", "actor_rollout_ref.rollout.name=vllm")
+    r = cli(
+        "check",
+        "--verl-root",
+        tree,
+        "--",
+        "python3",
+        "-m",
+        "verl.trainer.main_ppo",
+        "trainer.nnodez=1",
+        "actor_rollout_ref.rollout.name=vllm",
+    )
     assert r.returncode == 1
     # Located by argument (argv[3]), with the argument as the code frame: never as a script line.
     assert "command line, argument 3: VL101" in r.stdout and "\n 3 | trainer.nnodez=1 \\\n" in r.stdout, r.stdout
     assert "`trainer.nnodes`" in r.stdout
-    clean = cli("check", "--verl-root", tree, "--", "python3", "-m", "verl.trainer.main_ppo", "trainer.nnodes=1", "actor_rollout_ref.rollout.name=vllm")
+    clean = cli(
+        "check",
+        "--verl-root",
+        tree,
+        "--",
+        "python3",
+        "-m",
+        "verl.trainer.main_ppo",
+        "trainer.nnodes=1",
+        "actor_rollout_ref.rollout.name=vllm",
+    )
     assert clean.returncode == 0, clean.stdout
 
 
@@ -86,7 +128,9 @@ def test_bad_input_exit_2_and_others_still_linted(tmp_path, tree):
 def test_no_execution_of_command_substitution(tmp_path, tree):
     marker = tmp_path / "SOMEFILE"
     s = tmp_path / "run.sh"
-    s.write_text(f"N=$(touch {marker})\nM=`touch {marker}`\npython3 -m verl.trainer.main_ppo trainer.nnodes=$N trainer.n_gpus_per_node=$M actor_rollout_ref.rollout.name=vllm\n")
+    s.write_text(
+        f"N=$(touch {marker})\nM=`touch {marker}`\npython3 -m verl.trainer.main_ppo trainer.nnodes=$N trainer.n_gpus_per_node=$M actor_rollout_ref.rollout.name=vllm\n"
+    )
     r = cli("check", "--verl-root", tree, str(s))
     assert r.returncode == 0, r.stdout
     assert not marker.exists()
@@ -104,7 +148,9 @@ def test_rules_listing_and_doc():
 @pytest.mark.slow
 def test_select_ignore_fail_on(tmp_path, tree):
     s = tmp_path / "run.sh"
-    s.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 actor_rollout_ref.rollout.name=vllm\n")
+    s.write_text(
+        "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.nnodes=2 actor_rollout_ref.rollout.name=vllm\n"
+    )
     assert cli("check", "--verl-root", tree, str(s)).returncode == 0  # a warning is below the default fail level
     assert cli("check", "--verl-root", tree, "--fail-on", "warning", str(s)).returncode == 1
     assert cli("check", "--verl-root", tree, "--fail-on", "warning", "--ignore", "VL107", str(s)).returncode == 0
@@ -114,7 +160,9 @@ def test_select_ignore_fail_on(tmp_path, tree):
 @pytest.mark.slow
 def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
     ok = tmp_path / "ok.sh"
-    ok.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1 actor_rollout_ref.rollout.name=vllm\n")
+    ok.write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=1 actor_rollout_ref.rollout.name=vllm\n"
+    )
     r = cli("check", "--verl-root", tree, str(ok), str(tmp_path / "missing.sh"))
     assert r.returncode == 2
     assert "All clean" not in r.stdout
@@ -124,7 +172,9 @@ def test_summary_is_honest_when_an_input_could_not_be_read(tmp_path, tree):
 @pytest.mark.slow
 def test_carets_follow_display_width_of_wide_characters_and_tabs(tmp_path, tree):
     s = tmp_path / "cjk.sh"
-    s.write_text('#!/bin/bash\npython3 -m verl.trainer.main_ppo\ttrainer.project_name="中文项目" trainer.nnodez=1 actor_rollout_ref.rollout.name=vllm\n')
+    s.write_text(
+        '#!/bin/bash\npython3 -m verl.trainer.main_ppo\ttrainer.project_name="中文项目" trainer.nnodez=1 actor_rollout_ref.rollout.name=vllm\n'
+    )
     r = cli("check", "--verl-root", tree, str(s))
     lines = r.stdout.splitlines()
     i = next(i for i, l in enumerate(lines) if l.startswith(f"{s}:2:") and "VL101" in l)
@@ -150,7 +200,9 @@ def test_diff_with_nothing_to_fix_says_so_and_exits_0(tmp_path, tree):
 def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
     (tmp_path / "sub").mkdir()
     s = tmp_path / "sub" / "run.sh"
-    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=2 trainer.nnodes=3 actor_rollout_ref.rollout.name=vllm\n")
+    s.write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodes=2 trainer.nnodes=3 actor_rollout_ref.rollout.name=vllm\n"
+    )
     r = cli("check", "--verl-root", tree, "--diff", str(s), cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert r.stdout.splitlines()[:2] == ["--- a/sub/run.sh", "+++ b/sub/run.sh"]
@@ -163,7 +215,9 @@ def test_diff_headers_are_relative_to_the_working_directory(tmp_path, tree):
 @pytest.mark.slow
 def test_baseline_says_how_many_findings_it_hides(tmp_path, tree):
     s = tmp_path / "run.sh"
-    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1 actor_rollout_ref.rollout.name=vllm\n")
+    s.write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1 actor_rollout_ref.rollout.name=vllm\n"
+    )
     base = tmp_path / "baseline.json"
     assert cli("check", "--verl-root", tree, "--write-baseline", str(base), str(s)).returncode == 0
     r = cli("check", "--verl-root", tree, "--baseline", str(base), str(s))
@@ -187,7 +241,9 @@ def verl_lint(*args, cwd=None, env=None, stdin=None):
     """`python -m verl_lint ARGS`, as a user types it; NO_COLOR unless `env` says otherwise."""
     e = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     e.update(env if env is not None else {"NO_COLOR": "1"})
-    return subprocess.run([sys.executable, "-m", "verl_lint", *args], capture_output=True, text=True, cwd=cwd, env=e, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "verl_lint", *args], capture_output=True, text=True, cwd=cwd, env=e, input=stdin
+    )
 
 
 @pytest.fixture
@@ -205,11 +261,15 @@ def test_python_dash_m_verl_lint_checks_the_current_directory_by_default(project
 def test_stdin_is_linted_under_the_stdin_filename(project, tree):
     (project / "sub").mkdir()
     (project / "sub" / "verl-lint.toml").write_text('per-file-ignores = { "x.sh" = ["VL107"] }\n')
-    r = verl_lint("check", "--verl-root", tree, "-", "--stdin-filename", "sub/x.sh", cwd=project, stdin=DUPLICATE_AND_TYPO)
+    r = verl_lint(
+        "check", "--verl-root", tree, "-", "--stdin-filename", "sub/x.sh", cwd=project, stdin=DUPLICATE_AND_TYPO
+    )
     assert r.returncode == 1, r.stderr
     # the name is the findings' path, and the settings found from it apply (VL107 ignored there)
     assert "sub/x.sh:2:68: VL101" in r.stdout and "VL107" not in r.stdout
-    plain = verl_lint("check", "--verl-root", tree, "-", "--output-format", "json", cwd=project, stdin=DUPLICATE_AND_TYPO)
+    plain = verl_lint(
+        "check", "--verl-root", tree, "-", "--output-format", "json", cwd=project, stdin=DUPLICATE_AND_TYPO
+    )
     assert {(d["path"], d["code"]) for d in json_findings(plain.stdout)} == {("-", "VL101"), ("-", "VL107")}
     # stdin has no file to write a fix into
     r = verl_lint("check", "--verl-root", tree, "-", "--fix", cwd=project, stdin=DUPLICATE_AND_TYPO)
@@ -224,7 +284,10 @@ def test_output_format_and_its_alias_and_help_with_allowed_values(project, tree)
     assert new.returncode == old.returncode == 1 and json_findings(new.stdout) == json_findings(old.stdout) != []
     help_text = " ".join(verl_lint("check", "--help").stdout.split())
     assert "--output-format {text,json,sarif,github,junit}, --format {text,json,sarif,github,junit}" in help_text
-    assert "--fail-on {error,warning,info,never} exit 1 on findings at or above this level: error, warning, info, never" in help_text
+    assert (
+        "--fail-on {error,warning,info,never} exit 1 on findings at or above this level: error, warning, info, never"
+        in help_text
+    )
 
 
 def test_every_flag_of_every_command_has_help():
@@ -238,15 +301,21 @@ def test_every_flag_of_every_command_has_help():
             elif action.option_strings or action.dest not in ("command", "cache_command"):
                 yield where, action
 
-    missing = [f"{where} {'/'.join(a.option_strings) or a.dest}" for where, a in walk(cli.parser(), "verl-lint") if not a.help]
+    missing = [
+        f"{where} {'/'.join(a.option_strings) or a.dest}" for where, a in walk(cli.parser(), "verl-lint") if not a.help
+    ]
     assert missing == []
 
 
 def test_statistics_counts_findings_per_rule(project, tree):
-    (project / "two.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1 actor_rollout_ref.rollout.name=vllm\n")
+    (project / "two.sh").write_text(
+        "python3 -m verl.trainer.main_ppo trainer.nnodez=1 trainer.nnodez2=1 actor_rollout_ref.rollout.name=vllm\n"
+    )
     r = verl_lint("check", "--verl-root", tree, "--statistics", cwd=project)
     assert r.returncode == 1
-    assert r.stdout == "3  VL101  [*] unknown-config-key\n1  VL107  [*] duplicate-override\n"  # a single did-you-mean: an unsafe rename
+    assert (
+        r.stdout == "3  VL101  [*] unknown-config-key\n1  VL107  [*] duplicate-override\n"
+    )  # a single did-you-mean: an unsafe rename
     j = verl_lint("check", "--verl-root", tree, "--statistics", "--output-format", "json", cwd=project)
     assert json.loads(j.stdout) == [
         {"code": "VL101", "name": "unknown-config-key", "count": 3, "fixable": True},
@@ -258,7 +327,9 @@ def test_summary_counts_fixable_findings_and_show_fixes_lists_them(project, tree
     r = verl_lint("check", "--verl-root", tree, "run.sh", cwd=project)
     assert r.stdout.endswith("in 1 of 1 script linted, 1 launch\n1 fixable with --fix (1 more with --unsafe-fixes)\n")
     r = verl_lint("check", "--verl-root", tree, "run.sh", "--show-fixes", cwd=project)
-    assert r.stdout.endswith("1 fixable with --fix (1 more with --unsafe-fixes)\n  run.sh:2:34: VL107 remove the shadowed override\n")
+    assert r.stdout.endswith(
+        "1 fixable with --fix (1 more with --unsafe-fixes)\n  run.sh:2:34: VL107 remove the shadowed override\n"
+    )
     r = verl_lint("check", "--verl-root", tree, "run.sh", "--fix", "--show-fixes", cwd=project)
     assert "Fixed 1 finding in 1 file\n  run.sh:2:34: VL107 remove the shadowed override\n" in r.stderr
     assert "fixable" not in r.stdout and "trainer.nnodes=1 " not in (project / "run.sh").read_text()

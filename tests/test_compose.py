@@ -36,7 +36,11 @@ def _compose_both(verl_trees, composer, tmp_path, version, overrides):
 
 def test_errors_are_located_and_do_not_stop_the_rest(verl_trees, composer, tmp_path):
     comp, expected = _compose_both(
-        verl_trees, composer, tmp_path, "0.9.1", ["trainer.nnodes=3", "trainer.nnodez=2", "+trainer.nnodes=4", "trainer.n_gpus_per_node=4"]
+        verl_trees,
+        composer,
+        tmp_path,
+        "0.9.1",
+        ["trainer.nnodes=3", "trainer.nnodez=2", "+trainer.nnodes=4", "trainer.n_gpus_per_node=4"],
     )
     assert isinstance(expected, Exception)
     assert [d.code for d in comp.diagnostics] == ["VL101", "VL103"]
@@ -60,7 +64,12 @@ def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_tre
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0's configs have fewer plain keys than the test's floor of 500 (issue #19)"))
+@pytest.mark.parametrize(
+    "version",
+    across_releases(
+        fails_on_oldest="verl 0.5.0's configs have fewer plain keys than the test's floor of 500 (issue #19)"
+    ),
+)
 @pytest.mark.parametrize("name", ["ppo_trainer", "ppo_megatron_trainer"])
 def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, version, name):
     """Rules read plain values straight from the nodes (context._plain_value); on every key of
@@ -70,14 +79,24 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
 
     from verl_lint.config import context
 
-    with initialize_config_dir(config_dir=str(verl_trees[version].root / "verl" / "trainer" / "config"), version_base=None):
-        cfg = compose(name, overrides=["actor_rollout_ref.rollout.n=5", "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"])
+    with initialize_config_dir(
+        config_dir=str(verl_trees[version].root / "verl" / "trainer" / "config"), version_base=None
+    ):
+        cfg = compose(
+            name,
+            overrides=["actor_rollout_ref.rollout.n=5", "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"],
+        )
 
     def keys(node, prefix=""):
         for k in node.keys():
             yield f"{prefix}{k}"
             child = node._get_node(k)
-            if isinstance(child, DictConfig) and not child._is_none() and not child._is_missing() and not child._is_interpolation():
+            if (
+                isinstance(child, DictConfig)
+                and not child._is_none()
+                and not child._is_missing()
+                and not child._is_interpolation()
+            ):
                 yield from keys(child, f"{prefix}{k}.")
 
     fast = slow = 0
@@ -138,7 +157,9 @@ def test_hydra_is_imported_only_when_a_launch_composes(verl_trees, tmp_path):
     """compose.py is below 600 lines, its one function-local import is Hydra's (heavy by design,
     and says so); loading the composer does not import Hydra, the first composition does."""
     assert len((CONFIG / "compose.py").read_text().splitlines()) < 600
-    assert [text.split("#")[0].strip() for _, text in local_imports(CONFIG / "compose.py")] == ["from . import hydra_api"]
+    assert [text.split("#")[0].strip() for _, text in local_imports(CONFIG / "compose.py")] == [
+        "from . import hydra_api"
+    ]
     assert all("# heavy by design" in text for _, text in local_imports(CONFIG / "compose.py"))
     script = tmp_path / "run.sh"
     script.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=2\n")

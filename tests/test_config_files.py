@@ -62,16 +62,22 @@ def _project(where, monkeypatch, extra="", **fields):
 
 def _findings(tmp_path, verl_trees, version, *scripts):
     """The findings of linting `scripts` (run.sh) in tmp_path, the working directory, in one run."""
-    reports = lint_paths([Path(s) for s in scripts or ("run.sh",)], Options(verl_tree=verl_trees[version]), use_cache=False)
+    reports = lint_paths(
+        [Path(s) for s in scripts or ("run.sh",)], Options(verl_tree=verl_trees[version]), use_cache=False
+    )
     assert not any(r.errors for r in reports), [r.errors for r in reports]
     return [d for r in reports for d in r.diagnostics]
 
 
 @pytest.mark.parametrize("version", across_releases())
-def test_the_issue_example_is_reported_at_its_yaml_lines_and_clean_once_fixed(tmp_path, monkeypatch, verl_trees, version):
+def test_the_issue_example_is_reported_at_its_yaml_lines_and_clean_once_fixed(
+    tmp_path, monkeypatch, verl_trees, version
+):
     _project(tmp_path / "bad", monkeypatch)
     found = [d for d in _findings(tmp_path, verl_trees, version) if d.severity >= Severity.WARNING]
-    assert {(d.span.line, d.span.col, d.code) for d in found} == EXPECTED[version], [(d.code, d.span, d.message) for d in found]
+    assert {(d.span.line, d.span.col, d.code) for d in found} == EXPECTED[version], [
+        (d.code, d.span, d.message) for d in found
+    ]
     assert {d.span.path for d in found} == {"config/my_grpo.yaml"}
     # Each names the launch that composes the file.
     assert all(any(r.span.path == "run.sh" and r.span.line == 2 for r in d.related) for d in found), found
@@ -103,11 +109,15 @@ def test_a_copy_of_verls_config_is_judged_only_where_it_differs(tmp_path, monkey
     algo = (conf / "ppo_trainer.yaml").read_text()
     assert "  kl_ctrl:\n" in algo
     (conf / "ppo_trainer.yaml").write_text(algo.replace("    kl_coef: 0.001", "    kl_coef: 0.05", 1))
-    (tmp_path / "run.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/config actor_rollout_ref.rollout.name=vllm\n")
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/config actor_rollout_ref.rollout.name=vllm\n"
+    )
     monkeypatch.chdir(tmp_path)
     found = _findings(tmp_path, verl_trees, NEWEST)
     line = 1 + algo[: algo.index("    kl_coef: 0.001")].count("\n")
-    assert [(d.code, d.span.path, d.span.line) for d in found if d.severity >= Severity.WARNING] == [("VL233", "config/ppo_trainer.yaml", line)]
+    assert [(d.code, d.span.path, d.span.line) for d in found if d.severity >= Severity.WARNING] == [
+        ("VL233", "config/ppo_trainer.yaml", line)
+    ]
 
 
 def test_a_file_shared_by_launches_is_reported_once_and_says_for_which(tmp_path, monkeypatch, verl_trees):
@@ -118,14 +128,31 @@ def test_a_file_shared_by_launches_is_reported_once_and_says_for_which(tmp_path,
     # A third launch that turns the KL penalty on: the value has an effect there.
     (tmp_path / "on.sh").write_text(LAUNCH.format(extra="algorithm.use_kl_in_reward=True"))
     [one] = _findings(tmp_path, verl_trees, NEWEST, "run.sh", "again.sh", "on.sh")
-    assert one.message.endswith("(for the launch at again.sh:2, run.sh:2; not for the 1 other launch this value reaches)"), one.message
+    assert one.message.endswith(
+        "(for the launch at again.sh:2, run.sh:2; not for the 1 other launch this value reaches)"
+    ), one.message
 
 
 # ------------------------------------------------------ files other than scripts ----
 
 
 def _cli(cwd, verl_trees, *args):
-    p = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", *args, "--verl-root", str(verl_trees[NEWEST].root), "--output-format", "json"], cwd=cwd, capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verl_lint.cli",
+            "check",
+            *args,
+            "--verl-root",
+            str(verl_trees[NEWEST].root),
+            "--output-format",
+            "json",
+        ],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode in (0, 1), p.stderr
     *found, summary = json.loads(p.stdout)
     return [(f["path"], f["line"], f["column"], f["code"]) for f in found], summary
@@ -138,7 +165,9 @@ def test_a_primary_config_is_linted_on_its_own_once_and_as_the_launch_that_uses_
     # The config alone: as the launch the project's script makes of it, said in the summary.
     found, summary = _cli(tmp_path, verl_trees, "config/my_grpo.yaml")
     assert set(found) == bad and len(found) == 3, found
-    assert summary["configs"] == {"config/my_grpo.yaml": "linted as the primary config of `python3 -m verl.trainer.main_ppo` (as run.sh launches it)"}
+    assert summary["configs"] == {
+        "config/my_grpo.yaml": "linted as the primary config of `python3 -m verl.trainer.main_ppo` (as run.sh launches it)"
+    }
     # The whole project: the script composes the config, so each finding comes once, from there.
     found, summary = _cli(tmp_path, verl_trees, ".")
     assert sorted(found) == sorted(bad) and "configs" not in summary and summary["launches"]["analysed"] == 1
@@ -146,7 +175,9 @@ def test_a_primary_config_is_linted_on_its_own_once_and_as_the_launch_that_uses_
     # group file (its defaults are `group@package: name`) is not a primary config.
     (tmp_path / "run.sh").unlink()
     (tmp_path / "config" / "actor").mkdir()
-    (tmp_path / "config" / "actor" / "mine.yaml").write_text("defaults:\n  - dp_actor@_here_\n  - _self_\nclip_ratio: 0.3\n")
+    (tmp_path / "config" / "actor" / "mine.yaml").write_text(
+        "defaults:\n  - dp_actor@_here_\n  - _self_\nclip_ratio: 0.3\n"
+    )
     found, summary = _cli(tmp_path, verl_trees, ".")
     assert set(found) == bad and list(summary["configs"]) == ["config/my_grpo.yaml"], (found, summary)
     assert "verl's default entry point" in summary["configs"]["config/my_grpo.yaml"]
@@ -214,20 +245,28 @@ run: |
 @pytest.mark.parametrize(
     "name, text, expected",
     [
-        ("docs/quickstart.md", DOC, [(6, 5, "VL101")]),  # `...` stands for more; the text block and the fragment are not commands
+        (
+            "docs/quickstart.md",
+            DOC,
+            [(6, 5, "VL101")],
+        ),  # `...` stands for more; the text block and the fragment are not commands
         ("docs/start.rst", RST, [(6, 75, "VL101")]),  # the `$ ` prompt is not part of the command
         (".github/workflows/e2e.yml", WORKFLOW, [(8, 83, "VL101"), (13, 31, "VL101")]),
         ("sky/train.yaml", SKYPILOT, [(6, 72, "VL101")]),
     ],
 )
-def test_launches_written_in_docs_and_workflows_are_located_in_them(tmp_path, monkeypatch, verl_trees, name, text, expected):
+def test_launches_written_in_docs_and_workflows_are_located_in_them(
+    tmp_path, monkeypatch, verl_trees, name, text, expected
+):
     path = tmp_path / name
     path.parent.mkdir(parents=True)
     path.write_text(text)
     monkeypatch.chdir(tmp_path)
     [report] = lint_paths([Path(name)], Options(verl_tree=verl_trees[NEWEST]), use_cache=False)
     assert not report.errors and report.text == text
-    assert [(d.span.line, d.span.col, d.code) for d in report.diagnostics if d.span.path == name] == expected, report.diagnostics
+    assert [(d.span.line, d.span.col, d.code) for d in report.diagnostics if d.span.path == name] == expected, (
+        report.diagnostics
+    )
     assert report.launches == len(expected) and not any(d.related for d in report.diagnostics)
 
 
@@ -250,15 +289,29 @@ def test_fix_renames_a_deprecated_key_in_its_yaml_file_keeping_comments(tmp_path
     (tmp_path / "config").mkdir()
     conf = tmp_path / "config" / "my.yaml"
     conf.write_text(RENAMED.format(also=""))
-    (tmp_path / "run.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/config --config-name=my actor_rollout_ref.rollout.name=vllm\n")
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/config --config-name=my actor_rollout_ref.rollout.name=vllm\n"
+    )
     found, _ = _cli(tmp_path, verl_trees, ".")
     assert found == [("config/my.yaml", 10, 7, "VL418")], found
-    fixed = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", ".", "--verl-root", str(verl_trees[NEWEST].root), "--fix"], cwd=tmp_path, capture_output=True, text=True)
-    assert conf.read_text() == RENAMED.format(also="").replace("warmup_style: cosine  # the schedule", "lr_scheduler_type: cosine  # the schedule"), fixed.stderr
+    fixed = subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", "check", ".", "--verl-root", str(verl_trees[NEWEST].root), "--fix"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert conf.read_text() == RENAMED.format(also="").replace(
+        "warmup_style: cosine  # the schedule", "lr_scheduler_type: cosine  # the schedule"
+    ), fixed.stderr
     assert fixed.returncode == 0 and "Fixed 1 finding in 1 file" in fixed.stderr, fixed.stderr
     # verl's default written beside it: the rename would give the mapping the key twice.
     conf.write_text(RENAMED.format(also="      lr_scheduler_type: constant\n"))
-    refused = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", ".", "--verl-root", str(verl_trees[NEWEST].root), "--fix"], cwd=tmp_path, capture_output=True, text=True)
+    refused = subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", "check", ".", "--verl-root", str(verl_trees[NEWEST].root), "--fix"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert "config/my.yaml: fix skipped: the fixed file would not parse the same way" in refused.stderr, refused.stderr
     assert conf.read_text() == RENAMED.format(also="      lr_scheduler_type: constant\n")
 
@@ -280,11 +333,18 @@ def test_a_config_with_its_own_name_gets_every_rule_ppo_trainer_gets(tmp_path, m
     (tmp_path / "config" / "my_grpo.yaml").write_text(ONLY_DEFAULTS)
     name = "" if version == OLDEST else "actor_rollout_ref.rollout.name=vllm "
     module = "python3 -m verl.trainer.main_ppo"
-    (tmp_path / "mine.sh").write_text(f"#!/bin/bash\n{module} --config-path=$(pwd)/config --config-name=my_grpo {name}{SIZES}\n")
-    (tmp_path / "plain.sh").write_text(f"#!/bin/bash\n{module} {' ' * len('--config-path=$(pwd)/config --config-name=my_grpo ')}{name}{SIZES}\n")
+    (tmp_path / "mine.sh").write_text(
+        f"#!/bin/bash\n{module} --config-path=$(pwd)/config --config-name=my_grpo {name}{SIZES}\n"
+    )
+    (tmp_path / "plain.sh").write_text(
+        f"#!/bin/bash\n{module} {' ' * len('--config-path=$(pwd)/config --config-name=my_grpo ')}{name}{SIZES}\n"
+    )
     monkeypatch.chdir(tmp_path)
     found = _findings(tmp_path, verl_trees, version, "mine.sh", "plain.sh")
-    by_file = {f: sorted((d.code, d.span.line, d.span.col, d.key) for d in found if d.span.path.endswith(f)) for f in ("mine.sh", "plain.sh")}
+    by_file = {
+        f: sorted((d.code, d.span.line, d.span.col, d.key) for d in found if d.span.path.endswith(f))
+        for f in ("mine.sh", "plain.sh")
+    }
     assert by_file["mine.sh"] == by_file["plain.sh"]
     assert {"VL301", "VL302", "VL303"} <= {c for c, *_ in by_file["mine.sh"]}, by_file
 
@@ -299,5 +359,7 @@ def test_rules_verified_on_main_ppo_say_once_that_another_verl_app_was_not_judge
     found = _findings(tmp_path, verl_trees, NEWEST, "a.sh", "b.sh")
     assert [(d.code, d.span.path, d.span.line, d.span.col) for d in found] == [("VL012", "a.sh", 2, 12)]
     assert "VL204 would report `actor_rollout_ref.actor.grad_clip`" in found[0].message
-    (tmp_path / "c.sh").write_text("#!/bin/bash\n" + line.replace("verl.experimental.one_step_off_policy.main_ppo", "verl.trainer.main_ppo"))
+    (tmp_path / "c.sh").write_text(
+        "#!/bin/bash\n" + line.replace("verl.experimental.one_step_off_policy.main_ppo", "verl.trainer.main_ppo")
+    )
     assert [d.code for d in _findings(tmp_path, verl_trees, NEWEST, "c.sh")] == ["VL204"]

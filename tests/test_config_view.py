@@ -26,7 +26,10 @@ python3 -m verl.trainer.main_ppo data.train_batch_size=128 trainer.total_epochs=
 
 def _config(tmp_path, tree, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "verl_lint", "config", *args, "--verl-root", str(tree.root)], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-m", "verl_lint", "config", *args, "--verl-root", str(tree.root)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
 
 
@@ -41,12 +44,18 @@ def test_each_value_says_where_it_comes_from(script, verl_trees):
     assert p.returncode == 0, p.stderr
     lines = {line.split(":")[0]: line for line in p.stdout.splitlines()}
     assert lines["# run.sh"].startswith("# run.sh:3  verl.trainer.main_ppo  (verl 0.9.1, config ppo_trainer)")
-    assert lines["actor_rollout_ref.rollout.n"].endswith("# script, line 5") and ": 8 " in lines["actor_rollout_ref.rollout.n"]
+    assert (
+        lines["actor_rollout_ref.rollout.n"].endswith("# script, line 5")
+        and ": 8 " in lines["actor_rollout_ref.rollout.n"]
+    )
     tp = lines["actor_rollout_ref.rollout.tensor_model_parallel_size"]
     assert tp.startswith("actor_rollout_ref.rollout.tensor_model_parallel_size: $TP ")  # as written: known at run time
     assert tp.endswith("# script, line 6, known at run time: $TP is not set in the script (comes from the environment)")
     # An interpolation: its value, and where the key it reads was set.
-    assert re.match(r"actor_rollout_ref\.rollout\.n_gpus_per_node: 8 +# verl-default, via trainer\.n_gpus_per_node$", lines["actor_rollout_ref.rollout.n_gpus_per_node"])
+    assert re.match(
+        r"actor_rollout_ref\.rollout\.n_gpus_per_node: 8 +# verl-default, via trainer\.n_gpus_per_node$",
+        lines["actor_rollout_ref.rollout.n_gpus_per_node"],
+    )
     assert lines["actor_rollout_ref.rollout.temperature"].endswith("# verl-default")
     assert not any(k.startswith("data.") for k in lines)  # --key
 
@@ -70,20 +79,35 @@ def test_values_are_what_hydra_composes(script, verl_trees, version):
         else:
             yield prefix, node
 
-    assert {k: v["value"] for k, v in launch["values"].items()} == dict(leaves(OmegaConf.to_container(cfg, resolve=False)))
+    assert {k: v["value"] for k, v in launch["values"].items()} == dict(
+        leaves(OmegaConf.to_container(cfg, resolve=False))
+    )
     assert launch["values"]["data.train_batch_size"] == {"value": 128, "origin": "script", "line": 8}
-    as_yaml = yaml.safe_load(_config(script, tree, "run.sh:8", "--output-format", "yaml", "--key", "trainer.total_epochs").stdout)
+    as_yaml = yaml.safe_load(
+        _config(script, tree, "run.sh:8", "--output-format", "yaml", "--key", "trainer.total_epochs").stdout
+    )
     assert as_yaml[0]["values"] == {"trainer.total_epochs": {"value": 3, "origin": "script", "line": 8}}
 
 
 def test_the_projects_own_config_file_is_an_origin(tmp_path, verl_trees):
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf/mine.yaml").write_text("trainer:\n  total_epochs: 5\n  project_name: mine\n")
-    (tmp_path / "run.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/conf --config-name=mine trainer.total_epochs=2\n")
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/conf --config-name=mine trainer.total_epochs=2\n"
+    )
     p = _config(tmp_path, verl_trees[NEWEST], "run.sh", "--output-format", "json")
     [launch] = json.loads(p.stdout)
-    assert launch["values"]["trainer.project_name"] == {"value": "mine", "origin": "user-file", "line": 3, "file": "conf/mine.yaml"}
-    assert launch["values"]["trainer.total_epochs"] == {"value": 2, "origin": "script", "line": 2}  # the override wins over the file
+    assert launch["values"]["trainer.project_name"] == {
+        "value": "mine",
+        "origin": "user-file",
+        "line": 3,
+        "file": "conf/mine.yaml",
+    }
+    assert launch["values"]["trainer.total_epochs"] == {
+        "value": 2,
+        "origin": "script",
+        "line": 2,
+    }  # the override wins over the file
     text = _config(tmp_path, verl_trees[NEWEST], "run.sh").stdout
     assert re.search(r"^trainer\.project_name: mine +# user-file, conf/mine\.yaml:3$", text, re.MULTILINE), text
 
@@ -121,4 +145,9 @@ def test_diff_shows_only_what_differs(script, verl_trees):
 )
 def test_bad_input_is_one_line_and_exit_2(script, verl_trees, args, message):
     p = _config(script, verl_trees[NEWEST], *args)
-    assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert (
+        p.returncode == 2
+        and message in p.stderr
+        and len(p.stderr.strip().splitlines()) == 1
+        and "Traceback" not in p.stderr
+    )

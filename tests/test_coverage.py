@@ -20,6 +20,7 @@ def lint(lint):
     unnamed, which verl 0.9.1 requires (VL109 at every launch): that rule is left out."""
     return lambda text, *args, **kw: lint(text, *args, ignore=("VL109",), **kw)
 
+
 FORMS = """#!/bin/bash
 nproc_per_node=8
 torchrun --nnodes=1 --nproc_per_node=$nproc_per_node -m verl.trainer.main_ppo trainer.nnodez=1
@@ -106,7 +107,9 @@ def _project(tmp_path, script_text: str, where: str = "examples/a"):
     (tmp_path / ".git").mkdir(exist_ok=True)
     conf = tmp_path / where / "config"
     conf.mkdir(parents=True)
-    (conf / "my.yaml").write_text("defaults:\n  - ppo_trainer\n  - _self_\nhydra:\n  searchpath:\n    - pkg://verl.trainer.config\n")
+    (conf / "my.yaml").write_text(
+        "defaults:\n  - ppo_trainer\n  - _self_\nhydra:\n  searchpath:\n    - pkg://verl.trainer.config\n"
+    )
     script = tmp_path / where / "run.sh"
     script.write_text(script_text)
     return script
@@ -125,7 +128,9 @@ def test_config_paths_from_the_working_directory(tmp_path, verl_trees, composer)
     assert not report.errors, report.errors
     found = [(d.code, d.span.line) for d in report.diagnostics]
     assert found == [("VL101", n) for n in range(2, 7)], report.diagnostics
-    notes = [d.message[d.message.rfind(" (assuming") + 1 :] if "(assuming" in d.message else None for d in report.diagnostics]
+    notes = [
+        d.message[d.message.rfind(" (assuming") + 1 :] if "(assuming" in d.message else None for d in report.diagnostics
+    ]
     assert notes == [ROOT_NOTE, None, None, None, OWN_NOTE]  # each assumption said once per file
 
 
@@ -162,7 +167,9 @@ def test_a_config_dir_found_nowhere_is_not_an_error_that_rests_on_a_guess(tmp_pa
     --cwd (or the `cwd` setting, relative to the settings file) the same launch is a real VL106."""
     from test_cli import cli
 
-    script = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/nowhere/config --config-name=my\n")
+    script = _project(
+        tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=$(pwd)/nowhere/config --config-name=my\n"
+    )
     root = str(verl_trees["0.9.1"].root)
     r = cli("check", "--verl-root", root, "--format", "json", str(script))
     [d] = json_findings(r.stdout)
@@ -204,7 +211,12 @@ def test_scripts_in_strings_and_here_documents_are_read_in_place(lint):
     located in the file (the eval'd one where its string is written)."""
     report = lint(NESTED)
     assert [(d.code, d.span.line, d.span.col) for d in report.diagnostics] == [
-        ("VL101", 3, 43), ("VL101", 4, 39), ("VL101", 7, 34), ("VL101", 9, 74), ("VL101", 11, 34), ("VL101", 13, 34)
+        ("VL101", 3, 43),
+        ("VL101", 4, 39),
+        ("VL101", 7, 34),
+        ("VL101", 9, 74),
+        ("VL101", 11, 34),
+        ("VL101", 13, 34),
     ]
     assert report.launches == 6
     again = lint(FORMS)  # the parser is left as it was: the next file parses whole
@@ -220,7 +232,11 @@ def test_missing_module_or_config_dir_is_a_located_finding(lint):
     )
     assert not report.errors
     found = {d.code: d for d in report.diagnostics}
-    assert [(d.code, d.span.line, d.span.col) for d in report.diagnostics] == [("VL009", 1, 12), ("VL106", 2, 34), ("VL101", 3, 34)]
+    assert [(d.code, d.span.line, d.span.col) for d in report.diagnostics] == [
+        ("VL009", 1, 12),
+        ("VL106", 2, 34),
+        ("VL101", 3, 34),
+    ]
     assert found["VL009"].help == "did you mean `verl.trainer.main_ppo`?"
     assert "Primary config directory not found" in found["VL106"].message and found["VL106"].key == "--config-path"
 
@@ -229,7 +245,9 @@ def test_an_app_whose_own_config_directory_is_missing_is_a_located_finding(lint,
     """`@hydra.main(config_path="config")` with no such directory next to the app: Hydra stops at
     start-up whatever the script says, so the launch gets VL106 at its entry point (analysed), not
     an exit-2 input error; the next launch is still linted."""
-    (tmp_path / "main_split.py").write_text("import hydra\n\n\n@hydra.main(config_path='config', config_name='split', version_base=None)\ndef main(cfg):\n    pass\n")
+    (tmp_path / "main_split.py").write_text(
+        "import hydra\n\n\n@hydra.main(config_path='config', config_name='split', version_base=None)\ndef main(cfg):\n    pass\n"
+    )
     report = lint("python3 main_split.py trainer.nnodes=1\npython3 -m verl.trainer.main_ppo trainer.nnodez=1\n")
     assert not report.errors, report.errors
     assert [(d.code, d.span.line, d.span.col) for d in report.diagnostics] == [("VL106", 1, 9), ("VL101", 2, 34)]
@@ -260,7 +278,8 @@ def test_summary_accounts_for_unanalysed_launches_and_can_fail_on_them(tmp_path,
         "type": "summary",
         "files": {"linted": 1, "unreadable": 0, "not_analysed": 0},
         "launches": {
-            "analysed": 1, "not_analysable": 3,
+            "analysed": 1,
+            "not_analysable": 3,
             "reasons": {late: 2, "--config-name is only known at run time": 1},
             "by_file": {str(s): {"analysed": 1, "not_analysable": 3}},
         },
@@ -273,7 +292,12 @@ def test_summary_accounts_for_unanalysed_launches_and_can_fail_on_them(tmp_path,
     r = cli("check", "--verl-root", root, "--fail-on-unanalysed", str(s))
     assert r.returncode == 0 and "not analysable" not in r.stdout
     *items, summary = json.loads(cli("check", "--verl-root", root, "--format", "json", str(s)).stdout)
-    assert items == [] and summary["launches"] == {"analysed": 1, "not_analysable": 0, "reasons": {}, "by_file": {str(s): {"analysed": 1, "not_analysable": 0}}}
+    assert items == [] and summary["launches"] == {
+        "analysed": 1,
+        "not_analysable": 0,
+        "reasons": {},
+        "by_file": {str(s): {"analysed": 1, "not_analysable": 0}},
+    }
 
 
 # Launch forms real scripts use, each file with the entry-point lines a plain regex finds
@@ -283,20 +307,20 @@ PROJECT_FORMS = {
     "torchrun --nproc_per_node=$UNSET --master_port $PORT -m verl.trainer.main_ppo trainer.nnodes=1\n",
     "ray.sh": "ray job submit --address=http://127.0.0.1:8265 -- VLLM_LOGGING_LEVEL=INFO python3 -m verl.trainer.main_ppo trainer.nnodes=1\n",
     "env_prefix.sh": "HYDRA_FULL_ERROR=1 ENV=1 python3 -m verl.trainer.main_ppo trainer.nnodes=1 2>&1 | tee log.txt\n",
-    "strings.sh": "bash -c \"python3 -m verl.trainer.main_ppo trainer.nnodes=1\"\n"
+    "strings.sh": 'bash -c "python3 -m verl.trainer.main_ppo trainer.nnodes=1"\n'
     "bash <<EOF\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\nEOF\n",
     "launchers.sh": "srun -N 2 --gres=gpu:8 python3 -m verl.trainer.main_ppo trainer.nnodes=1 &\n"
     "apptainer exec --nv img.sif python3 -m verl.trainer.main_ppo trainer.nnodes=1\nwait\n",
-    "eval.sh": "CMD=\"python3 -m verl.trainer.main_ppo trainer.nnodes=1\"\neval \"$CMD\"\n"
-    "PLAIN=\"python3 -m verl.trainer.main_ppo trainer.nnodes=2\"\neval $PLAIN\n",
+    "eval.sh": 'CMD="python3 -m verl.trainer.main_ppo trainer.nnodes=1"\neval "$CMD"\n'
+    'PLAIN="python3 -m verl.trainer.main_ppo trainer.nnodes=2"\neval $PLAIN\n',
     "functions.sh": "train() {\n    python3 -m verl.trainer.main_ppo trainer.nnodes=$1\n}\ntrain 1\n"
     "unused() {\n    python3 -m verl.trainer.main_ppo trainer.nnodes=1\n}\n",
-    "branches.sh": "if [ \"$MODE\" = a ]; then\n    python3 -m verl.trainer.main_ppo trainer.nnodes=1\nelse\n"
-    "    python3 -m verl.trainer.main_ppo trainer.nnodes=2\nfi\ncase \"$2\" in\n  x) python3 -m verl.trainer.main_ppo trainer.nnodes=3 ;;\nesac\n",
+    "branches.sh": 'if [ "$MODE" = a ]; then\n    python3 -m verl.trainer.main_ppo trainer.nnodes=1\nelse\n'
+    '    python3 -m verl.trainer.main_ppo trainer.nnodes=2\nfi\ncase "$2" in\n  x) python3 -m verl.trainer.main_ppo trainer.nnodes=3 ;;\nesac\n',
     # An array the branches extend differently still names its program.
-    "array.sh": "cmd=(python3 -m verl.trainer.main_ppo trainer.nnodes=1)\nif [ \"$Q\" = 1 ]; then\n    cmd+=(trainer.nnodes=2)\nfi\n\"${cmd[@]}\"\n",
+    "array.sh": 'cmd=(python3 -m verl.trainer.main_ppo trainer.nnodes=1)\nif [ "$Q" = 1 ]; then\n    cmd+=(trainer.nnodes=2)\nfi\n"${cmd[@]}"\n',
     # Not analysable, and said so: run from a command substitution's output, or with a config only the caller knows.
-    "unseen.sh": "job=$(cat <<EOF\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\nEOF\n)\nsrun bash -c \"$job\"\n"
+    "unseen.sh": 'job=$(cat <<EOF\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\nEOF\n)\nsrun bash -c "$job"\n'
     "python3 -m verl.trainer.main_ppo --config-name=$1 trainer.nnodes=1\n",
     # Not launches: printed, commented out, a data script.
     "quiet.sh": "echo python3 -m verl.trainer.main_ppo\n# python3 -m verl.trainer.main_ppo trainer.nnodes=1\npython3 prepare.py\n",
@@ -316,13 +340,22 @@ def test_every_launch_form_is_counted_like_an_independent_regex(tmp_path, verl_t
     subprocess.run([*git, "add", *PROJECT_FORMS], cwd=repo, check=True)
     bench = Path(__file__).resolve().parents[1] / "bench" / "coverage.py"
     root = str(verl_trees["0.9.1"].root)
-    r = subprocess.run([sys.executable, str(bench), str(repo), "--verl-root", root, "--json"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(bench), str(repo), "--verl-root", root, "--json"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     row = json.loads(r.stdout)["repo"]
     # 18 entry-point lines; the untracked script is linted (verl-lint walks the tree) but not tracked.
-    assert (row["scripts_git"], row["scripts_linted"], row["entry_lines"]) == (len(PROJECT_FORMS), len(PROJECT_FORMS) + 1, 18)
+    assert (row["scripts_git"], row["scripts_linted"], row["entry_lines"]) == (
+        len(PROJECT_FORMS),
+        len(PROJECT_FORMS) + 1,
+        18,
+    )
     assert (row["analysed"], row["not_analysable"], row["dropped"]) == (16 + 1, 2, 0), r.stdout
-    assert row["reasons"] == {"verl-lint did not see this line run as a command": 1, "--config-name is only known at run time": 1}
+    assert row["reasons"] == {
+        "verl-lint did not see this line run as a command": 1,
+        "--config-name is only known at run time": 1,
+    }
     r = subprocess.run([sys.executable, str(bench), str(repo), "--verl-root", root], capture_output=True, text=True)
     assert r.stdout.splitlines()[:1] == ["linted but not tracked: untracked.sh"], r.stdout
     assert "untracked.sh: 0 entry-point lines, verl-lint: 1 analysed" in r.stdout  # the only script where they differ
@@ -340,30 +373,34 @@ def test_hydras_warnings_about_the_users_config_do_not_reach_the_terminal(tmp_pa
     s = tmp_path / "run.sh"
     s.write_text(f"python3 -m verl.trainer.main_ppo --config-path={tmp_path / 'conf'} --config-name=my x=2\n")
     r = cli("check", "--verl-root", str(verl_trees["0.9.1"].root), "--no-cache", str(s))
-    assert r.returncode == 0 and all(line.startswith("verl-lint: indexing verl tree") for line in r.stderr.splitlines()), r.stderr  # only the cold-index note
+    assert r.returncode == 0 and all(
+        line.startswith("verl-lint: indexing verl tree") for line in r.stderr.splitlines()
+    ), r.stderr  # only the cold-index note
     assert r.stdout == "All clean: 1 script linted, 1 launch\n"
 
 
 def test_launch_forms_that_were_dropped_are_analysed_or_say_why(lint):
     report = lint(
         "cmd=(python3 -m verl.trainer.main_ppo trainer.nnodez=1)\n"  # 1: the array's program is known in every branch
-        "if [ \"$Q\" = 1 ]; then cmd+=(trainer.nnodes=2); fi\n"
-        "\"${cmd[@]}\"\n"
-        "PLAIN=\"python3 -m verl.trainer.main_ppo trainer.nnodez=2\"\n"  # 4: eval of plain words
+        'if [ "$Q" = 1 ]; then cmd+=(trainer.nnodes=2); fi\n'
+        '"${cmd[@]}"\n'
+        'PLAIN="python3 -m verl.trainer.main_ppo trainer.nnodez=2"\n'  # 4: eval of plain words
         "eval $PLAIN\n"
-        "QUOTED=\"python3 -m verl.trainer.main_ppo trainer.nnodez='\\\"1\\\"'\"\n"  # 6: eval parses the quotes again
+        'QUOTED="python3 -m verl.trainer.main_ppo trainer.nnodez=\'\\"1\\"\'"\n'  # 6: eval parses the quotes again
         "eval $QUOTED\n"
         "job=$(cat <<EOF\n"
         "python3 -m verl_tool.trainer.main_ppo trainer.nnodes=1\n"  # 9: a project's own trainer, in a here-document
         "EOF\n"
         ")\n"
-        "bash -c \"$job\"\n"
+        'bash -c "$job"\n'
         "python3 -m verl.trainer.main_ppo --config-name=$1 trainer.nnodes=1\n"  # 13: not composed with the default config
     )
     found = [(d.code, d.span.line) for d in report.diagnostics]
     assert found == [("VL101", 1), ("VL101", 4), ("VL101", 6), ("VL007", 9), ("VL007", 13)], report.diagnostics
     why = {d.span.line: d.message for d in report.diagnostics if d.code == "VL007"}
-    assert why[9].endswith("verl_tool.trainer.main_ppo is named here, but verl-lint did not see this line run as a command")
+    assert why[9].endswith(
+        "verl_tool.trainer.main_ppo is named here, but verl-lint did not see this line run as a command"
+    )
     assert "--config-name is only known at run time (script argument $1)" in why[13]
     assert report.launches == 3
 
@@ -387,6 +424,13 @@ def test_an_entry_point_kept_in_a_variable_is_the_launch_it_reaches(lint):
         '  ENTRY="-m verl.trainer.main_ppo"\n'  # not taken either, and no later command runs it
         "fi\n"
     )
-    found = [(d.code, d.span.line, d.message.endswith("(in the branch at line 5, which the script's own values do not take)")) for d in report.diagnostics]
+    found = [
+        (
+            d.code,
+            d.span.line,
+            d.message.endswith("(in the branch at line 5, which the script's own values do not take)"),
+        )
+        for d in report.diagnostics
+    ]
     assert found == [("VL101", 9, False), ("VL101", 9, True), ("VL007", 11, False)], report.diagnostics
     assert report.launches == 2

@@ -57,14 +57,19 @@ def test_grad_clip_maps_one_to_one_to_clip_grad(lint, version):
     assert (d.span.line, d.span.col) == (2, 34)
     assert "verl copies the value into `actor_rollout_ref.actor.optim.clip_grad`" in d.message
     # warnings.warn(..., DeprecationWarning): Python's default filters drop it, the user sees nothing
-    assert 'warns: "`grad_clip` is deprecated, use `clip_grad` instead.", a DeprecationWarning, which Python\'s default warning filters hide' in d.message
+    assert (
+        'warns: "`grad_clip` is deprecated, use `clip_grad` instead.", a DeprecationWarning, which Python\'s default warning filters hide'
+        in d.message
+    )
     # `+` would fail for clip_grad, which the config ships: the whole token is rewritten.
     assert (d.fix.safe, d.fix.kind, d.fix.new) == (True, "replace-token", "actor_rollout_ref.actor.optim.clip_grad=0.5")
     assert found(lint(main_ppo("+actor_rollout_ref.actor.optim.grad_clip=null"), version)) == []
 
 
 def test_grad_clip_with_clip_grad_set_too_has_no_fix(lint):
-    [d] = found(lint(main_ppo("+actor_rollout_ref.actor.optim.grad_clip=0.5", "actor_rollout_ref.actor.optim.clip_grad=0.7")))
+    [d] = found(
+        lint(main_ppo("+actor_rollout_ref.actor.optim.grad_clip=0.5", "actor_rollout_ref.actor.optim.clip_grad=0.7"))
+    )
     assert "overwriting the `actor_rollout_ref.actor.optim.clip_grad` you set too" in d.message
     assert d.fix is None and d.help == "keep only `actor_rollout_ref.actor.optim.clip_grad`"
     assert [r.key for r in d.related][0] == "actor_rollout_ref.actor.optim.clip_grad"
@@ -83,15 +88,24 @@ def test_no_replacement_the_code_does_not_read(composer, tmp_path):
     script = tmp_path / "sft.sh"
     script.write_text("#!/bin/bash\npython3 -m verl.trainer.sft_trainer optim.warmup_style=cosine\n")
     [d] = found(lint_file(script, Options(verl_tree=tree_at(fork, "checkout")), composer))
-    assert "verl copies the value into `optim.lr_scheduler_type`, which nothing in verl 0.7.1 reads beyond its config declaration" in d.message
-    assert d.help == "keep `optim.warmup_style`: written as `optim.lr_scheduler_type`, the setting would reach no code of this tree" and d.fix is None
+    assert (
+        "verl copies the value into `optim.lr_scheduler_type`, which nothing in verl 0.7.1 reads beyond its config declaration"
+        in d.message
+    )
+    assert (
+        d.help
+        == "keep `optim.warmup_style`: written as `optim.lr_scheduler_type`, the setting would reach no code of this tree"
+        and d.fix is None
+    )
     # the release itself reads it (its engines): the replacement is offered, with the rename
     [d] = found(lint_file(script, Options(verl_tree=cached_release(OLDER)), composer))
     assert d.help == "write `optim.lr_scheduler_type` instead" and d.fix is not None
 
 
 def test_a_value_known_only_at_run_time_still_sets_the_key(lint):
-    script = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo data.val_batch_size=$VBS {main_ppo().split('main_ppo ')[1]}"
+    script = (
+        f"#!/bin/bash\npython3 -m verl.trainer.main_ppo data.val_batch_size=$VBS {main_ppo().split('main_ppo ')[1]}"
+    )
     [d] = found(lint(script))
     assert (d.span.line, d.span.col) == (2, 34)
 
@@ -131,16 +145,24 @@ def test_fix_through_the_cli(tmp_path, verl_trees):
     script = tmp_path / "run.sh"
     script.write_text(main_ppo("data.val_batch_size=8", "+actor_rollout_ref.actor.optim.grad_clip=0.5"))
     tree = str(verl_trees[NEWEST].root)
-    r = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", tree, "--fix", str(script)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", tree, "--fix", str(script)],
+        capture_output=True,
+        text=True,
+    )
     assert "Traceback" not in r.stderr
     text = script.read_text()
     assert "actor_rollout_ref.actor.optim.clip_grad=0.5" in text and "grad_clip" not in text
     assert "data.val_batch_size=8" in text  # no replacement to rename it to: left alone
-    r = subprocess.run([sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", tree, str(script)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", tree, str(script)],
+        capture_output=True,
+        text=True,
+    )
     assert r.stdout.count("VL232") == 1 and "data.val_batch_size" in r.stdout
 
 
-_SHAPES = '''
+_SHAPES = """
 class C:
     def __post_init__(self):
         if self.old is not None:
@@ -170,7 +192,7 @@ def validate(config, self):
         print("z is deprecated")
     if self.model.config.w is not None:
         print("w is deprecated")
-'''
+"""
 
 
 def test_only_provable_shapes_are_read():
@@ -178,8 +200,18 @@ def test_only_provable_shapes_are_read():
     post_init = tree.body[0].body[0]
     facts = in_post_init(post_init.body, "m.py")
     assert sorted(facts) == ["flag", "old"]
-    assert (facts["old"].new, facts["old"].guard, facts["old"].where, facts["old"].how) == ("new", "not-none", "m.py:4", "DeprecationWarning")
-    assert (facts["flag"].new, facts["flag"].guard, facts["flag"].message, facts["flag"].how) == ("", "truthy", "`flag={...}` is deprecated", "log")
+    assert (facts["old"].new, facts["old"].guard, facts["old"].where, facts["old"].how) == (
+        "new",
+        "not-none",
+        "m.py:4",
+        "DeprecationWarning",
+    )
+    assert (facts["flag"].new, facts["flag"].guard, facts["flag"].message, facts["flag"].how) == (
+        "",
+        "truthy",
+        "`flag={...}` is deprecated",
+        "log",
+    )
     code = in_code(tree, "m.py")
     assert [(f.key, f.guard, f.message, f.how) for f in code] == [
         ("data.vbs", "not-none", "WARNING: vbs is deprecated. more", "print"),
@@ -216,14 +248,24 @@ def test_inherited_deprecations_reach_the_subclass(version, verl_trees):
 def test_a_deprecation_verl_declares_in_a_config_comment(lint):
     """rollout/rollout.yaml: `# [Will be deprecated, use log_prob_micro_batch_size_per_gpu]` above the key;
     actor/actor.yaml: `# [Deprecated] Global micro batch size`."""
-    script = main_ppo("actor_rollout_ref.actor.ppo_micro_batch_size=64", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")
+    script = main_ppo(
+        "actor_rollout_ref.actor.ppo_micro_batch_size=64",
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+        "algorithm.adv_estimator=grpo",
+    )
     [d] = found(lint(script, OLDEST))
     assert (d.span.line, d.span.col) == (2, 34) and "verl/trainer/config/actor/actor.yaml:14" in d.message, d.message
-    assert "[Deprecated] Global micro batch size" in d.message and d.fix is None  # not a rename: a global size is not per GPU
+    assert (
+        "[Deprecated] Global micro batch size" in d.message and d.fix is None
+    )  # not a rename: a global size is not per GPU
 
 
 def test_the_global_log_prob_size_the_engine_workers_never_read_is_an_error(lint):
-    script = main_ppo("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8", "actor_rollout_ref.rollout.log_prob_micro_batch_size=64", "algorithm.adv_estimator=grpo")
+    script = main_ppo(
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8",
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size=64",
+        "algorithm.adv_estimator=grpo",
+    )
     report = lint(script, NEWEST)
     got = [(d.code, d.span.col) for d in report.diagnostics]
     assert got == [("VL318", 89)], [(d.code, d.message) for d in report.diagnostics]  # VL232 (the comment) gives way
@@ -234,7 +276,9 @@ def test_the_global_log_prob_size_the_engine_workers_never_read_is_an_error(lint
 def test_a_comment_that_only_mentions_the_word_declares_nothing(verl_trees):
     facts = {(f.key, f.where.rpartition(":")[0]) for f in in_config_comments(str(verl_trees[NEWEST].root))}
     assert ("log_prob_micro_batch_size", "verl/trainer/config/rollout/rollout.yaml") in facts
-    assert not any(k in ("strategy", "defaults", "use_legacy_mbridge") for k, _ in facts), facts  # "fsdp (deprecating)", the file's own note
+    assert not any(k in ("strategy", "defaults", "use_legacy_mbridge") for k, _ in facts), (
+        facts
+    )  # "fsdp (deprecating)", the file's own note
 
 
 def test_a_top_level_config_comment_holds_under_a_project_config_of_another_name(lint, tmp_path):
@@ -242,7 +286,9 @@ def test_a_top_level_config_comment_holds_under_a_project_config_of_another_name
     composes ppo_trainer gets it too; the comments of verl's other top-level configs do not count."""
     key = "global_profiler.global_tool_config.precision_debugger.steps"
     (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "my_grpo.yaml").write_text("hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n")
+    (tmp_path / "config" / "my_grpo.yaml").write_text(
+        "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+    )
     plain = main_ppo(f"{key}=[1]")
     mine = plain.replace("main_ppo ", f"main_ppo --config-path={tmp_path}/config --config-name=my_grpo ", 1)
     for script in (plain, mine):

@@ -165,14 +165,18 @@ def test_two_first_runs_at_once_both_succeed_with_one_release(index, verl_wheel,
     index.barrier = threading.Barrier(2, timeout=60)
     (tmp_path / "run.sh").write_text(SCRIPT)
     cmd = [sys.executable, "-m", "verl_lint.cli", "check", "run.sh", "--verl", "0.9.1"]
-    procs = [subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
     assert index.requests.count("/files/verl-0.9.1-py3-none-any.whl") == 2  # both really downloaded
     assert outs[0][::2] == outs[1][::2] and outs[0][2] == 1, outs
     assert all(err.startswith(downloading(index, verl_wheel) + "\n") for _out, err, _rc in outs)
     releases = Path(os.environ["VERL_LINT_CACHE_DIR"]) / "releases"
     assert sorted(p.name for p in releases.iterdir()) == ["CACHEDIR.TAG", "verl-0.9.1"]
-    unpacked = sorted(p.relative_to(releases / "verl-0.9.1").as_posix() for p in (releases / "verl-0.9.1").rglob("*") if p.is_file())
+    unpacked = sorted(
+        p.relative_to(releases / "verl-0.9.1").as_posix() for p in (releases / "verl-0.9.1").rglob("*") if p.is_file()
+    )
     with zipfile.ZipFile(io.BytesIO(verl_wheel)) as zf:
         assert unpacked == sorted([*zf.namelist(), "CACHEDIR.TAG"])
 
@@ -200,7 +204,11 @@ def test_index_failures_are_one_line_and_leave_nothing(index, verl_wheel, tmp_pa
     proc = _cli("check", "run.sh", "--verl", version, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     tampered = files and files[0][2]  # the one wheel that is downloaded (before its hash is checked)
-    started = [f"verl-lint: downloading verl 0.9.1 (0.0 MB) from {index.url.removesuffix('/simple')}/files/{files[0][0]}"] if tampered else []
+    started = (
+        [f"verl-lint: downloading verl 0.9.1 (0.0 MB) from {index.url.removesuffix('/simple')}/files/{files[0][0]}"]
+        if tampered
+        else []
+    )
     assert proc.stderr.splitlines() == started + [f"verl-lint: error: {message}{HINT}"]
     releases = Path(os.environ["VERL_LINT_CACHE_DIR"]) / "releases"
     assert sorted(p.name for p in releases.iterdir()) == ["CACHEDIR.TAG"]
@@ -212,7 +220,9 @@ def test_unreachable_and_non_json_indexes(index, tmp_path, monkeypatch):
     index.server.server_close()  # nothing listens on that port any more
     proc = _cli("check", "run.sh", "--verl", "0.9.1", cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.startswith(f"verl-lint: error: cannot reach {index.url}/verl/ (") and proc.stderr.endswith(f"{HINT}\n")
+    assert proc.stderr.startswith(f"verl-lint: error: cannot reach {index.url}/verl/ (") and proc.stderr.endswith(
+        f"{HINT}\n"
+    )
     assert proc.stderr.count("\n") == 1
 
     html = tmp_path / "html"
@@ -265,7 +275,10 @@ def test_engine_wheels_choice_and_crafted_names(index, tmp_path):
     index.projects["eng"] = [("eng-3.0-cp27-cp27m-win32.whl", pure, None)]
     assert fetch_wheel("eng", "3.0").name == "eng-3.0-cp27-cp27m-win32.whl"
 
-    index.projects["eng"] = [("../eng-4.0-py3-none-any.whl", pure, None), ("eng-4.0-py3-none-any.whl/../../x.whl", pure, None)]
+    index.projects["eng"] = [
+        ("../eng-4.0-py3-none-any.whl", pure, None),
+        ("eng-4.0-py3-none-any.whl/../../x.whl", pure, None),
+    ]
     with pytest.raises(DownloadError, match="eng 4.0 has no wheel"):
         fetch_wheel("eng", "4.0")
     for dist, version, msg in (("../eng", "1.0", "'../eng' is not a package name"),
@@ -290,7 +303,9 @@ def test_a_damaged_release_is_replaced_and_a_foreign_directory_refused(index, ve
     shutil.rmtree(tree.root)
     (tree.root / "verl").mkdir(parents=True)  # somebody else's directory by that name
     (tree.root / "verl" / "notes").write_text("mine\n")
-    with pytest.raises(LocateError, match=f"{tree.root} exists and is not a verl release verl-lint downloaded; remove it"):
+    with pytest.raises(
+        LocateError, match=f"{tree.root} exists and is not a verl release verl-lint downloaded; remove it"
+    ):
         release_tree("0.9.1")
     assert (tree.root / "verl" / "notes").read_text() == "mine\n"
     assert _leftovers(tree.root.parent) == []
@@ -312,7 +327,11 @@ def test_pypi_release_matches_the_cached_one(tmp_path, monkeypatch, verl_trees):
     assert tree.version == "0.7.1" and cache.is_marked(tree.root)
 
     def files(root: Path) -> dict[str, int]:
-        return {p.relative_to(root).as_posix(): p.stat().st_size for p in (root / "verl").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        return {
+            p.relative_to(root).as_posix(): p.stat().st_size
+            for p in (root / "verl").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        }
 
     assert files(tree.root) == files(verl_trees["0.7.1"].root)
 
@@ -321,9 +340,14 @@ def test_pypi_release_matches_the_cached_one(tmp_path, monkeypatch, verl_trees):
 def test_pypi_two_first_runs_at_once(tmp_path):
     """Three processes fetch verl 0.7.1 from PyPI into one empty cache at once: all succeed, one release."""
     (tmp_path / "run.sh").write_text(SCRIPT)
-    env = {k: v for k, v in os.environ.items() if k != "VERL_LINT_INDEX_URL"} | {"VERL_LINT_CACHE_DIR": str(tmp_path / "cache")}
+    env = {k: v for k, v in os.environ.items() if k != "VERL_LINT_INDEX_URL"} | {
+        "VERL_LINT_CACHE_DIR": str(tmp_path / "cache")
+    }
     cmd = [sys.executable, "-m", "verl_lint.cli", "check", "run.sh", "--verl", "0.7.1"]
-    procs = [subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
     outs = [p.communicate(timeout=600) + (p.returncode,) for p in procs]
     if all("cannot reach" in err for _out, err, _rc in outs):  # pragma: no cover - no network here
         pytest.skip(outs[0][1])

@@ -47,14 +47,18 @@ def test_a_role_with_its_dynamic_batch_size_off_keeps_its_micro_batch(lint):
 
 
 def test_an_empty_number_says_what_verl_does_with_it(lint):
-    report = lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {A}.ppo_epochs= {A}.use_kl_loss=\n")
+    report = lint(
+        f"#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {A}.ppo_epochs= {A}.use_kl_loss=\n"
+    )
     messages = {d.span.col: d.message for d in report.diagnostics if d.code == "VL112"}
     assert "not an int" in messages[70] and "TypeError" in messages[70], messages
     assert "(as without this override)" in messages[106], messages  # use_kl_loss is False by default
 
 
 def test_a_micro_batch_in_the_project_config_is_reported_at_its_line(project):
-    report = project("actor_rollout_ref:\n  actor:\n    use_dynamic_bsz: true\n    ppo_micro_batch_size_per_gpu: 4\n  rollout:\n    name: vllm\n")
+    report = project(
+        "actor_rollout_ref:\n  actor:\n    use_dynamic_bsz: true\n    ppo_micro_batch_size_per_gpu: 4\n  rollout:\n    name: vllm\n"
+    )
     found = [(d.span.path, d.span.line, d.span.col) for d in report.diagnostics if d.code == "VL210"]
     assert found == [("config/my_grpo.yaml", 10, 5)], [(d.code, d.span, d.message) for d in report.diagnostics]
 

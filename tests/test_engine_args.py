@@ -63,7 +63,14 @@ def test_vllm_wheel_schema_facts(wheel):
     # the front end serve.py imports make_arg_parser from (moved three times since 0.28)
     assert "vllm/entrypoints/common/cli_args.py" in files
     # engine fields, front-end fields and serve options are all accepted by `vllm serve`
-    for arg in ("tensor_parallel_size", "enable_expert_parallel", "attention_backend", "api_server_count", "port", "headless"):
+    for arg in (
+        "tensor_parallel_size",
+        "enable_expert_parallel",
+        "attention_backend",
+        "api_server_count",
+        "port",
+        "headless",
+    ):
         assert arg in names.args, arg
     assert "cuda_graph_sizes" not in names.args
     assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in names.env and "VLLM_USE_V1" not in names.env
@@ -87,7 +94,9 @@ def test_installed_engine_is_read_from_its_source(wheel, tmp_path, monkeypatch):
     with zipfile.ZipFile(wheel("sglang", "0.5.2")) as zf:
         zf.extractall(tmp_path, [n for n in zf.namelist() if n.endswith(".py")])
     monkeypatch.setattr(schemas.environment, "installed_version", lambda dist: "0.5.2" if dist == "sglang" else None)
-    monkeypatch.setattr(schemas.environment, "package_dir", lambda top: tmp_path / "sglang" if top == "sglang" else None)
+    monkeypatch.setattr(
+        schemas.environment, "package_dir", lambda top: tmp_path / "sglang" if top == "sglang" else None
+    )
     s = schema_for("sglang", Version("0.5.2"))
     assert s.origin == "installed" and s.version == "0.5.2" and not s.note
     assert s.names.args == snapshot("sglang").names_at("0.5.2").args
@@ -115,7 +124,9 @@ def test_snapshot_history_messages():
     assert snap.describe("args", "cuda_graph_sizes", "0.34.0") == "removed in vLLM 0.13.0 (last in 0.12.0)"
     assert snap.describe("args", "attention_backend", "0.12.0") == "only exists from vLLM 0.13.0 on"
     assert snap.describe("env", "VLLM_USE_V1", "0.20.2") == "removed in vLLM 0.11.1 (last in 0.11.0)"
-    assert snap.present("env", "VLLM_ATTENTION_BACKEND", "0.14.1") and not snap.present("env", "VLLM_ATTENTION_BACKEND", "0.15.1")
+    assert snap.present("env", "VLLM_ATTENTION_BACKEND", "0.14.1") and not snap.present(
+        "env", "VLLM_ATTENTION_BACKEND", "0.15.1"
+    )
 
 
 def test_snapshot_roundtrip(tmp_path):
@@ -179,21 +190,41 @@ def test_vl706_a_keyword_the_sync_rollout_already_passes(lint, version):
     of two rollouts by vLLM version, and only one names it: not judged there."""
     launch = "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {}\n"
     ek = "+actor_rollout_ref.rollout.engine_kwargs.vllm"
-    twice = [d for d in lint(launch.format(f"{ek}.enable_prefix_caching=False {ek}.max_num_seqs=256"), version).diagnostics if d.code == "VL706"]
+    twice = [
+        d
+        for d in lint(launch.format(f"{ek}.enable_prefix_caching=False {ek}.max_num_seqs=256"), version).diagnostics
+        if d.code == "VL706"
+    ]
     if version in ("0.4.1", "0.9.1"):
         assert twice == []
-        both = [d.key for d in lint(launch.format(f"{ek}.enforce_eager=True"), version).diagnostics if d.code == "VL706"]
+        both = [
+            d.key for d in lint(launch.format(f"{ek}.enforce_eager=True"), version).diagnostics if d.code == "VL706"
+        ]
         assert both == (["actor_rollout_ref.rollout.engine_kwargs.vllm.enforce_eager"] if version == "0.4.1" else [])
         if version == "0.4.1":  # the vLLM version picks the module `vllm_rollout/__init__.py` imports
-            picked = lambda v: [d.key.rsplit(".", 1)[1] for d in lint(launch.format(f"{ek}.enable_prefix_caching=False"), version, versions={"vllm": v}).diagnostics if d.code == "VL706"]  # noqa: E731
+            picked = lambda v: [
+                d.key.rsplit(".", 1)[1]
+                for d in lint(
+                    launch.format(f"{ek}.enable_prefix_caching=False"), version, versions={"vllm": v}
+                ).diagnostics
+                if d.code == "VL706"
+            ]  # noqa: E731
             assert picked("0.8.4") == ["enable_prefix_caching"] and picked("0.6.3") == []
         return
     # 0.6 also passes max_num_seqs from the rollout config
-    assert [d.key.rsplit(".", 1)[1] for d in twice] == ["enable_prefix_caching", *(["max_num_seqs"] if version == "0.6.1" else [])]
+    assert [d.key.rsplit(".", 1)[1] for d in twice] == [
+        "enable_prefix_caching",
+        *(["max_num_seqs"] if version == "0.6.1" else []),
+    ]
     d = twice[0]
     assert (d.span.line, d.span.col) == (2, 70)
-    assert "vllm_rollout_spmd.py:" in d.message and "LLM() got multiple values for keyword argument 'enable_prefix_caching'" in d.message
-    seen = lambda more: [d.code for d in lint(launch.format(f"{ek}.enforce_eager=True {more}"), version).diagnostics if d.code == "VL706"]  # noqa: E731
+    assert (
+        "vllm_rollout_spmd.py:" in d.message
+        and "LLM() got multiple values for keyword argument 'enable_prefix_caching'" in d.message
+    )
+    seen = lambda more: [
+        d.code for d in lint(launch.format(f"{ek}.enforce_eager=True {more}"), version).diagnostics if d.code == "VL706"
+    ]  # noqa: E731
     [help] = [d.help for d in lint(launch.format(f"{ek}.enforce_eager=True"), version).diagnostics if d.code == "VL706"]
     assert help == "remove the engine kwarg and set `actor_rollout_ref.rollout.enforce_eager` instead"
     if version == "0.6.1":
@@ -221,13 +252,18 @@ def test_assembly_kinds(verl_trees):
     assert ("tensor_parallel_size", "default", "set") in kinds  # before **engine_kwargs: yours wins
     assert all(e.line > 0 for e in a.entries)
     s = assembly_of(str(verl_trees["0.9.1"].root), "sglang")
-    assert {e.key for e in s.entries if e.kind == "pop"} == {"attention_backend", "mm_attention_backend", "custom_weight_loader"}
+    assert {e.key for e in s.entries if e.kind == "pop"} == {
+        "attention_backend",
+        "mm_attention_backend",
+        "custom_weight_loader",
+    }
     assert dict(s.local_exprs)["infer_tp"] == "self.config.tensor_model_parallel_size * self.config.data_parallel_size"
     s71 = assembly_of(str(verl_trees["0.7.1"].root), "sglang")
     tp71 = next(e for e in s71.entries if e.key == "tp_size")
     assert (
         Evaluator(
-            lambda p: {"tensor_model_parallel_size": 2, "data_parallel_size": 4}.get(p, Evaluator.MISSING), dict(s71.local_exprs)
+            lambda p: {"tensor_model_parallel_size": 2, "data_parallel_size": 4}.get(p, Evaluator.MISSING),
+            dict(s71.local_exprs),
         ).eval(tp71.value)
         == 8
     )
@@ -236,10 +272,14 @@ def test_assembly_kinds(verl_trees):
 def test_bundled_fallback_is_the_091_reading(verl_trees, tmp_path):
     import yaml
 
-    table = yaml.safe_load((Path(__file__).resolve().parent.parent / "rules/engine_args/verl_assembly.yaml").read_text())
+    table = yaml.safe_load(
+        (Path(__file__).resolve().parent.parent / "rules/engine_args/verl_assembly.yaml").read_text()
+    )
     for engine in ("vllm", "sglang"):
         live = assembly_table(assembly_of(str(verl_trees["0.9.1"].root), engine), "verl 0.9.1")
-        assert table[engine]["entries"] == live["entries"], f"rerun scripts/make_engine_schemas.py --assembly for {engine}"
+        assert table[engine]["entries"] == live["entries"], (
+            f"rerun scripts/make_engine_schemas.py --assembly for {engine}"
+        )
     # a tree whose server module has an unrecognised shape falls back to the data and says so
     bogus = tmp_path / "verl" / "workers" / "rollout" / "vllm_rollout"
     bogus.mkdir(parents=True)
@@ -333,7 +373,11 @@ def test_evaluator_three_valued():
     assert ev.truth([]) is True
     assert ev.eval("getattr(self.config, 'checkpoint_engine', None)") is None  # absent: the default
     assert ev.config_refs("self.replica_rank + self.config.get('seed', 0)") == ["seed"]
-    ev2 = Evaluator(lambda p: Evaluator.MISSING, module={"_V": "version.parse(vllm.__version__)"}, versions={"vllm": Version("0.11.0")})
+    ev2 = Evaluator(
+        lambda p: Evaluator.MISSING,
+        module={"_V": "version.parse(vllm.__version__)"},
+        versions={"vllm": Version("0.11.0")},
+    )
     assert ev2.eval("_V < version.parse('0.22.0')") is True
 
 
@@ -385,15 +429,22 @@ def test_dapo_expert_parallel_unknown_sizes(lint):
 
 def test_expert_parallel_set_the_verl_way_is_quiet(lint):
     script = _dapo().replace(
-        "+actor_rollout_ref.rollout.engine_kwargs.vllm.enable_expert_parallel=True", "actor_rollout_ref.rollout.expert_parallel_size=8"
+        "+actor_rollout_ref.rollout.engine_kwargs.vllm.enable_expert_parallel=True",
+        "actor_rollout_ref.rollout.expert_parallel_size=8",
     )
     assert _only(lint(script, "0.9.1")) == []
-    redundant = _dapo().replace("trainer.n_gpus_per_node=8", "actor_rollout_ref.rollout.expert_parallel_size=8 trainer.n_gpus_per_node=8")
+    redundant = _dapo().replace(
+        "trainer.n_gpus_per_node=8", "actor_rollout_ref.rollout.expert_parallel_size=8 trainer.n_gpus_per_node=8"
+    )
     assert _only(lint(redundant, "0.9.1")) == []  # verl sets the same value
 
 
 def _launch(*overrides: str) -> str:
-    return "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm " + " ".join(overrides) + "\n"
+    return (
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm "
+        + " ".join(overrides)
+        + "\n"
+    )
 
 
 def test_unknown_kwarg_by_vllm_version(lint):
@@ -404,10 +455,17 @@ def test_unknown_kwarg_by_vllm_version(lint):
     assert "removed in vLLM 0.13.0" in d.message and "cudagraph_capture_sizes" in d.help
     # no flag: verl 0.9.1's wheel pins vllm==0.24.0, where the argument is gone: an error, saying why
     [d] = _only(lint(script, "0.9.1"))
-    assert d.code == "VL701" and str(d.severity) == "error" and "vllm==0.24.0 in verl-0.9.1.dist-info/METADATA" in d.message
+    assert (
+        d.code == "VL701"
+        and str(d.severity) == "error"
+        and "vllm==0.24.0 in verl-0.9.1.dist-info/METADATA" in d.message
+    )
     # verl 0.7.1 declares vllm>=0.8.5,<=0.12.0: the argument exists from 0.9.2, so only 0.8.5 rejects it
     [d] = _only(lint(script, "0.7.1"))
-    assert str(d.severity) == "warning" and "on vLLM 0.8.5.post1, of the releases allowed by vllm<=0.12.0,>=0.8.5" in d.message
+    assert (
+        str(d.severity) == "warning"
+        and "on vLLM 0.8.5.post1, of the releases allowed by vllm<=0.12.0,>=0.8.5" in d.message
+    )
 
 
 def test_unknown_kwarg_typo_is_an_error_whatever_the_version(lint):
@@ -451,7 +509,9 @@ def test_conditional_overwrite_unknown_condition_is_a_warning(lint):
 def test_limit_mm_per_prompt_alone_is_fine(lint):
     assert _only(lint(_launch(f"{EK}.vllm.limit_mm_per_prompt.image=4"), "0.7.1")) == []
     # limit_images is a RolloutConfig field without a YAML default: added with +
-    [d] = _only(lint(_launch("+actor_rollout_ref.rollout.limit_images=2", f"{EK}.vllm.limit_mm_per_prompt.image=4"), "0.7.1"))
+    [d] = _only(
+        lint(_launch("+actor_rollout_ref.rollout.limit_images=2", f"{EK}.vllm.limit_mm_per_prompt.image=4"), "0.7.1")
+    )
     assert d.code == "VL703" and "limit_images" in d.help
 
 

@@ -59,7 +59,9 @@ def test_env_facts_agree_with_the_envs_snapshots():
     assert vllm.history("env", "VLLM_TORCH_PROFILER_DIR")[-1] == "0.16.0"
     assert vllm.history("env", "VLLM_USE_TRITON_FLASH_ATTN")[-1] == "0.11.1"
     assert vllm.history("env", "VLLM_SLEEP_WHEN_IDLE")[-1] == "0.18.1"  # 0.18.0 not read; 0.17.1 still had it
-    assert vllm.present("env", "VLLM_ATTENTION_BACKEND", "0.14.1") and not vllm.present("env", "VLLM_ATTENTION_BACKEND", "0.15.1")
+    assert vllm.present("env", "VLLM_ATTENTION_BACKEND", "0.14.1") and not vllm.present(
+        "env", "VLLM_ATTENTION_BACKEND", "0.15.1"
+    )
     for name in ("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_WORKER_MULTIPROC_METHOD", "VLLM_LOGGING_LEVEL"):
         assert vllm.present("env", name, vllm.versions[-1]), name  # still valid: never flagged
     asc = snapshot("vllm_ascend")
@@ -96,7 +98,14 @@ def test_vllm_use_v1_one_is_only_redundant(lint):
 
 @pytest.mark.parametrize(
     "vllm,code",
-    [("0.11.0", "VL502"), ("0.12.0", "VL501"), ("0.14.1", "VL501"), ("0.15.1", "VL502"), ("0.34.0", "VL502"), (None, "VL502")],
+    [
+        ("0.11.0", "VL502"),
+        ("0.12.0", "VL501"),
+        ("0.14.1", "VL501"),
+        ("0.15.1", "VL502"),
+        ("0.34.0", "VL502"),
+        (None, "VL502"),
+    ],
 )
 def test_xformers_by_release(lint, vllm, code):
     rep = lint(script("export VLLM_ATTENTION_BACKEND=XFORMERS"), "0.9.1", versions={"vllm": vllm} if vllm else {})
@@ -129,13 +138,17 @@ def test_gspo_npu_script_is_flagged_at_the_export_with_the_replacement(lint):
     # verl 0.7.1 declares vllm>=0.8.5,<=0.12.0: it crashes only on 0.12.0 of those, a warning that says so
     [d] = [d for d in env_diags(lint(gspo, "0.7.1")) if d.key == "VLLM_ATTENTION_BACKEND"]
     assert d.code == "VL501" and str(d.severity) == "warning"
-    assert "on vLLM 0.12.0, of the releases allowed by vllm<=0.12.0,>=0.8.5 in verl-0.7.1.dist-info/METADATA" in d.message
+    assert (
+        "on vLLM 0.12.0, of the releases allowed by vllm<=0.12.0,>=0.8.5 in verl-0.7.1.dist-info/METADATA" in d.message
+    )
 
 
 def test_deprecated_attention_backend_names_the_engine_kwarg(lint):
     [d] = env_diags(lint(script("export VLLM_ATTENTION_BACKEND=FLASHINFER"), "0.9.1", versions={"vllm": "0.13.0"}))
     assert d.code == "VL502" and "+actor_rollout_ref.rollout.engine_kwargs.vllm.attention_backend=FLASHINFER" in d.help
-    assert env_diags(lint(script("export VLLM_ATTENTION_BACKEND=FLASHINFER"), "0.9.1", versions={"vllm": "0.12.0"})) == []
+    assert (
+        env_diags(lint(script("export VLLM_ATTENTION_BACKEND=FLASHINFER"), "0.9.1", versions={"vllm": "0.12.0"})) == []
+    )
 
 
 def test_flashcomm_renamed_by_ascend_release(lint):
@@ -199,7 +212,11 @@ def test_a_latin1_file_in_the_verl_tree_is_read_not_fatal(verl_trees, tmp_path):
     tree = tmp_path / "tree"
     shutil.copytree(verl_trees["0.9.1"].root / "verl", tree / "verl")
     (tree / "verl/zz_latin1.py").write_bytes(b'FLAG = "VLLM_MY_OWN_SWITCH"  # caf\xe9\n')
-    for rel in ("trainer/constants_ppo.py", "workers/config/rollout.py", "workers/rollout/vllm_rollout/vllm_async_server.py"):
+    for rel in (
+        "trainer/constants_ppo.py",
+        "workers/config/rollout.py",
+        "workers/rollout/vllm_rollout/vllm_async_server.py",
+    ):
         with open(tree / "verl" / rel, "ab") as f:
             f.write(b"# caf\xe9\n")
     run = tmp_path / "run.sh"
@@ -208,12 +225,29 @@ def test_a_latin1_file_in_the_verl_tree_is_read_not_fatal(verl_trees, tmp_path):
             "ray start --head",
             "export VLLM_MY_OWN_SWITCH=1",
             "export VLLM_NO_SUCH_THING=1",
-            launch=LAUNCH.replace("trainer.nnodes=1", "+actor_rollout_ref.rollout.engine_kwargs.vllm.max_model_len=8192"),
+            launch=LAUNCH.replace(
+                "trainer.nnodes=1", "+actor_rollout_ref.rollout.engine_kwargs.vllm.max_model_len=8192"
+            ),
         )
     )
-    cmd = [sys.executable, "-m", "verl_lint.cli", "check", str(run), "--verl-root", str(tree), "--vllm", "0.12.0", "--format", "json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "verl_lint.cli",
+        "check",
+        str(run),
+        "--verl-root",
+        str(tree),
+        "--vllm",
+        "0.12.0",
+        "--format",
+        "json",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert proc.returncode == 0 and proc.stderr == f"verl-lint: indexing verl tree at {tree.resolve()} (first run for this tree)\n", proc.stderr
+    assert (
+        proc.returncode == 0
+        and proc.stderr == f"verl-lint: indexing verl tree at {tree.resolve()} (first run for this tree)\n"
+    ), proc.stderr
     found = {(d["code"], d["key"].rsplit(".", 1)[-1]) for d in json_findings(proc.stdout)}
     # verl reads VLLM_MY_OWN_SWITCH (in the Latin-1 file): only the other name is unknown; the
     # server module and constants_ppo.py are still read (VL704, VL505).
@@ -227,7 +261,11 @@ def test_a_latin1_file_in_the_verl_tree_is_read_not_fatal(verl_trees, tmp_path):
 
 def test_export_after_ray_start(lint):
     s = script(
-        "export NCCL_DEBUG=INFO", "export NCCL_IB_HCA=mlx5", "ray start --head", "export NCCL_IB_HCA=mlx5_0", "export PYTHONHASHSEED=0"
+        "export NCCL_DEBUG=INFO",
+        "export NCCL_IB_HCA=mlx5",
+        "ray start --head",
+        "export NCCL_IB_HCA=mlx5_0",
+        "export PYTHONHASHSEED=0",
     )
     ds = [d for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"]
     # NCCL_DEBUG was exported before `ray start` (reaches the raylet); NCCL_IB_HCA changed after it;
@@ -246,7 +284,9 @@ def test_verl_default_names_say_the_default_is_dropped_too(lint):
 
 
 def test_ray_job_submit(lint):
-    s = script("export HF_HOME=/data/hf", launch="ray job submit --address=http://127.0.0.1:8265 --no-wait -- " + LAUNCH)
+    s = script(
+        "export HF_HOME=/data/hf", launch="ray job submit --address=http://127.0.0.1:8265 --no-wait -- " + LAUNCH
+    )
     [d] = [d for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"]
     assert d.key == "HF_HOME" and "--runtime-env-json" in d.help
     passed = script(
@@ -262,7 +302,9 @@ def test_local_cluster_inherits_the_driver_env(lint):
 
 
 def test_ray_init_address_override(lint):
-    s = script("export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("trainer.nnodes=1", "+ray_kwargs.ray_init.address=auto"))
+    s = script(
+        "export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("trainer.nnodes=1", "+ray_kwargs.ray_init.address=auto")
+    )
     [d] = [d for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"]
     assert d.key == "NCCL_IB_HCA" and d.span.line == 2
 
@@ -285,7 +327,11 @@ def test_a_new_local_cluster_inherits_the_driver_env(lint, lines, extra):
 
 
 def test_ray_address_from_the_environment_still_attaches(lint):
-    s = script("export RAY_ADDRESS=local", "export NCCL_IB_HCA=mlx5", launch=LAUNCH.replace("\n", " +ray_kwargs.ray_init.address=10.0.0.1:6379\n"))
+    s = script(
+        "export RAY_ADDRESS=local",
+        "export NCCL_IB_HCA=mlx5",
+        launch=LAUNCH.replace("\n", " +ray_kwargs.ray_init.address=10.0.0.1:6379\n"),
+    )
     assert [d.key for d in env_diags(lint(s, "0.9.1")) if d.code == "VL505"] == ["NCCL_IB_HCA"]
 
 

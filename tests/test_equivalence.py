@@ -150,7 +150,9 @@ def test_launch_composes_like_hydra(version, slot, cases, composer):
             assert plain.ok, f"{where}: unplanned Hydra error {plain.error_type}: {plain.message}"
         else:
             assert not plain.ok, f"{where}: planted {expected.kind} at word {expected.word} but Hydra composes"
-            assert plain.error_word == expected.word, f"{where}: Hydra's first error {plain.message!r} is not the planted {expected}"
+            assert plain.error_word == expected.word, (
+                f"{where}: Hydra's first error {plain.message!r} is not the planted {expected}"
+            )
 
 
 @pytest.mark.slow
@@ -174,7 +176,9 @@ def test_corpus_size_and_mix(corpus):
 def test_corpus_is_deterministic(corpus, tmp_path):
     out_dir, specs, keys = corpus
     again = make_corpus.generate(tmp_path / "again", out_dir, seed=SEED, keys=keys)
-    assert [(s.path, [la.argv for la in s.launches]) for s in again] == [(s.path, [la.argv for la in s.launches]) for s in specs]
+    assert [(s.path, [la.argv for la in s.launches]) for s in again] == [
+        (s.path, [la.argv for la in s.launches]) for s in specs
+    ]
     for s in specs[:: max(1, len(specs) // 20)]:
         assert (tmp_path / "again" / s.path).read_text() == (out_dir / s.path).read_text()
     other = make_corpus.generate(tmp_path / "other", out_dir, seed=SEED + 1, n_scripts=10, n_launches=12, keys=keys)
@@ -190,7 +194,7 @@ def test_manifest_words_are_what_bash_produces(corpus):
     record their argv; the scripts themselves only assign variables and call those.
     """
     out_dir, specs, _ = corpus
-    sample = specs[:: 3] if os.environ.get("VERL_LINT_EQUIV_SAMPLE") != "all" else specs
+    sample = specs[::3] if os.environ.get("VERL_LINT_EQUIV_SAMPLE") != "all" else specs
     assert make_corpus.check_bash(out_dir, sample) == []
 
 
@@ -218,8 +222,14 @@ WORDS = [
     ["trainer.nnodes=choice(1,2)"],
     ["trainer.nnodes=[1,2"],
     ["actor_rollout_ref.actor.optim=null", "critic.optim={}"],
-    ["trainer.nnodes=int(3.0)", "trainer.n_gpus_per_node=str(10)", "actor_rollout_ref.actor.optim.lr=1.0e3",
-     "trainer.project_name=", "trainer.experiment_name=a\\,b", "trainer.default_local_dir=${now:%Y}"],
+    [
+        "trainer.nnodes=int(3.0)",
+        "trainer.n_gpus_per_node=str(10)",
+        "actor_rollout_ref.actor.optim.lr=1.0e3",
+        "trainer.project_name=",
+        "trainer.experiment_name=a\\,b",
+        "trainer.default_local_dir=${now:%Y}",
+    ],
     ["critic=megatron_critic"],
     ["critic@critic=megatron_critic", "critic.ppo_epochs=2"],
     ["+critic=megatron_critic"],
@@ -238,7 +248,12 @@ WORDS = [
     ["critic=fsdp2_critic", "trainer.nnodes=1,2"],
     ["trainer.nnodes=[1,2", "model_engine=deepspeed"],
     ["hydra.run.dir=/tmp/a", "hydra.run.dir=/tmp/b", "hydra.job.chdir=True", "trainer.nnodes=3"],
-    ["+hydra.callbacks.lint._target_=mylint.Cb", "+hydra.job.env_set.FOO=1", "~trainer.val_before_train", "+trainer.val_before_train=false"],
+    [
+        "+hydra.callbacks.lint._target_=mylint.Cb",
+        "+hydra.job.env_set.FOO=1",
+        "~trainer.val_before_train",
+        "+trainer.val_before_train=false",
+    ],
     ["hydra.callbacks.lint._target_=mylint.Cb"],
     ["hydra/launcher=basic", "trainer.nnodes=2"],
     ["hydra.foo=1", "trainer.nonexistent=2"],
@@ -260,7 +275,7 @@ WORDS = [
 ]
 # ... and the shell forms scripts use, given as script text (the shell decides the words).
 SHELL = [
-    "'trainer.logger=[\"console\",\"wandb\"]'",
+    '\'trainer.logger=["console","wandb"]\'',
     "trainer.project_name='my project'",
     'trainer.experiment_name="a,b"',
     "data.max_prompt_length=$((1024*2)) data.max_response_length=$((1024 * 8))",

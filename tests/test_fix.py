@@ -52,7 +52,10 @@ def test_safe_fixes_in_arrays_variables_and_inline(tmp_path, verl_trees):
 @pytest.mark.slow
 def test_upgrade_preview_reports_only_changes(tmp_path, verl_trees):
     s = tmp_path / "run.sh"
-    s.write_text(OLD_STYLE + "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.mode=sync\n")
+    s.write_text(
+        OLD_STYLE
+        + "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.mode=sync\n"
+    )
     r = cli("upgrade", str(s), "--from", OLDER, "--to", NEWEST)
     assert r.returncode == 1
     out = r.stdout
@@ -100,7 +103,9 @@ def test_a_value_repeated_word_for_word_is_redundant_even_when_only_known_at_run
 def test_a_rename_drops_the_plus_where_the_new_key_exists(tmp_path, verl_trees, release):
     """`+old=v` renamed to `+new=v` fails where the config ships `new` (Hydra refuses to add a key that is there)."""
     s = tmp_path / "run.sh"
-    s.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm +critic.optim.warmup_style=cosine\n")
+    s.write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm +critic.optim.warmup_style=cosine\n"
+    )
     cli("check", "--verl-root", str(verl_trees[release].root), "--fix", str(s))
     assert s.read_text().endswith(" critic.optim.lr_scheduler_type=cosine\n")
     final = cli("check", "--verl-root", str(verl_trees[release].root), str(s))

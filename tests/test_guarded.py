@@ -50,8 +50,16 @@ def test_conditions_around_each_read(tmp_path):
     got = [(r.line, r.chain, _guards(r)) for r in uses.reads]
     assert got == [
         (4, ("config", "algorithm", "kl_ctrl"), [("config.algorithm.use_kl_in_reward", True)]),
-        (6, ("config", "algorithm", "kl_ctrl"), [("config.algorithm.use_kl_in_reward", False), ("config.algorithm.mode == 'x'", True)]),
-        (8, ("config", "algorithm", "kl_ctrl"), [("config.algorithm.use_kl_in_reward", False), ("config.algorithm.mode == 'x'", False)]),
+        (
+            6,
+            ("config", "algorithm", "kl_ctrl"),
+            [("config.algorithm.use_kl_in_reward", False), ("config.algorithm.mode == 'x'", True)],
+        ),
+        (
+            8,
+            ("config", "algorithm", "kl_ctrl"),
+            [("config.algorithm.use_kl_in_reward", False), ("config.algorithm.mode == 'x'", False)],
+        ),
         (9, ("config", "algorithm", "kl_ctrl"), [("config.flag", True)]),
         (10, ("config", "algorithm", "kl_ctrl"), [("not config.off", True)]),
         (13, ("config", "algorithm", "kl_ctrl"), []),  # a function body runs when called
@@ -124,7 +132,9 @@ def test_derived_from_the_release(lint, version):
         (5, 5, "actor_rollout_ref.actor.kl_loss_type"),
     ], [d.message for d in r.diagnostics]
     kl, loss = found
-    assert f"verl {version} reads `algorithm.kl_ctrl`, the node above `algorithm.kl_ctrl.kl_coef`, only when" in kl.message
+    assert (
+        f"verl {version} reads `algorithm.kl_ctrl`, the node above `algorithm.kl_ctrl.kl_coef`, only when" in kl.message
+    )
     assert "use_kl_in_reward` is true (verl/trainer/ppo/ray_trainer.py:" in kl.message
     assert "`algorithm.use_kl_in_reward=False` (the default)" in kl.message
     assert "`actor_rollout_ref.actor.use_kl_loss=False` (the default)" in loss.message
@@ -132,13 +142,19 @@ def test_derived_from_the_release(lint, version):
 
 @pytest.mark.parametrize("version", across_releases())
 def test_silent_when_the_condition_holds_or_is_unknown(lint, version):
-    on = KL_IN_REWARD.replace("trainer.nnodes=1", "algorithm.use_kl_in_reward=True actor_rollout_ref.actor.use_kl_loss=True")
+    on = KL_IN_REWARD.replace(
+        "trainer.nnodes=1", "algorithm.use_kl_in_reward=True actor_rollout_ref.actor.use_kl_loss=True"
+    )
     assert _found(lint(on, version)) == []
     # Turned off by the user: a template's leftover, not a mistake.
-    off = KL_IN_REWARD.replace("trainer.nnodes=1", "algorithm.use_kl_in_reward=False actor_rollout_ref.actor.use_kl_loss=False")
+    off = KL_IN_REWARD.replace(
+        "trainer.nnodes=1", "algorithm.use_kl_in_reward=False actor_rollout_ref.actor.use_kl_loss=False"
+    )
     assert _found(lint(off, version)) == []
     # Known only at run time, or left to the caller.
-    unknown = KL_IN_REWARD.replace("trainer.nnodes=1", "algorithm.use_kl_in_reward=$KL actor_rollout_ref.actor.use_kl_loss=$KL")
+    unknown = KL_IN_REWARD.replace(
+        "trainer.nnodes=1", "algorithm.use_kl_in_reward=$KL actor_rollout_ref.actor.use_kl_loss=$KL"
+    )
     assert _found(lint(unknown, version)) == []
     assert _found(lint(KL_IN_REWARD.replace("kl_loss_type=mse", 'kl_loss_type=mse "$@"'), version)) == []
     # What happens anyway, also when a later override says so.
@@ -147,7 +163,10 @@ def test_silent_when_the_condition_holds_or_is_unknown(lint, version):
 
 
 def test_a_dotted_string_names_each_key(tmp_path):
-    src = _sources(tmp_path, "def f(config):\n    if config.on:\n        return OmegaConf.select(config, 'algorithm.kl_ctrl')\n    return config['algorithm.kl_ctrl']\n")
+    src = _sources(
+        tmp_path,
+        "def f(config):\n    if config.on:\n        return OmegaConf.select(config, 'algorithm.kl_ctrl')\n    return config['algorithm.kl_ctrl']\n",
+    )
     got = [(r.line, r.chain, _guards(r)) for r in src.uses("kl_ctrl").reads]
     assert got == [(3, ("config", "algorithm", "kl_ctrl"), [("config.on", True)]), (4, None, [("config.on", False)])]
 

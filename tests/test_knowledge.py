@@ -55,9 +55,14 @@ def test_load_table_keeps_the_shapes_other_modules_read():
     assert knowledge.HEADER not in knowledge.load_table("allocator_options")
     assert set(knowledge.load_table("engine_args/verl_knobs.yaml")) == {"worker_mapping", "knob_values"}
     ineffective, removed = knowledge.load_table("ineffective_keys.yaml"), knowledge.load_table("removed_keys.yaml")
-    assert all(isinstance(r, IneffectiveRecord) for r in ineffective) and all(isinstance(r, RemovedRecord) for r in removed)
+    assert all(isinstance(r, IneffectiveRecord) for r in ineffective) and all(
+        isinstance(r, RemovedRecord) for r in removed
+    )
     vl205 = next(r for r in ineffective if r.code == "VL205")
-    assert vl205.keys == ("actor_rollout_ref.actor.optim.clip_grad", "critic.optim.clip_grad") and vl205.fallback == ">=0.6.0,<0.8.0"
+    assert (
+        vl205.keys == ("actor_rollout_ref.actor.optim.clip_grad", "critic.optim.clip_grad")
+        and vl205.fallback == ">=0.6.0,<0.8.0"
+    )
     assert dict(vl205.when)["trainer.use_legacy_worker_impl"] == "auto"
     assert (RULES / "ineffective_keys.yaml").read_text().splitlines()[vl205.line - 1] == "- code: VL205"
     with pytest.raises(AttributeError):
@@ -83,39 +88,235 @@ def _line(text: str, marker: str, nth: int = 1) -> int:
     "name,old,new,marker,nth,problem",
     [
         # unknown field
-        ("ineffective_keys.yaml", "  keys: [actor_rollout_ref.actor.optim.clip_grad", "  kyes: [actor_rollout_ref.actor.optim.clip_grad", "kyes", 1, 'unknown field "kyes" in record VL205'),
-        ("allocator_options.yaml", "{key: pinned_max_cached_size_mb, since: \"2.13\"", "{key: pinned_max_cached_size_mb, sinc: \"2.13\"", "sinc:", 1, 'unknown field "sinc" in record pinned_max_cached_size_mb'),
-        ("engine_args/verl_knobs.yaml", "\nknob_values:", "\nknob_value:", "knob_value:", 1, 'unknown field "knob_value"'),
+        (
+            "ineffective_keys.yaml",
+            "  keys: [actor_rollout_ref.actor.optim.clip_grad",
+            "  kyes: [actor_rollout_ref.actor.optim.clip_grad",
+            "kyes",
+            1,
+            'unknown field "kyes" in record VL205',
+        ),
+        (
+            "allocator_options.yaml",
+            '{key: pinned_max_cached_size_mb, since: "2.13"',
+            '{key: pinned_max_cached_size_mb, sinc: "2.13"',
+            "sinc:",
+            1,
+            'unknown field "sinc" in record pinned_max_cached_size_mb',
+        ),
+        (
+            "engine_args/verl_knobs.yaml",
+            "\nknob_values:",
+            "\nknob_value:",
+            "knob_value:",
+            1,
+            'unknown field "knob_value"',
+        ),
         # wrong type
-        ("removed_keys.yaml", "  rename: true\n", '  rename: "yes"\n', '"yes"', 1, 'field "rename" in record VL401: expected true or false, not "yes"'),
-        ("ineffective_keys.yaml", "  silent_values: [null, false]", "  silent_values: {off: null}", "{off: null}", 1, 'field "silent_values" in record VL203: expected a list, not a mapping'),
-        ("env_vars.yaml", '    value: "0|false"', "    value: 0", "value: 0", 1, 'field "value" in record VLLM_USE_V1: expected text, not 0'),
-        ("env_vars.yaml", '    value: "0|false"', '    value: "(0|false"', "(0|false", 1, 'field "value" in record VLLM_USE_V1: "(0|false" is not a regular expression'),
-        ("engine_args/verl_knobs.yaml", "  expert_parallel_size: self.config.tensor_model_parallel_size * self.config.data_parallel_size", "  expert_parallel_size: [tp, dp]", "[tp, dp]", 1, 'field "knob_values.expert_parallel_size": expected text, not a list'),
-        ("engine_args/verl_assembly.yaml", "    phase: pre\n", "    phase: before\n", "phase: before", 1, 'field "vllm.entries.phase": expected one of pre, default, after, not "before"'),
+        (
+            "removed_keys.yaml",
+            "  rename: true\n",
+            '  rename: "yes"\n',
+            '"yes"',
+            1,
+            'field "rename" in record VL401: expected true or false, not "yes"',
+        ),
+        (
+            "ineffective_keys.yaml",
+            "  silent_values: [null, false]",
+            "  silent_values: {off: null}",
+            "{off: null}",
+            1,
+            'field "silent_values" in record VL203: expected a list, not a mapping',
+        ),
+        (
+            "env_vars.yaml",
+            '    value: "0|false"',
+            "    value: 0",
+            "value: 0",
+            1,
+            'field "value" in record VLLM_USE_V1: expected text, not 0',
+        ),
+        (
+            "env_vars.yaml",
+            '    value: "0|false"',
+            '    value: "(0|false"',
+            "(0|false",
+            1,
+            'field "value" in record VLLM_USE_V1: "(0|false" is not a regular expression',
+        ),
+        (
+            "engine_args/verl_knobs.yaml",
+            "  expert_parallel_size: self.config.tensor_model_parallel_size * self.config.data_parallel_size",
+            "  expert_parallel_size: [tp, dp]",
+            "[tp, dp]",
+            1,
+            'field "knob_values.expert_parallel_size": expected text, not a list',
+        ),
+        (
+            "engine_args/verl_assembly.yaml",
+            "    phase: pre\n",
+            "    phase: before\n",
+            "phase: before",
+            1,
+            'field "vllm.entries.phase": expected one of pre, default, after, not "before"',
+        ),
         # missing field
-        ("removed_keys.yaml", "  removed: \"0.6.0\"\n", "", "- code: VL401", 1, 'missing field "removed" in record VL401'),
-        ("ineffective_keys.yaml", 'verified_through: {verl: "0.9.1"}\n', "", "records:", 1, 'missing field "verified_through"'),
+        (
+            "removed_keys.yaml",
+            '  removed: "0.6.0"\n',
+            "",
+            "- code: VL401",
+            1,
+            'missing field "removed" in record VL401',
+        ),
+        (
+            "ineffective_keys.yaml",
+            'verified_through: {verl: "0.9.1"}\n',
+            "",
+            "records:",
+            1,
+            'missing field "verified_through"',
+        ),
         # a range / release that is not PEP 440, a range that is empty
-        ("ineffective_keys.yaml", '  verl: ">=0.6.0,<0.8.0"', '  verl: ">=0.6.0,<<0.8.0"', "<<0.8.0", 1, 'field "verl" in record VL205: ">=0.6.0,<<0.8.0" is not a PEP 440 version range such as ">=0.7.0,<0.8.0"'),
-        ("removed_keys.yaml", '  removed: "0.6.0"', '  removed: "0.6.x"', "0.6.x", 1, 'field "removed" in record VL401: "0.6.x" is not a PEP 440 release such as "0.9.1"'),
-        ("removed_keys.yaml", '  removed: "0.6.0"', "  removed: 0.6", "removed: 0.6", 1, 'field "removed" in record VL401: 0.6 is not a PEP 440 release'),
-        ("env_vars.yaml", '    since: "0.12.0"\n    until: "0.15.0"', '    since: "0.12.0"\n    until: "0.11.0"', 'until: "0.11.0"', 1, "until 0.11.0 is not after since 0.12.0 in record VLLM_ATTENTION_BACKEND"),
-        ("engine_args/vllm_ascend.yaml", "  DYNAMIC_EPLB: [0.12.0rc1]", "  DYNAMIC_EPLB: [0.12.0rc2]", "DYNAMIC_EPLB", 1, 'toggles of env.DYNAMIC_EPLB must be increasing entries of `versions`'),
-        ("engine_args/vllm_ascend.yaml", "versions: [0.9.1, 0.10.2rc1,", "versions: [0.10.2rc1, 0.9.1,", "versions:", 1, 'versions must be distinct and increasing'),
-        ("ineffective_keys.yaml", 'verified_through: {verl: "0.9.1"}', 'verified_through: {verl: "0.9.1", vlm: "0.34.0"}', "verified_through", 1, 'field "verified_through": expected one of verl, vllm'),
-        ("env_vars.yaml", 'vllm: "0.34.0", ', "", "verified_through", 1, 'field "verified_through": no release of vllm'),
+        (
+            "ineffective_keys.yaml",
+            '  verl: ">=0.6.0,<0.8.0"',
+            '  verl: ">=0.6.0,<<0.8.0"',
+            "<<0.8.0",
+            1,
+            'field "verl" in record VL205: ">=0.6.0,<<0.8.0" is not a PEP 440 version range such as ">=0.7.0,<0.8.0"',
+        ),
+        (
+            "removed_keys.yaml",
+            '  removed: "0.6.0"',
+            '  removed: "0.6.x"',
+            "0.6.x",
+            1,
+            'field "removed" in record VL401: "0.6.x" is not a PEP 440 release such as "0.9.1"',
+        ),
+        (
+            "removed_keys.yaml",
+            '  removed: "0.6.0"',
+            "  removed: 0.6",
+            "removed: 0.6",
+            1,
+            'field "removed" in record VL401: 0.6 is not a PEP 440 release',
+        ),
+        (
+            "env_vars.yaml",
+            '    since: "0.12.0"\n    until: "0.15.0"',
+            '    since: "0.12.0"\n    until: "0.11.0"',
+            'until: "0.11.0"',
+            1,
+            "until 0.11.0 is not after since 0.12.0 in record VLLM_ATTENTION_BACKEND",
+        ),
+        (
+            "engine_args/vllm_ascend.yaml",
+            "  DYNAMIC_EPLB: [0.12.0rc1]",
+            "  DYNAMIC_EPLB: [0.12.0rc2]",
+            "DYNAMIC_EPLB",
+            1,
+            "toggles of env.DYNAMIC_EPLB must be increasing entries of `versions`",
+        ),
+        (
+            "engine_args/vllm_ascend.yaml",
+            "versions: [0.9.1, 0.10.2rc1,",
+            "versions: [0.10.2rc1, 0.9.1,",
+            "versions:",
+            1,
+            "versions must be distinct and increasing",
+        ),
+        (
+            "ineffective_keys.yaml",
+            'verified_through: {verl: "0.9.1"}',
+            'verified_through: {verl: "0.9.1", vlm: "0.34.0"}',
+            "verified_through",
+            1,
+            'field "verified_through": expected one of verl, vllm',
+        ),
+        (
+            "env_vars.yaml",
+            'vllm: "0.34.0", ',
+            "",
+            "verified_through",
+            1,
+            'field "verified_through": no release of vllm',
+        ),
         # duplicate rule code, duplicate key
-        ("removed_keys.yaml", "- code: VL402\n", "- code: VL401\n", "code: VL401", 2, 'duplicate code (first at line {first}) in record VL401'),
-        ("allocator_options.yaml", "{key: pinned_max_cached_size_mb,", "{key: pinned_max_round_threshold_mb,", "key: pinned_max_round_threshold_mb", 2, 'duplicate key (first at line {first}) in record pinned_max_round_threshold_mb'),
-        ("engine_args/vllm.yaml", "  api_key: [0.8.5.post1]\n", "  api_key: [0.8.5.post1]\n  api_key: [0.9.2]\n", "api_key:", 2, 'field "args": duplicate key "api_key" (first at line {first})'),
-        ("ineffective_keys.yaml", "  severity: error\n", "  severity: error\n  severity: warning\n", "severity:", 2, 'duplicate key "severity" (first at line {first}) in record VL203'),
+        (
+            "removed_keys.yaml",
+            "- code: VL402\n",
+            "- code: VL401\n",
+            "code: VL401",
+            2,
+            "duplicate code (first at line {first}) in record VL401",
+        ),
+        (
+            "allocator_options.yaml",
+            "{key: pinned_max_cached_size_mb,",
+            "{key: pinned_max_round_threshold_mb,",
+            "key: pinned_max_round_threshold_mb",
+            2,
+            "duplicate key (first at line {first}) in record pinned_max_round_threshold_mb",
+        ),
+        (
+            "engine_args/vllm.yaml",
+            "  api_key: [0.8.5.post1]\n",
+            "  api_key: [0.8.5.post1]\n  api_key: [0.9.2]\n",
+            "api_key:",
+            2,
+            'field "args": duplicate key "api_key" (first at line {first})',
+        ),
+        (
+            "ineffective_keys.yaml",
+            "  severity: error\n",
+            "  severity: error\n  severity: warning\n",
+            "severity:",
+            2,
+            'duplicate key "severity" (first at line {first}) in record VL203',
+        ),
         # a malformed fact (requires:)
-        ("ineffective_keys.yaml", "    - {not_read: grad_clip}", "    - {file: verl/x.py, reads: grad_clip}", "verl/x.py", 1, "field \"requires\" in record VL204: fact 'reads' takes no `file:`"),
-        ("ineffective_keys.yaml", "    - {field: verl.workers.config.actor.FSDPActorConfig.grad_clip}", "    - {field: FSDPActorConfig.grad_clip}", "{field: FSDPActorConfig", 1, 'field "requires" in record VL204: `field:` is module.Class.field, not "FSDPActorConfig.grad_clip"'),
-        ("ineffective_keys.yaml", "    - {file: verl/trainer/config/ppo_trainer.yaml, contains: legacy_reward_impl}", "    - {contains: legacy_reward_impl}", "{contains:", 1, "field \"requires\" in record VL203: fact 'contains' needs `file:`"),
-        ("ineffective_keys.yaml", "    - {file: verl/trainer/config/ppo_trainer.yaml, contains: legacy_reward_impl}", '    - {file: verl/x.py, exists: "yes"}', "verl/x.py", 1, 'field "requires" in record VL203: `exists:` is true or false, not "yes"'),
-        ("ineffective_keys.yaml", "    - {not_read: grad_clip}", "    - {any: []}", "{any: []}", 1, 'field "requires" in record VL204: `any:` needs a list of facts'),
+        (
+            "ineffective_keys.yaml",
+            "    - {not_read: grad_clip}",
+            "    - {file: verl/x.py, reads: grad_clip}",
+            "verl/x.py",
+            1,
+            "field \"requires\" in record VL204: fact 'reads' takes no `file:`",
+        ),
+        (
+            "ineffective_keys.yaml",
+            "    - {field: verl.workers.config.actor.FSDPActorConfig.grad_clip}",
+            "    - {field: FSDPActorConfig.grad_clip}",
+            "{field: FSDPActorConfig",
+            1,
+            'field "requires" in record VL204: `field:` is module.Class.field, not "FSDPActorConfig.grad_clip"',
+        ),
+        (
+            "ineffective_keys.yaml",
+            "    - {file: verl/trainer/config/ppo_trainer.yaml, contains: legacy_reward_impl}",
+            "    - {contains: legacy_reward_impl}",
+            "{contains:",
+            1,
+            "field \"requires\" in record VL203: fact 'contains' needs `file:`",
+        ),
+        (
+            "ineffective_keys.yaml",
+            "    - {file: verl/trainer/config/ppo_trainer.yaml, contains: legacy_reward_impl}",
+            '    - {file: verl/x.py, exists: "yes"}',
+            "verl/x.py",
+            1,
+            'field "requires" in record VL203: `exists:` is true or false, not "yes"',
+        ),
+        (
+            "ineffective_keys.yaml",
+            "    - {not_read: grad_clip}",
+            "    - {any: []}",
+            "{any: []}",
+            1,
+            'field "requires" in record VL204: `any:` needs a list of facts',
+        ),
         # not YAML at all
         ("env_vars.yaml", "  names: [PATH,", "  names: [PATH,,", "names:", 1, "not valid YAML"),
     ],
@@ -135,6 +336,9 @@ def test_a_rule_code_already_registered_names_the_record():
 
     first = knowledge.load_table("ineffective_keys.yaml")[0]
     before = REGISTRY.get(first.code)
-    with pytest.raises(TableError, match=rf"^rules/ineffective_keys.yaml:{first.line}: rule code {first.code} is already taken by rule {before.name}$"):
+    with pytest.raises(
+        TableError,
+        match=rf"^rules/ineffective_keys.yaml:{first.line}: rule code {first.code} is already taken by rule {before.name}$",
+    ):
         tables._register()
     assert REGISTRY.get(first.code) is before

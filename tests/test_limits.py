@@ -28,7 +28,9 @@ def test_the_launch_budget_keeps_what_was_analysed_and_reports_the_rest(lint):
     assert located(whole) == [("VL101", 1), ("VL101", 3), ("VL101", 4)] and whole.launches == 3
     cut = lint(script, max_launches=3)
     assert located(cut) == [("VL101", 1), ("VL101", 3), ("VL005", 4)] and cut.launches == 2
-    assert "more than 3 launch analyses" in cut.diagnostics[-1].message and cut.diagnostics[-1].help == "split the script"
+    assert (
+        "more than 3 launch analyses" in cut.diagnostics[-1].message and cut.diagnostics[-1].help == "split the script"
+    )
     # Cut between the variants of line 3: what one variant found is not reported as the command's.
     between = lint(script, max_launches=2)
     assert located(between) == [("VL101", 1), ("VL005", 3), ("VL005", 4)] and between.launches == 1
@@ -68,7 +70,9 @@ class _Finalized:
         sum(range(10))  # the handler runs here, inside __del__
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # (Python's "Exception ignored in __del__")
+@pytest.mark.filterwarnings(
+    "ignore::pytest.PytestUnraisableExceptionWarning"
+)  # (Python's "Exception ignored in __del__")
 def test_a_timeout_swallowed_where_it_fired_still_ends_the_step():
     """The alarm can fire inside a `__del__` or a collector callback, where Python only prints
     what the handler raises and the step runs on: `expired()` then says so (compose.py keeps

@@ -31,7 +31,9 @@ SMALL = {"gpu_gib": 16.0, "gpu_origin": "--gpu-memory 16"}
 
 
 def _rollout(path: str, util: float, *more: str, env=None) -> str:
-    return main_ppo(f"{M}.path={path}", f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization={util}", *more, env=env)
+    return main_ppo(
+        f"{M}.path={path}", f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization={util}", *more, env=env
+    )
 
 
 def test_local_directory_weights_and_kv_room(tmp_path, lint):
@@ -47,8 +49,13 @@ def test_local_directory_weights_and_kv_room(tmp_path, lint):
     assert "at most 3168 tokens" in short.diagnostics[0].help
     assert codes(lint(_rollout(d, 0.2), **SMALL)) == []
     # verl 0.5.0 gives it prompt + response: 1024 + 2048 fit in 3168 tokens
-    assert codes(lint(_rollout(d, 0.185, "data.max_prompt_length=1024", "data.max_response_length=2048"), OLDEST, **SMALL)) == []
-    assert codes(lint(_rollout(d, 0.185, "data.max_prompt_length=1024", "data.max_response_length=3072"), OLDEST, **SMALL)) == ["VL326"]
+    assert (
+        codes(lint(_rollout(d, 0.185, "data.max_prompt_length=1024", "data.max_response_length=2048"), OLDEST, **SMALL))
+        == []
+    )
+    assert codes(
+        lint(_rollout(d, 0.185, "data.max_prompt_length=1024", "data.max_response_length=3072"), OLDEST, **SMALL)
+    ) == ["VL326"]
     # with vLLM 0.6.3, verl 0.5.0's own vLLM worker runs: its KV cache is a share of the memory left free
     old = lint(_rollout(d, 0.17), OLDEST, versions={"vllm": "0.6.3"}, **SMALL)
     assert codes(old) == [] and codes(lint(_rollout(d, 0.17), OLDEST, versions={"vllm": "0.8.5"}, **SMALL)) == ["VL325"]
@@ -59,7 +66,11 @@ def test_cached_hub_model_and_what_is_not_judged(tmp_path, lint):
     env = {"HF_HUB_CACHE": str(cache)}
     assert codes(lint(_rollout("acme/tiny-gqa", 0.17, env=env), **SMALL)) == ["VL325"]
     # Weights or cache vLLM would not hold as bf16 per TP rank: not vLLM's arithmetic, not judged.
-    for more in (f"{R}.quantization=fp8", f"+{R}.engine_kwargs.vllm.kv_cache_dtype=fp8", f"+{R}.engine_kwargs.vllm.cpu_offload_gb=4"):
+    for more in (
+        f"{R}.quantization=fp8",
+        f"+{R}.engine_kwargs.vllm.kv_cache_dtype=fp8",
+        f"+{R}.engine_kwargs.vllm.cpu_offload_gb=4",
+    ):
         assert codes(lint(_rollout("acme/tiny-gqa", 0.17, more, env=env), **SMALL)) == [], more
     # SGLang sizes its memory its own way
     assert codes(lint(_rollout("acme/tiny-gqa", 0.17, f"{R}.name=sglang", env=env), **SMALL)) == []
@@ -80,11 +91,19 @@ def test_training_state_of_a_table_model(lint):
     # GAE adds the critic's fp32 weights and Adam moments (12 B/param) while the actor updates
     assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=8", "algorithm.adv_estimator=gae"))) == ["VL327"]
     off = ("critic.model.fsdp_config.param_offload=True", "critic.model.fsdp_config.optimizer_offload=True")
-    assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=8", "algorithm.adv_estimator=gae", *off), OLDEST)) == []  # keys of verl 0.5
+    assert (
+        codes(lint(main_ppo(big, "trainer.n_gpus_per_node=8", "algorithm.adv_estimator=gae", *off), OLDEST)) == []
+    )  # keys of verl 0.5
     # LoRA freezes the base: 2 B/param (0.9.1 reads the rank at model.lora.rank too)
-    assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=4", "algorithm.adv_estimator=grpo", f"{M}.lora_rank=32"))) == []
+    assert (
+        codes(lint(main_ppo(big, "trainer.n_gpus_per_node=4", "algorithm.adv_estimator=grpo", f"{M}.lora_rank=32")))
+        == []
+    )
     # a validation-only run never updates
-    assert codes(lint(main_ppo(big, "trainer.n_gpus_per_node=4", "algorithm.adv_estimator=grpo", "trainer.val_only=True"))) == []
+    assert (
+        codes(lint(main_ppo(big, "trainer.n_gpus_per_node=4", "algorithm.adv_estimator=grpo", "trainer.val_only=True")))
+        == []
+    )
     # GPUs known only at run time: silent
     assert "VL327" not in codes(lint(main_ppo(big, "trainer.n_gpus_per_node=$N", "algorithm.adv_estimator=grpo")))
 
@@ -92,11 +111,25 @@ def test_training_state_of_a_table_model(lint):
 def test_without_a_gpu_silent_and_said_once_per_run(tmp_path, lint, verl_trees):
     d = _model_dir(tmp_path)
     assert codes(lint(_rollout(d, 0.17), gpu_gib=None)) == ["VL330"]
-    assert codes(lint(_rollout("acme/unknown-model", 0.17), gpu_gib=None)) == ["VL329"]  # no model: nothing about the GPU
+    assert codes(lint(_rollout("acme/unknown-model", 0.17), gpu_gib=None)) == [
+        "VL329"
+    ]  # no model: nothing about the GPU
     one = _rollout(d, 0.1)  # 1.6 GiB of 16, 2.4 GiB of 24: both below 2.9 GiB of weights
     (tmp_path / "a.sh").write_text(one + one.split("\n", 1)[1])
     (tmp_path / "b.sh").write_text(one)
-    cmd = [sys.executable, "-m", "verl_lint", "check", "a.sh", "b.sh", "--output-format", "json", "--no-cache", "--verl-root", str(verl_trees[NEWEST].root)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "verl_lint",
+        "check",
+        "a.sh",
+        "b.sh",
+        "--output-format",
+        "json",
+        "--no-cache",
+        "--verl-root",
+        str(verl_trees[NEWEST].root),
+    ]
     found = json_findings(subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True).stdout)
     assert [f["code"] for f in found] == ["VL330"], found
     # --gpu-memory, --gpu and the setting give it (flags first); the finding says which
@@ -111,7 +144,12 @@ def test_without_a_gpu_silent_and_said_once_per_run(tmp_path, lint, verl_trees):
     assert [f["code"] for f in found] == ["VL325"] * 3 and "the gpu setting (24 GiB)" in found[0]["message"], found
     options = options_for(parser("check").parse_args(["check", "b.sh"]), load_settings(tmp_path / "verl-lint.toml"))
     assert (options.gpu_gib, options.gpu_origin) == (24.0, "the gpu setting (24 GiB)")
-    assert options_for(parser("check").parse_args(["check", "b.sh", "--gpu", "h20"]), load_settings(tmp_path / "verl-lint.toml")).gpu_gib == 96
+    assert (
+        options_for(
+            parser("check").parse_args(["check", "b.sh", "--gpu", "h20"]), load_settings(tmp_path / "verl-lint.toml")
+        ).gpu_gib
+        == 96
+    )
     bad = subprocess.run([*cmd, "--gpu", "Z80"], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode == 2 and "--gpu 'Z80': not a GPU verl-lint knows" in bad.stderr
 
@@ -131,9 +169,18 @@ def test_gpu_names_and_settings(tmp_path):
 def test_live_device_total_in_the_callback_adapter(verl_trees, tmp_path):
     assert "torch" in sys.modules or live_gpu_gib() is None  # never imports torch itself
     d = _model_dir(tmp_path)
-    overrides = [f"{M}.path={d}", f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.17", f"{R}.name=vllm"]
+    overrides = [
+        f"{M}.path={d}",
+        f"{R}.tensor_model_parallel_size=1",
+        f"{R}.gpu_memory_utilization=0.17",
+        f"{R}.name=vllm",
+    ]
     with initialize_config_dir(config_dir=str(config_dir(verl_trees[NEWEST])), version_base=None, job_name="lint_app"):
         cfg = compose("ppo_trainer", overrides=overrides, return_hydra_config=True)
     total = 16 * GIB  # what torch.cuda.get_device_properties(0).total_memory says of a 16 GiB device
-    found = [x for x in lint_config(cfg, env={}, argv=["main_ppo.py", *overrides], gpu=(device_gib(total), "the live device")) if x.code.startswith("VL3")]
+    found = [
+        x
+        for x in lint_config(cfg, env={}, argv=["main_ppo.py", *overrides], gpu=(device_gib(total), "the live device"))
+        if x.code.startswith("VL3")
+    ]
     assert [x.code for x in found] == ["VL325"] and "the live device" in found[0].message

@@ -21,9 +21,17 @@ R = "actor_rollout_ref.rollout"
 M = "actor_rollout_ref.model"
 # A config.json as the hub ships one for a small GQA model: 12 heads, 2 KV heads, 4096 positions.
 CONFIG = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 1536, "intermediate_size": 8960,
-    "num_attention_heads": 12, "num_key_value_heads": 2, "num_hidden_layers": 28, "vocab_size": 151936,
-    "max_position_embeddings": 4096, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 1536,
+    "intermediate_size": 8960,
+    "num_attention_heads": 12,
+    "num_key_value_heads": 2,
+    "num_hidden_layers": 28,
+    "vocab_size": 151936,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
 }
 
 
@@ -74,7 +82,11 @@ def test_local_directory(tmp_path, lint):
     assert codes(long) == ["VL322"] and "max_position_embeddings 4096" in long.diagnostics[0].message
     assert long.diagnostics[0].severity.name == "WARNING"  # 0.9.1: max_model_len becomes 4096, responses are cut
     old = lint(main_ppo(f"{M}.path={d}", "data.max_prompt_length=1024", "data.max_response_length=4096"), "0.5.0")
-    assert codes(old) == ["VL322"] and old.diagnostics[0].severity.name == "ERROR" and "verl asserts" in old.diagnostics[0].message
+    assert (
+        codes(old) == ["VL322"]
+        and old.diagnostics[0].severity.name == "ERROR"
+        and "verl asserts" in old.diagnostics[0].message
+    )
 
 
 def test_home_in_the_path_expands_as_the_shell_does(tmp_path, lint):
@@ -88,7 +100,9 @@ def test_hugging_face_cache(tmp_path, lint):
     cache = _hub_cache(tmp_path / "hub", "acme/tiny-gqa")
     facts = resolve("acme/tiny-gqa", {"HF_HUB_CACHE": str(cache)})
     assert isinstance(facts, ModelFacts) and facts.kv_heads == 2 and "revision 0123456789ab" in facts.source
-    assert resolve("acme/tiny-gqa", {"HF_HOME": str(tmp_path)}) == resolve("acme/tiny-gqa", {"HF_HUB_CACHE": str(cache)})
+    assert resolve("acme/tiny-gqa", {"HF_HOME": str(tmp_path)}) == resolve(
+        "acme/tiny-gqa", {"HF_HUB_CACHE": str(cache)}
+    )
     script = main_ppo(f"{M}.path=acme/tiny-gqa", f"{R}.tensor_model_parallel_size=8", env={"HF_HUB_CACHE": str(cache)})
     assert codes(lint(script)) == ["VL320"]
     ok = main_ppo(f"{M}.path=acme/tiny-gqa", f"{R}.tensor_model_parallel_size=2", env={"HF_HUB_CACHE": str(cache)})
@@ -97,17 +111,38 @@ def test_hugging_face_cache(tmp_path, lint):
 
 def test_table_model_and_ulysses(lint):
     """Both spellings of the actor's SP: the one 0.9.1 deprecates (VL232 too) and its fsdp_config one."""
-    for key, expected in (("ulysses_sequence_parallel_size", ["VL232", "VL321"]), ("fsdp_config.ulysses_sequence_parallel_size", ["VL321"])):
-        bad = lint(main_ppo(f"{M}.path=Qwen/Qwen2.5-7B-Instruct", f"actor_rollout_ref.actor.{key}=8", f"{M}.use_remove_padding=True"))
+    for key, expected in (
+        ("ulysses_sequence_parallel_size", ["VL232", "VL321"]),
+        ("fsdp_config.ulysses_sequence_parallel_size", ["VL321"]),
+    ):
+        bad = lint(
+            main_ppo(
+                f"{M}.path=Qwen/Qwen2.5-7B-Instruct", f"actor_rollout_ref.actor.{key}=8", f"{M}.use_remove_padding=True"
+            )
+        )
         assert sorted(codes(bad)) == expected, bad.diagnostics
-        assert f"actor {key}=8 does not divide the 28 attention heads" in next(d.message for d in bad.diagnostics if d.code == "VL321")
+        assert f"actor {key}=8 does not divide the 28 attention heads" in next(
+            d.message for d in bad.diagnostics if d.code == "VL321"
+        )
 
 
 def test_unknown_model_is_said_once_per_run_and_nothing_is_guessed(tmp_path, verl_trees):
     one = main_ppo(f"{M}.path=acme/secret", f"{R}.tensor_model_parallel_size=8")
     (tmp_path / "a.sh").write_text(one + one.split("\n", 1)[1])  # two launches of the same unknown model
     (tmp_path / "b.sh").write_text(main_ppo(f"{M}.path=acme/other", f"{R}.tensor_model_parallel_size=8"))
-    cmd = [sys.executable, "-m", "verl_lint", "check", "a.sh", "b.sh", "--output-format", "json", "--no-cache", "--verl-root", str(verl_trees[NEWEST].root)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "verl_lint",
+        "check",
+        "a.sh",
+        "b.sh",
+        "--output-format",
+        "json",
+        "--no-cache",
+        "--verl-root",
+        str(verl_trees[NEWEST].root),
+    ]
     p = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     found = json_findings(p.stdout)
     assert [f["code"] for f in found] == ["VL329"], found
@@ -129,7 +164,11 @@ def test_bad_model_input_is_one_line_and_the_launch_is_still_linted(tmp_path, li
         (tmp_path / "loop2").symlink_to(d)
     else:
         d.mkdir()
-        text = {"malformed": "{not json", "huge": " " * (MAX_CONFIG_BYTES + 1), "no-heads": json.dumps({"model_type": "x"})}[kind]
+        text = {
+            "malformed": "{not json",
+            "huge": " " * (MAX_CONFIG_BYTES + 1),
+            "no-heads": json.dumps({"model_type": "x"}),
+        }[kind]
         (d / "config.json").write_text(text)
     got = resolve(str(d), {})
     assert isinstance(got, ModelProblem) and "\n" not in got.message
@@ -139,12 +178,29 @@ def test_bad_model_input_is_one_line_and_the_launch_is_still_linted(tmp_path, li
 
 
 def test_config_shows_the_facts_and_the_memory_breakdown(tmp_path, verl_trees):
-    (tmp_path / "run.sh").write_text(main_ppo(f"{M}.path=Qwen/Qwen2.5-7B-Instruct", f"{R}.tensor_model_parallel_size=2", f"{R}.gpu_memory_utilization=0.6"))
-    cmd = [sys.executable, "-m", "verl_lint", "config", "run.sh", "--key", "trainer.nnodes", "--verl-root", str(verl_trees[NEWEST].root)]
+    (tmp_path / "run.sh").write_text(
+        main_ppo(
+            f"{M}.path=Qwen/Qwen2.5-7B-Instruct", f"{R}.tensor_model_parallel_size=2", f"{R}.gpu_memory_utilization=0.6"
+        )
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "verl_lint",
+        "config",
+        "run.sh",
+        "--key",
+        "trainer.nnodes",
+        "--verl-root",
+        str(verl_trees[NEWEST].root),
+    ]
     p = subprocess.run([*cmd, "--memory", "--gpu-memory", "80"], cwd=tmp_path, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "# model: Qwen/Qwen2.5-7B-Instruct: qwen2, 7.62B parameters, dense" in p.stdout
-    assert "28 attention heads, 4 KV heads, head dim 128, 28 layers" in p.stdout and "from verl-lint's model table" in p.stdout
+    assert (
+        "28 attention heads, 4 KV heads, head dim 128, 28 layers" in p.stdout
+        and "from verl-lint's model table" in p.stdout
+    )
     # vLLM's KV cache per token at TP 2: 2 x 28 layers x 2 KV heads x 128 x 2 B = 28 KiB
     assert "7.09 GiB  TP = 2" in p.stdout and "28.0 KiB per token" in p.stdout and "48.00 GiB  0.6 x 80 GiB" in p.stdout
     assert subprocess.run([*cmd, "--memory"], cwd=tmp_path, capture_output=True, text=True).returncode == 2

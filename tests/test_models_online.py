@@ -60,7 +60,9 @@ def test_config_json_alone_from_the_hub_then_offline(hub, tmp_path):
     from verl_lint.models import _resolve
 
     _resolve.cache_clear()
-    assert isinstance(resolve("acme/online-gqa", {}, online=True), ModelFacts) and len(hub) == 1  # read back, not asked again
+    assert (
+        isinstance(resolve("acme/online-gqa", {}, online=True), ModelFacts) and len(hub) == 1
+    )  # read back, not asked again
 
 
 def test_what_the_hub_lacks_or_garbles(hub):

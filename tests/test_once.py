@@ -38,7 +38,9 @@ def whole_files_parsed(run) -> list:
 
 
 def script(n: int, start: int = 0) -> str:
-    return "#!/bin/bash\n" + "".join(LAUNCH.format(kl=("True", "False")[i % 2], bsz=64 * (i % 3 + 1), i=i) for i in range(start, start + n))
+    return "#!/bin/bash\n" + "".join(
+        LAUNCH.format(kl=("True", "False")[i % 2], bsz=64 * (i % 3 + 1), i=i) for i in range(start, start + n)
+    )
 
 
 def test_no_source_is_parsed_again_for_each_launch(lint):
@@ -59,6 +61,7 @@ def test_each_rule_runs_once_per_launch(lint, monkeypatch):
     calls: dict[str, int] = {}
     for r in REGISTRY:
         if r.check is not None:
+
             def counted(ctx, _check=r.check, _code=r.code):
                 calls[_code] = calls.get(_code, 0) + 1
                 return _check(ctx)

@@ -34,7 +34,17 @@ RELEASES = ("0.9.1", "0.7.1")
 HERE = Path(__file__).resolve().parent
 # What verl's config and trainer modules import to validate (with verl's own version specifiers
 # where its wheel declares the package), besides torch, pinned to the CPU build.
-VALIDATION_IMPORTS = ("codetiming", "datasets", "hydra-core", "numpy", "ray", "tensordict", "transformers", "orjson", "pillow")
+VALIDATION_IMPORTS = (
+    "codetiming",
+    "datasets",
+    "hydra-core",
+    "numpy",
+    "ray",
+    "tensordict",
+    "transformers",
+    "orjson",
+    "pillow",
+)
 TORCH = "torch==2.13.0"
 # (release, the oracle's check) -> why verl-lint does not report it.
 KNOWN_MISSES: dict[tuple[str, str], str] = {}
@@ -53,12 +63,25 @@ def oracle_env(version: str) -> Path:
     venv.create(root, with_pip=True, clear=True)
     _pip(python, "--no-deps", f"verl=={version}")
     declared = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print('\\n'.join(r for r in m.requires('verl') if 'extra ==' not in r))"],
-        check=True, capture_output=True, text=True,
+        [
+            str(python),
+            "-c",
+            "import importlib.metadata as m; print('\\n'.join(r for r in m.requires('verl') if 'extra ==' not in r))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.split("\n")
     wanted = []
     for name in VALIDATION_IMPORTS:
-        spec = next((r.replace("ray[default]", "ray") for r in declared if r.split("[")[0].split(">")[0].split("<")[0].split("=")[0].split("!")[0].strip() == name), name)
+        spec = next(
+            (
+                r.replace("ray[default]", "ray")
+                for r in declared
+                if r.split("[")[0].split(">")[0].split("<")[0].split("=")[0].split("!")[0].strip() == name
+            ),
+            name,
+        )
         wanted.append(spec)
     _pip(python, TORCH, *wanted)
     (root / "ready").write_text(" ".join([TORCH, *wanted]) + "\n")
@@ -66,9 +89,16 @@ def oracle_env(version: str) -> Path:
 
 
 def verl_verdicts(version: str, generated: list[dict], workdir: Path) -> dict:
-    request = {"workdir": str(workdir), "launches": [{"id": g["id"], "overrides": overrides(g["settings"])} for g in generated]}
+    request = {
+        "workdir": str(workdir),
+        "launches": [{"id": g["id"], "overrides": overrides(g["settings"])} for g in generated],
+    }
     done = subprocess.run(
-        [str(oracle_env(version)), str(HERE / "oracle_judge.py")], input=json.dumps(request), capture_output=True, text=True, check=False
+        [str(oracle_env(version)), str(HERE / "oracle_judge.py")],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
@@ -109,8 +139,10 @@ def test_verl_lint_agrees_with_verls_own_validation(version, composer, tmp_path)
             (known if (version, v["check"]) in KNOWN_MISSES else misses).append(line)
     rejected = sum(v["stage"] is not None for v in oracle["verdicts"])
     caught = rejected - len(misses) - len(known)
-    print(f"verl {version}: {rejected} of {COUNT} launches rejected ({dict(Counter(v['stage'] for v in oracle['verdicts'] if v['stage']))}); "
-          f"verl-lint caught {caught} ({100 * caught / max(rejected, 1):.0f}%), {len(false_errors)} errors on accepted launches")
+    print(
+        f"verl {version}: {rejected} of {COUNT} launches rejected ({dict(Counter(v['stage'] for v in oracle['verdicts'] if v['stage']))}); "
+        f"verl-lint caught {caught} ({100 * caught / max(rejected, 1):.0f}%), {len(false_errors)} errors on accepted launches"
+    )
     for line in known:
         print(f"  known miss {line}")
     for line in false_errors + misses:

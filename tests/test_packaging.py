@@ -24,12 +24,29 @@ def _rules(env: dict, cwd: Path) -> list[dict]:
 def test_wheel_install_beside_an_unrelated_rules_package(tmp_path):
     """An unrelated top-level `rules` package in site-packages once made 46 of 97 rules vanish."""
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"), str(ROOT)],
-        check=True, capture_output=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
     )
     wheel = next((tmp_path / "dist").glob("verl_lint-*.whl"))
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)], check=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        timeout=600,
+    )
     (target / "rules").mkdir()
     (target / "rules" / "__init__.py").write_text("")  # someone else's `rules` package
     (target / "rules" / "removed_keys.yaml").write_text("[]\n")
@@ -46,6 +63,8 @@ def test_a_missing_table_is_an_error_not_fewer_rules(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     env = dict(os.environ, PYTHONPATH=str(tmp_path), VERL_LINT_CACHE_DIR=str(tmp_path / "cache"))
-    r = subprocess.run([sys.executable, "-c", RULES], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", RULES], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-1500:]
     assert r.stderr.startswith("verl-lint: error: verl-lint's knowledge table ") and "is not installed" in r.stderr

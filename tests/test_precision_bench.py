@@ -33,20 +33,27 @@ def write_labels(tmp_path: Path, rows: str) -> Path:
 
 
 def test_score_counts_precision_lost_and_new(tmp_path):
-    labels = precision.load_labels(write_labels(tmp_path, (
-        "A,run.sh,3,VL101,trainer.x,real,not a key\n"
-        "A,run.sh,4,VL501,VLLM_ATTENTION_BACKEND,false,pinned vllm 0.6.3\n"
-        "A,run.sh,9,VL220,algorithm.kl_ctrl.kl_coef,false,deliberate 0\n"
-        "A,gone.sh,1,VL102,data.path,real,placeholder\n"
-        "B,x.sh,1,VL101,k,real,a repo that was skipped\n"
-    )))
-    reports = {"A": [
-        finding("run.sh", 3, "VL101", "trainer.x"),
-        finding("run.sh", 4, "VL501", "VLLM_ATTENTION_BACKEND"),
-        finding("run.sh", 9, "VL220", "algorithm.kl_ctrl.kl_coef", "warning"),
-        finding("run.sh", 12, "VL107", "data.truncation", "warning"),  # unlabelled
-        finding("run.sh", 1, "VL231", "trainer.y", "info"),  # counted, not scored
-    ]}
+    labels = precision.load_labels(
+        write_labels(
+            tmp_path,
+            (
+                "A,run.sh,3,VL101,trainer.x,real,not a key\n"
+                "A,run.sh,4,VL501,VLLM_ATTENTION_BACKEND,false,pinned vllm 0.6.3\n"
+                "A,run.sh,9,VL220,algorithm.kl_ctrl.kl_coef,false,deliberate 0\n"
+                "A,gone.sh,1,VL102,data.path,real,placeholder\n"
+                "B,x.sh,1,VL101,k,real,a repo that was skipped\n"
+            ),
+        )
+    )
+    reports = {
+        "A": [
+            finding("run.sh", 3, "VL101", "trainer.x"),
+            finding("run.sh", 4, "VL501", "VLLM_ATTENTION_BACKEND"),
+            finding("run.sh", 9, "VL220", "algorithm.kl_ctrl.kl_coef", "warning"),
+            finding("run.sh", 12, "VL107", "data.truncation", "warning"),  # unlabelled
+            finding("run.sh", 1, "VL231", "trainer.y", "info"),  # counted, not scored
+        ]
+    }
     r = precision.score(reports, labels)
     err, warn = r["repos"]["A"]["error"], r["repos"]["A"]["warning"]
     assert (err["reported"], err["real"], err["false"], err["unlabelled"], err["precision"]) == (2, 1, 1, 0, 0.5)
@@ -62,13 +69,16 @@ def test_score_counts_precision_lost_and_new(tmp_path):
     assert "A/run.sh:12 VL107 [warning] data.truncation VL107 msg" in text
 
 
-@pytest.mark.parametrize("row, problem", [
-    ("A,run.sh,3,VL101,k,maybe,unsure\n", "verdict must be real or false"),
-    ("A,run.sh,3,VL101,k,real,  \n", "empty reason"),
-    ("A,run.sh,x,VL101,k,real,r\n", "line must be a number"),
-    ("A,run.sh,3,VL101,k,real,r\nA,run.sh,3,VL101,k,false,r2\n", "duplicate label"),
-    ("A,run.sh,3,VL101,k,real\n", "expected 7 columns"),
-])
+@pytest.mark.parametrize(
+    "row, problem",
+    [
+        ("A,run.sh,3,VL101,k,maybe,unsure\n", "verdict must be real or false"),
+        ("A,run.sh,3,VL101,k,real,  \n", "empty reason"),
+        ("A,run.sh,x,VL101,k,real,r\n", "line must be a number"),
+        ("A,run.sh,3,VL101,k,real,r\nA,run.sh,3,VL101,k,false,r2\n", "duplicate label"),
+        ("A,run.sh,3,VL101,k,real\n", "expected 7 columns"),
+    ],
+)
 def test_bad_labels_are_one_line_errors(tmp_path, row, problem):
     with pytest.raises(precision.BenchError, match=problem):
         precision.load_labels(write_labels(tmp_path, row))
@@ -114,7 +124,9 @@ def clone(tmp_path):
     (repo / "scripts").mkdir(parents=True)
     git(repo, "init", "-q")
     script = repo / "scripts" / "train.sh"
-    script.write_text("python3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 actor_rollout_ref.rollout.name=vllm \\\n    trainer.total_epochz=2\n")
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo \\\n    trainer.nnodes=1 actor_rollout_ref.rollout.name=vllm \\\n    trainer.total_epochz=2\n"
+    )
     (repo / "notes.txt").write_text("not a script\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "pin")
@@ -135,7 +147,9 @@ def write_pins(tmp_path: Path, pin: str, verl_root: str) -> Path:
 def test_end_to_end_lints_the_pin_not_the_work_tree(tmp_path, clone, verl_trees):
     repo, pin = clone
     pins = write_pins(tmp_path, pin, str(verl_trees[NEWEST].root))
-    labels = write_labels(tmp_path, "Proj,scripts/train.sh,3,VL101,trainer.total_epochz,false,judged false for the test\n")
+    labels = write_labels(
+        tmp_path, "Proj,scripts/train.sh,3,VL101,trainer.total_epochz,false,judged false for the test\n"
+    )
     before = (git(repo, "rev-parse", "HEAD"), git(repo, "status", "--porcelain"), git(repo, "worktree", "list"))
     args = ["--clones", str(tmp_path / "clones"), "--pins", str(pins), "--labels", str(labels)]
     r = run(*args, "--json")
@@ -156,4 +170,7 @@ def test_pin_missing_from_clone_is_one_line(tmp_path, clone, verl_trees):
     pins = write_pins(tmp_path, "0" * 40, str(verl_trees[NEWEST].root))
     r = run("--clones", str(tmp_path / "clones"), "--pins", str(pins))
     assert r.returncode == 2
-    assert r.stderr.splitlines()[-1] == f"precision: error: {repo}: pinned commit {'0' * 40} is not in this clone (git fetch it, or re-clone)"
+    assert (
+        r.stderr.splitlines()[-1]
+        == f"precision: error: {repo}: pinned commit {'0' * 40} is not in this clone (git fetch it, or re-clone)"
+    )

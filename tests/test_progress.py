@@ -58,7 +58,14 @@ def on_terminal(*args: str, cwd: Path, columns: int = 200) -> tuple[int, str, st
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        proc = subprocess.run([sys.executable, "-m", "verl_lint.cli", *args], cwd=cwd, stdout=subprocess.PIPE, stderr=slave, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-m", "verl_lint.cli", *args],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            text=True,
+            timeout=300,
+        )
     finally:
         os.close(slave)
         reader.join(timeout=30)
@@ -72,7 +79,9 @@ def frames(line: str) -> list[str]:
     return [f.rstrip(" ") for f in line.split("\r")[1:]]
 
 
-@pytest.mark.parametrize("known", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["size-known", "size-unknown"])
+@pytest.mark.parametrize(
+    "known", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["size-known", "size-unknown"]
+)
 def test_download_index_and_files_on_a_terminal(index, verl_wheel, tmp_path, known):
     """The wheel arrives in 10 pieces over ~0.5 s: the download line is redrawn as it comes and
     finished at the full size; then the cold index's line, finished; then the files line, erased
@@ -90,7 +99,9 @@ def test_download_index_and_files_on_a_terminal(index, verl_wheel, tmp_path, kno
     amounts = [float(re.fullmatch(pattern, f).group(1)) for f in shown]
     # Redrawn as it comes (how often depends on the clock: test_redraws_are_throttled_by_the_clock)
     assert amounts == sorted(amounts) and len(shown) >= 2, shown
-    assert re.fullmatch(rf"downloading verl 0\.9\.1: {mb}{'/' + mb if known else ''} MB, \d+\.\d MB/s", shown[-1]), shown
+    assert re.fullmatch(rf"downloading verl 0\.9\.1: {mb}{'/' + mb if known else ''} MB, \d+\.\d MB/s", shown[-1]), (
+        shown
+    )
     release = (tmp_path / "cache" / "releases" / "verl-0.9.1").resolve()
     first, *_, done = frames(indexing)  # the files line came first; the index, built in the first file, drew over it
     assert first == "linting: 0/1 files"
@@ -154,7 +165,10 @@ def test_download_of_unknown_size_notes_no_size(index, verl_wheel, tmp_path, cap
     finally:
         show_progress(False)
     assert got.read_bytes() == verl_wheel
-    assert capsys.readouterr() == ("", f"verl-lint: downloading verl 0.9.1 from {index.url.removesuffix('/simple')}/files/{WHEEL}\n")
+    assert capsys.readouterr() == (
+        "",
+        f"verl-lint: downloading verl 0.9.1 from {index.url.removesuffix('/simple')}/files/{WHEEL}\n",
+    )
 
 
 def test_quiet_shows_nothing_on_a_terminal(verl_trees, tmp_path, monkeypatch):
@@ -171,7 +185,9 @@ def test_a_narrow_terminal_keeps_the_numbers(verl_trees, tmp_path, monkeypatch):
     the left, keeping the counts."""
     (tmp_path / "run.sh").write_text(SCRIPT)
     monkeypatch.setenv("VERL_LINT_CACHE_DIR", str(tmp_path / "cache"))
-    code, _out, err = on_terminal("check", "run.sh", "--verl-root", str(verl_trees["0.9.1"].root), cwd=tmp_path, columns=40)
+    code, _out, err = on_terminal(
+        "check", "run.sh", "--verl-root", str(verl_trees["0.9.1"].root), cwd=tmp_path, columns=40
+    )
     indexing = frames(err.split("\n")[0])
     assert code == 1 and all(len(f) <= 39 for f in frames(err.replace("\n", ""))), err
     assert re.fullmatch(r"\.\.\..*: (\d+)/\1 files", indexing[-1]), indexing

@@ -16,10 +16,18 @@ from verl_lint.config.reader import build, reader_index
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0 has no engine_kwargs or lora node (issue #19)"))
+@pytest.mark.parametrize(
+    "version", across_releases(fails_on_oldest="verl 0.5.0 has no engine_kwargs or lora node (issue #19)")
+)
 def test_index_of_a_real_release(verl_trees, version):
     ix = reader_index(verl_trees[version].root)
-    for name in ("ppo_mini_batch_size", "log_prob_micro_batch_size_per_gpu", "use_kl_in_reward", "actor_rollout_ref", "kl_ctrl"):
+    for name in (
+        "ppo_mini_batch_size",
+        "log_prob_micro_batch_size_per_gpu",
+        "use_kl_in_reward",
+        "actor_rollout_ref",
+        "kl_ctrl",
+    ):
         assert ix.reads(name), name
     for name in ("no_such_knob", "ppo_mini_batch_sise", "log_prob_micro_batch_sise_per_gpu"):
         assert not ix.reads(name), name
@@ -54,14 +62,23 @@ def _tree(tmp_path: Path) -> Path:
         "    for k, v in self.layers.items():\n"
         "        pass\n"
     )
-    (pkg / "trainer" / "config" / "ppo.yaml").write_text("critic:\n  ppo_epochs: ${actor_rollout_ref.actor.ppo_epochs_read_by_interp}\n")
+    (pkg / "trainer" / "config" / "ppo.yaml").write_text(
+        "critic:\n  ppo_epochs: ${actor_rollout_ref.actor.ppo_epochs_read_by_interp}\n"
+    )
     (pkg / "tests" / "test_x.py").write_text("config.only_a_test_reads_this\n")
     return tmp_path / "tree"
 
 
 def test_what_counts_as_read(tmp_path):
     ix = build(_tree(tmp_path))
-    for name in ("ppo_mini_batch_size", "use_kl_in_reward", "kl_penalty", "algorithm", "temperature", "ppo_epochs_read_by_interp"):
+    for name in (
+        "ppo_mini_batch_size",
+        "use_kl_in_reward",
+        "kl_penalty",
+        "algorithm",
+        "temperature",
+        "ppo_epochs_read_by_interp",
+    ):
         assert ix.reads(name), name
     assert ix.reads("ppo_micro_batch_size_per_gpu") is False  # `ppo` is not a read name: the f-string does not build it
     assert ix.reads("actor_micro_batch_size_per_gpu")  # `actor` is
@@ -95,8 +112,16 @@ def test_reads_per_section(tmp_path):
     )
     (pkg / "trainer" / "config" / "ppo.yaml").write_text("x: ${data.train_batch_size}\n")
     ix = build(tmp_path / "tree")
-    for parent, name in (("critic", "optim"), ("optim", "lr"), ("actor_rollout_ref", "rollout"), ("rollout", "n"),
-                         ("algorithm", "kl_ctrl"), ("algorithm", "gamma"), ("critic", "checkpoint"), ("data", "train_batch_size")):
+    for parent, name in (
+        ("critic", "optim"),
+        ("optim", "lr"),
+        ("actor_rollout_ref", "rollout"),
+        ("rollout", "n"),
+        ("algorithm", "kl_ctrl"),
+        ("algorithm", "gamma"),
+        ("critic", "checkpoint"),
+        ("data", "train_batch_size"),
+    ):
         assert ix.reads_under(parent, name), (parent, name)
     assert not ix.reads_under("actor_rollout_ref", "critic")  # `critic` is read, from the root
     assert not ix.reads_under("actor", "profiler")  # `self.config.profiler`: which node `self.config` is is not known
@@ -160,7 +185,9 @@ def _found(report, code):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0 builds no dataclass configs: VL230, not VL110 (issue #19)"))
+@pytest.mark.parametrize(
+    "version", across_releases(fails_on_oldest="verl 0.5.0 builds no dataclass configs: VL230, not VL110 (issue #19)")
+)
 def test_key_never_read_is_located(lint, version):
     script = (
         "#!/bin/bash\n"
@@ -183,7 +210,10 @@ def test_key_never_read_is_located(lint, version):
 @pytest.mark.parametrize("version", across_releases())
 def test_key_never_read_outside_dataclass_nodes_is_ignored(lint, version):
     [d] = _found(lint(main_ppo("+trainer.unknown_thing.sub=3"), version), "VL230")
-    assert d.message == f"nothing in verl {version} reads `trainer.unknown_thing.sub`: the value is accepted by Hydra and ignored"
+    assert (
+        d.message
+        == f"nothing in verl {version} reads `trainer.unknown_thing.sub`: the value is accepted by Hydra and ignored"
+    )
 
 
 @pytest.mark.parametrize("version", across_releases())
@@ -191,15 +221,25 @@ def test_an_unread_key_added_as_off_is_silent(lint, version):
     """`+flag=False` (0, null, ""): code that never reads it behaves as if it were off, as asked
     (VL233's rule for keys read under an off condition); unless it is a slip for a read key that
     is on: `trainer.val_before_train` is true by default."""
-    off = ("+trainer.no_such_flag=False", "+trainer.no_such_count=0", "+trainer.no_such_path=null", "+trainer.no_such_name=''")
+    off = (
+        "+trainer.no_such_flag=False",
+        "+trainer.no_such_count=0",
+        "+trainer.no_such_path=null",
+        "+trainer.no_such_name=''",
+    )
     assert _found(lint(main_ppo(*off), version), "VL230") == []
     on, slip = _found(lint(main_ppo("+trainer.no_such_flag=True", "+trainer.val_before_trian=False"), version), "VL230")
     assert on.key == "trainer.no_such_flag"
     assert (slip.key, slip.help) == ("trainer.val_before_trian", "did you mean `trainer.val_before_train`?")
-    assert _found(lint(main_ppo("trainer.val_before_train=False", "+trainer.val_before_trian=False"), version), "VL230") == []
+    assert (
+        _found(lint(main_ppo("trainer.val_before_train=False", "+trainer.val_before_trian=False"), version), "VL230")
+        == []
+    )
 
 
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0 does not read algorithm.gdpo_reward_keys (issue #19)"))
+@pytest.mark.parametrize(
+    "version", across_releases(fails_on_oldest="verl 0.5.0 does not read algorithm.gdpo_reward_keys (issue #19)")
+)
 def test_a_real_added_key_is_silent(lint, version):
     # Not in the YAML, read by the trainer with `config.trainer.get("remove_previous_ckpt_in_save")`
     # and `config.algorithm.get("gdpo_reward_keys")` in both releases.
@@ -215,23 +255,41 @@ def test_a_key_one_release_dropped(lint):
     assert codes(lint(script, "0.9.1")) == ["VL230"]
 
 
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0 builds no dataclass configs: no VL110 (issue #19)"))
+@pytest.mark.parametrize(
+    "version", across_releases(fails_on_oldest="verl 0.5.0 builds no dataclass configs: no VL110 (issue #19)")
+)
 def test_did_you_mean(lint, version):
-    r = lint(main_ppo("+actor_rollout_ref.actor.ppo_micro_batch_size_per_gpuu=4", "+critic.ppo_mini_batch_sise=8", "+data.max_prompt_lenght=8"), version)
+    r = lint(
+        main_ppo(
+            "+actor_rollout_ref.actor.ppo_micro_batch_size_per_gpuu=4",
+            "+critic.ppo_mini_batch_sise=8",
+            "+data.max_prompt_lenght=8",
+        ),
+        version,
+    )
     # Under nodes verl builds into a dataclass, the missing field is VL110 (an error), with the same guess.
     helps = [d.help for d in _found(r, "VL110")]
-    assert helps == ["did you mean `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu`?", "did you mean `critic.ppo_mini_batch_size`?"]
+    assert helps == [
+        "did you mean `actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu`?",
+        "did you mean `critic.ppo_mini_batch_size`?",
+    ]
     assert [d.help for d in _found(r, "VL230")] == ["did you mean `data.max_prompt_length`?"]
 
 
-@pytest.mark.parametrize("version", across_releases(fails_on_oldest="verl 0.5.0 builds no dataclass configs: no VL110 (issue #19)"))
+@pytest.mark.parametrize(
+    "version", across_releases(fails_on_oldest="verl 0.5.0 builds no dataclass configs: no VL110 (issue #19)")
+)
 def test_did_you_mean_the_same_key_under_the_right_role(lint, version):
     """A setting placed under the wrong role: the guess is that key under the role that has it
     (before a similar field of the wrong one); a tie between roles falls back to the sibling."""
-    r = lint(main_ppo(
-        "+actor_rollout_ref.actor.gpu_memory_utilization=0.5", "+critic.kl_loss_coef=0.1",
-        "+actor_rollout_ref.actor.log_prob_micro_batch_size_per_gpu=8",  # rollout's or ref's: no one guess
-    ), version)
+    r = lint(
+        main_ppo(
+            "+actor_rollout_ref.actor.gpu_memory_utilization=0.5",
+            "+critic.kl_loss_coef=0.1",
+            "+actor_rollout_ref.actor.log_prob_micro_batch_size_per_gpu=8",  # rollout's or ref's: no one guess
+        ),
+        version,
+    )
     assert [d.help for d in _found(r, "VL110")] == [
         "did you mean `actor_rollout_ref.rollout.gpu_memory_utilization`?",
         "did you mean `actor_rollout_ref.actor.kl_loss_coef`?",
@@ -242,10 +300,17 @@ def test_did_you_mean_the_same_key_under_the_right_role(lint, version):
 @pytest.mark.parametrize("version", across_releases())
 def test_did_you_mean_for_an_unknown_key_names_its_role(lint, version):
     """Without `+`, Hydra refuses the key (VL101): the same guess. A common name (`name`) is no hint."""
-    r = lint(main_ppo("actor_rollout_ref.actor.temperature=0.5", "trainer.train_batch_size=8", "critic.name=x"), version)
+    r = lint(
+        main_ppo("actor_rollout_ref.actor.temperature=0.5", "trainer.train_batch_size=8", "critic.name=x"), version
+    )
     helps = [d.help for d in _found(r, "VL101")]
-    assert helps[:2] == ["did you mean `actor_rollout_ref.rollout.temperature`?", "did you mean `data.train_batch_size`?"]
-    assert len(helps) == 3 and "custom_reward_function.name" not in helps[2]  # the only other `*.name` of the same depth
+    assert helps[:2] == [
+        "did you mean `actor_rollout_ref.rollout.temperature`?",
+        "did you mean `data.train_batch_size`?",
+    ]
+    assert (
+        len(helps) == 3 and "custom_reward_function.name" not in helps[2]
+    )  # the only other `*.name` of the same depth
 
 
 @pytest.mark.parametrize("version", across_releases())
@@ -255,12 +320,17 @@ def test_a_section_added_under_the_wrong_node(lint, version):
     r = lint(main_ppo("+actor_rollout_ref.critic.optim.lr=1e-5", "+reward_model.algorithm.gamma=0.9"), version)
     first, second = _found(r, "VL230")
     assert first.key == "actor_rollout_ref.critic.optim.lr" and first.help == "did you mean `critic.optim.lr`?"
-    assert "reads `critic` from the top of the config (`critic.optim.lr`), never under `actor_rollout_ref`" in first.message
+    assert (
+        "reads `critic` from the top of the config (`critic.optim.lr`), never under `actor_rollout_ref`"
+        in first.message
+    )
     assert second.help == "did you mean `algorithm.gamma`?"
     # A nested section (`optim` is the actor's and the critic's) is not judged: each role's code
     # reads its own as `self.config.optim`, and which node that is the index does not resolve.
     assert "VL230" not in codes(lint(main_ppo("+actor_rollout_ref.rollout.optim.lr=2e-6"), version))
-    assert "VL230" not in codes(lint(main_ppo("critic.optim.lr=1e-5", "+trainer.remove_previous_ckpt_in_save=True"), version))
+    assert "VL230" not in codes(
+        lint(main_ppo("critic.optim.lr=1e-5", "+trainer.remove_previous_ckpt_in_save=True"), version)
+    )
 
 
 @pytest.mark.parametrize("version", across_releases())
@@ -297,8 +367,25 @@ def test_project_entry_point_outside_the_tree(tmp_path, verl_trees, vendored):
     s.write_text("python3 train.py +trainer.project_knob=1 +trainer.nobody_reads_this=1\n")
     env = dict(os.environ, NO_COLOR="1", VERL_LINT_CACHE_DIR=str(tmp_path / "cache"))
     r = subprocess.run(
-        [sys.executable, "-m", "verl_lint.cli", "check", str(s), "--verl-root", str(proj if vendored else verl_trees[RELEASES[0]].root), "--select", "VL230", "--format", "json", "--fail-on", "warning"],
-        capture_output=True, text=True, cwd=proj, env=env,
+        [
+            sys.executable,
+            "-m",
+            "verl_lint.cli",
+            "check",
+            str(s),
+            "--verl-root",
+            str(proj if vendored else verl_trees[RELEASES[0]].root),
+            "--select",
+            "VL230",
+            "--format",
+            "json",
+            "--fail-on",
+            "warning",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=proj,
+        env=env,
     )
     assert r.returncode == 1, r.stderr
     assert [d["key"] for d in json_findings(r.stdout)] == ["trainer.nobody_reads_this"]
@@ -332,7 +419,9 @@ def test_a_project_package_is_a_reader(tmp_path, verl_trees):
         "            self.tool_budget = self.config.tool_budget\n\n"
         "    def run(self):\n        return self.config.my_sampling_knob\n"
     )
-    (proj / "myproj/utils/monitor.py").write_text("class Monitor:\n    def __init__(self, interval):\n        self.interval = interval\n")
+    (proj / "myproj/utils/monitor.py").write_text(
+        "class Monitor:\n    def __init__(self, interval):\n        self.interval = interval\n"
+    )
     (proj / "myproj/recipe/x/config/x_trainer.yaml").write_text(
         "hydra:\n  searchpath:\n    - pkg://verl.trainer.config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
     )
@@ -346,9 +435,25 @@ def test_a_project_package_is_a_reader(tmp_path, verl_trees):
 
     def found(version):
         r = subprocess.run(
-            [sys.executable, "-m", "verl_lint.cli", "check", str(s), "--verl-root", str(verl_trees[version].root),
-             "--select", "VL110,VL230,VL233", "--format", "json", "--fail-on", "never"],
-            capture_output=True, text=True, cwd=proj, env=env,
+            [
+                sys.executable,
+                "-m",
+                "verl_lint.cli",
+                "check",
+                str(s),
+                "--verl-root",
+                str(verl_trees[version].root),
+                "--select",
+                "VL110,VL230,VL233",
+                "--format",
+                "json",
+                "--fail-on",
+                "never",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=proj,
+            env=env,
         )
         assert r.returncode == 0, r.stderr
         return sorted((d["code"], d["key"]) for d in json_findings(r.stdout))

@@ -22,7 +22,9 @@ SNAPSHOT = Path(__file__).parent / "data" / "grpo_sizes_typos.txt"
 def test_text_report_snapshot(verl_trees):
     script = EXAMPLES / "bad" / "grpo_sizes_typos.sh"
     report = lint_file(script, Options(verl_tree=verl_trees[NEWEST]), Composer(cache=False))
-    text = render_text([report]).replace(str(EXAMPLES), "examples").replace(str(verl_trees[NEWEST].root), "<verl 0.9.1>")
+    text = (
+        render_text([report]).replace(str(EXAMPLES), "examples").replace(str(verl_trees[NEWEST].root), "<verl 0.9.1>")
+    )
     if os.environ.get("VERL_LINT_UPDATE_SNAPSHOTS"):
         SNAPSHOT.write_text(text)
     assert text == SNAPSHOT.read_text()

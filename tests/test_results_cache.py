@@ -28,7 +28,9 @@ _PROBE = (
 def _check(project: Path, tree_root: Path, *extra: str) -> tuple[list, bool, str]:
     """(the JSON findings, whether the file came from the result cache, heavy modules imported)."""
     args = ["check", "run.sh", "--verl-root", str(tree_root), "--output-format", "json", "-v", *extra]
-    p = subprocess.run([sys.executable, "-c", _PROBE, *args], cwd=project, capture_output=True, text=True, env=os.environ)
+    p = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args], cwd=project, capture_output=True, text=True, env=os.environ
+    )
     assert p.returncode in (0, 1), p.stderr
     cached = "1 of 1 file read back from the result cache" in p.stderr
     heavy = p.stderr.split("HEAVY=")[1].strip()
@@ -54,13 +56,21 @@ def test_a_warm_run_reads_the_report_back_without_the_heavy_imports(tmp_path, ve
     ignored, cached, _ = _check(project, tree, "--ignore", "VL101")
     assert not cached and "VL101" not in [c for c, *_ in ignored]
     # --no-cache neither reads nor writes it.
-    p = subprocess.run([sys.executable, "-c", _PROBE, "check", "run.sh", "--verl-root", str(tree), "--no-cache", "-v"], cwd=project, capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-c", _PROBE, "check", "run.sh", "--verl-root", str(tree), "--no-cache", "-v"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
     assert "result cache" not in p.stderr and "hydra" in p.stderr.split("HEAVY=")[1]
 
 
 def test_the_script_and_what_it_sources_invalidate_it(tmp_path, verl_trees):
     tree = verl_trees[NEWEST].root
-    project = _project(tmp_path, "#!/bin/bash\nsource ./vars.sh\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm $ARGS\n")
+    project = _project(
+        tmp_path,
+        "#!/bin/bash\nsource ./vars.sh\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm $ARGS\n",
+    )
     (project / "vars.sh").write_text("ARGS=trainer.nnodes=2\n")
     assert _check(project, tree)[0] == [] and _check(project, tree)[1]
     (project / "vars.sh").write_text("ARGS=trainer.nnodez=2\n")  # same size would not matter: mtime too
@@ -87,7 +97,10 @@ def test_a_new_requirements_file_invalidates_it(tmp_path, verl_trees):
     """The vLLM version comes from the project's requirements: a file that did not exist when
     the entry was written (the directory lists other names now) is a miss."""
     tree = verl_trees[NEWEST].root
-    project = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo +actor_rollout_ref.rollout.engine_kwargs.vllm.not_an_arg=1\n")
+    project = _project(
+        tmp_path,
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo +actor_rollout_ref.rollout.engine_kwargs.vllm.not_an_arg=1\n",
+    )
     script = (project / "run.sh").read_text()
 
     def message() -> str:
@@ -104,7 +117,10 @@ def test_a_new_requirements_file_invalidates_it(tmp_path, verl_trees):
 def test_a_change_in_the_verl_tree_invalidates_it(tmp_path, verl_trees):
     tree = tmp_path / "verl-copy"
     shutil.copytree(verl_trees[NEWEST].root / "verl", tree / "verl")
-    project = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.balance_batch=False\n")
+    project = _project(
+        tmp_path,
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.balance_batch=False\n",
+    )
     assert _check(project, tree)[0] == [] and _check(project, tree)[1]
     config = tree / "verl/trainer/config/ppo_trainer.yaml"
     config.write_text(config.read_text().replace("balance_batch:", "balance_batches:", 1))
@@ -143,7 +159,14 @@ def test_the_models_config_json_invalidates_it(tmp_path, verl_trees):
     project = _project(tmp_path, script)
     assert [c for c, *_ in _check(project, tree, "--gpu-memory", "80")[0]] == ["VL329"]
     model.mkdir()
-    config = {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "num_key_value_heads": 4, "num_hidden_layers": 4, "vocab_size": 1000}
+    config = {
+        "model_type": "qwen2",
+        "hidden_size": 1024,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 4,
+        "num_hidden_layers": 4,
+        "vocab_size": 1000,
+    }
     (model / "config.json").write_text(json.dumps(config))
     found, cached, _ = _check(project, tree, "--gpu-memory", "80")
     assert not cached and found == []

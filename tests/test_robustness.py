@@ -34,7 +34,7 @@ def test_nothing_in_a_script_is_executed(tmp_path, verl_trees):
         "eval.sh": f"eval 'touch {marker}'\neval \"$(echo touch {marker})\"\n",
         "source.sh": f"source {outside}\n. {outside}\n",
         "trap.sh": f"trap 'touch {marker}' EXIT\n",
-        "herestring.sh": f"cat <<< \"$(touch {marker})\"\ncat <<EOF\n$(touch {marker})\nEOF\n",
+        "herestring.sh": f'cat <<< "$(touch {marker})"\ncat <<EOF\n$(touch {marker})\nEOF\n',
         "procsubst.sh": f"diff <(touch {marker}) >(touch {marker})\npython3 -m verl.trainer.main_ppo a=<(touch {marker})\n",
     }
     for name, text in scripts.items():
@@ -54,7 +54,9 @@ def test_config_module_is_never_imported(tmp_path):
         f"open({str(marker)!r}, 'w').close()\nimport hydra\n"
         "@hydra.main(config_path='conf', config_name='cfg', version_base=None)\ndef main(cfg):\n    pass\n"
     )
-    (pkg / "conf" / "cfg.yaml").write_text("lr: 0.1\nmodel:\n  _target_: os.system\n  command: touch /tmp/never\nx: ${oc.env:HOME}\n")
+    (pkg / "conf" / "cfg.yaml").write_text(
+        "lr: 0.1\nmodel:\n  _target_: os.system\n  command: touch /tmp/never\nx: ${oc.env:HOME}\n"
+    )
     s = tmp_path / "run.sh"
     s.write_text("python3 -m myapp.train lr=0.2 model.command=x\npython3 -m myapp.train lrr=1\n")
     r = cli("check", str(s), cwd=tmp_path)
@@ -95,7 +97,15 @@ def test_audit_hook_sees_no_process_and_no_foreign_import(verl_trees, tmp_path):
     script = tmp_path / "audit.py"
     script.write_text(AUDIT)
     r = subprocess.run(
-        [sys.executable, str(script), "check", "--no-cache", "--verl-root", str(verl_trees[NEWEST].root), str(EXAMPLES)],
+        [
+            sys.executable,
+            str(script),
+            "check",
+            "--no-cache",
+            "--verl-root",
+            str(verl_trees[NEWEST].root),
+            str(EXAMPLES),
+        ],
         capture_output=True,
         text=True,
         env=dict(os.environ, NO_COLOR="1"),
@@ -127,6 +137,7 @@ HOOK = textwrap.dedent(
 
 def _hostile_tree(root: Path, shadow_stdlib: bool) -> None:
     """Every way a scanned tree could get code run: each module writes a marker when executed."""
+
     def evil(rel: str, body: str = "") -> None:
         f = root / rel
         f.parent.mkdir(parents=True, exist_ok=True)
@@ -145,7 +156,10 @@ def _hostile_tree(root: Path, shadow_stdlib: bool) -> None:
     evil("structmod.py")  # structured:// search paths import a module
     if shadow_stdlib:
         evil("argparse.py")  # `python -m` puts the working directory before the standard library
-    evil("app/main.py", "import hydra\n@hydra.main(config_path='conf', config_name='cfg', version_base=None)\ndef main(c):\n    pass\n")
+    evil(
+        "app/main.py",
+        "import hydra\n@hydra.main(config_path='conf', config_name='cfg', version_base=None)\ndef main(c):\n    pass\n",
+    )
     (root / "app/conf").mkdir(parents=True, exist_ok=True)
     (root / "app/conf/cfg.yaml").write_text("hydra:\n  searchpath:\n    - pkg://evil2.conf\na: 1\n")
     (root / "run.sh").write_text(
@@ -206,9 +220,18 @@ def test_bad_inputs_each_get_one_line(tmp_path, verl_trees):
     big = tmp_path / "big.sh"
     big.write_text("#!/bin/bash\n" + "# padding line\n" * (20 * 2**20 // 15))
     cont = tmp_path / "cont.sh"
-    cont.write_text("python3 -m verl.trainer.main_ppo \\\n" + "  trainer.nnodes=1 \\\n" * 10_000 + "  trainer.n_gpus_per_node=8\n")
+    cont.write_text(
+        "python3 -m verl.trainer.main_ppo \\\n" + "  trainer.nnodes=1 \\\n" * 10_000 + "  trainer.n_gpus_per_node=8\n"
+    )
     nested = tmp_path / "nested.sh"
-    nested.write_text("X=$((" * 200 + "1" + "))" * 200 + "\n" + "Y=\"$(\"" * 50 + "\npython3 -m verl.trainer.main_ppo trainer.nnodes=$X\n")
+    nested.write_text(
+        "X=$((" * 200
+        + "1"
+        + "))" * 200
+        + "\n"
+        + 'Y="$("' * 50
+        + "\npython3 -m verl.trainer.main_ppo trainer.nnodes=$X\n"
+    )
     utf = tmp_path / "latin1.sh"
     utf.write_bytes("# caf\xe9\npython3 -m verl.trainer.main_ppo trainer.nnodes=1\n".encode("latin-1"))
     syntax = tmp_path / "syntax.sh"
@@ -216,8 +239,17 @@ def test_bad_inputs_each_get_one_line(tmp_path, verl_trees):
     cn = tmp_path / "cn.sh"
     cn.write_text("python3 -m verl.trainer.main_ppo --config-name no_such_config a=1\n")
     r = cli(
-        "check", "--verl-root", root, str(tmp_path / "empty"), str(tmp_path / "loop"), str(big), str(cont),
-        str(nested), str(utf), str(syntax), str(cn),
+        "check",
+        "--verl-root",
+        root,
+        str(tmp_path / "empty"),
+        str(tmp_path / "loop"),
+        str(big),
+        str(cont),
+        str(nested),
+        str(utf),
+        str(syntax),
+        str(cn),
     )
     out = r.stdout + r.stderr
     assert r.returncode == 2 and "Traceback" not in out
@@ -231,7 +263,9 @@ def test_bad_inputs_each_get_one_line(tmp_path, verl_trees):
 def test_yaml_syntax_error_in_a_user_config_dir(tmp_path):
     pkg = tmp_path / "app"
     (pkg / "conf").mkdir(parents=True)
-    (pkg / "main.py").write_text("import hydra\n@hydra.main(config_path='conf', config_name='cfg', version_base=None)\ndef main(c): pass\n")
+    (pkg / "main.py").write_text(
+        "import hydra\n@hydra.main(config_path='conf', config_name='cfg', version_base=None)\ndef main(c): pass\n"
+    )
     (pkg / "conf" / "cfg.yaml").write_text("a: [1, 2\nb: 3\n")
     s = tmp_path / "run.sh"
     s.write_text("python3 app/main.py a=1\n")
@@ -259,7 +293,9 @@ def fuzz_env(verl_trees):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_fuzz_generated_scripts(fuzz_env, tmp_path_factory, seed):
     options, composer = fuzz_env
@@ -325,6 +361,8 @@ def test_reads_stop_at_the_size_limit(tmp_path):
 def test_hydra_assertion_on_odd_input_is_a_finding_not_an_internal_error(lint):
     """Found by bench/fuzz.py (seed 0, case 422): Hydra asserts while resolving a defaults-list
     interpolation; that is a composition error of this input, not a linter failure."""
-    report = lint('run\nrun() {\n  local L=[a,b]\n  python3 -m verl.trainer.main_ppo \\\n    "${ARGS[@]}" \\\n    "${GPUS[@]}" \\\n    "${BSZ[@]}" \\\n    "$@" \\\n    "$@" \\\n    critic=${oc.select:trainer.nnodes,1} \\\n    "$@" \\\n    ++actor_rollout_ref.rollout.engine_kwargs.vllm.enable_expert_parallel=$TP\n}\nrun\n')
+    report = lint(
+        'run\nrun() {\n  local L=[a,b]\n  python3 -m verl.trainer.main_ppo \\\n    "${ARGS[@]}" \\\n    "${GPUS[@]}" \\\n    "${BSZ[@]}" \\\n    "$@" \\\n    "$@" \\\n    critic=${oc.select:trainer.nnodes,1} \\\n    "$@" \\\n    ++actor_rollout_ref.rollout.engine_kwargs.vllm.enable_expert_parallel=$TP\n}\nrun\n'
+    )
     assert not report.errors, report.errors
     assert [(d.code, d.span.line) for d in report.diagnostics if d.code == "VL106"] == [("VL106", 4)]

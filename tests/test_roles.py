@@ -56,26 +56,44 @@ def test_the_entry_points_own_wiring_decides(codes, verl_trees, tmp_path):
     main = root / "verl" / "trainer" / "main_ppo.py"
     text = main.read_text()
     assert text.count("        if need_reference_policy(config):\n") == 1
-    main.write_text(text.replace("        if need_reference_policy(config):\n", '        if config.actor_rollout_ref.actor.get("use_ref", False):\n'))
+    main.write_text(
+        text.replace(
+            "        if need_reference_policy(config):\n",
+            '        if config.actor_rollout_ref.actor.get("use_ref", False):\n',
+        )
+    )
     tree = tree_at(root, "test")
     assert codes(main_ppo(f"{A}.use_kl_loss=True", OFFLOAD), tree, "VL222") == []
     assert codes(main_ppo(f"+{A}.use_ref=True", OFFLOAD), tree, "VL222")
     # The mapping filled somewhere this file does not show: not known, so silent.
     other = tmp_path / "verl-unread-wiring"
     shutil.copytree(verl_trees["0.7.1"].root / "verl", other / "verl")
-    hidden = text.replace("self.role_worker_mapping[Role.RefPolicy] = ray.remote(ref_policy_cls)", "self.add_ref_role(ref_policy_cls)")
-    (other / "verl" / "trainer" / "main_ppo.py").write_text(hidden.replace('self.mapping[Role.RefPolicy] = "global_pool"', "pass"))
+    hidden = text.replace(
+        "self.role_worker_mapping[Role.RefPolicy] = ray.remote(ref_policy_cls)", "self.add_ref_role(ref_policy_cls)"
+    )
+    (other / "verl" / "trainer" / "main_ppo.py").write_text(
+        hidden.replace('self.mapping[Role.RefPolicy] = "global_pool"', "pass")
+    )
     assert codes(main_ppo(f"{A}.use_kl_loss=True", OFFLOAD), tree_at(other, "test"), "VL222") == []
 
 
-MICRO = (f"{A}.ppo_micro_batch_size_per_gpu=8", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")
+MICRO = (
+    f"{A}.ppo_micro_batch_size_per_gpu=8",
+    f"{R}.log_prob_micro_batch_size_per_gpu=8",
+    "algorithm.adv_estimator=grpo",
+)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version,checked", [("0.2.0.post2", True), ("0.3.0.post1", True), ("0.4.1", False), ("0.7.1", False), ("0.9.1", False)])
+@pytest.mark.parametrize(
+    "version,checked",
+    [("0.2.0.post2", True), ("0.3.0.post1", True), ("0.4.1", False), ("0.7.1", False), ("0.9.1", False)],
+)
 def test_the_reference_micro_batch_pair_is_checked_as_the_release_decides(codes, version, checked):
     """verl 0.2-0.3 check the reference's micro batch pair in every launch (main_ppo always adds
     the reference worker); from 0.4 only with a KL loss or in-reward KL."""
     ref = [m for m in codes(main_ppo(*MICRO), version, "VL315") if "actor_rollout_ref.ref." in m]
     assert bool(ref) == checked
-    assert [m for m in codes(main_ppo(*MICRO, f"{A}.use_kl_loss=True"), version, "VL315") if "actor_rollout_ref.ref." in m]
+    assert [
+        m for m in codes(main_ppo(*MICRO, f"{A}.use_kl_loss=True"), version, "VL315") if "actor_rollout_ref.ref." in m
+    ]

@@ -18,7 +18,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_committed_pages_are_what_the_registry_generates():
-    r = subprocess.run([sys.executable, str(REPO / "scripts" / "make_rule_docs.py"), "--check"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "make_rule_docs.py"), "--check"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert {p.stem for p in (REPO / "docs" / "rules").glob("VL*.md")} == {r.code for r in REGISTRY}
 
@@ -27,7 +29,9 @@ def test_reports_link_each_finding_to_its_public_page_or_the_docs_url_setting(tm
     """JSON and SARIF link each rule to its page where code scanning can open it: the project's
     `Documentation` address ([project.urls], the committed docs/rules/ on GitHub), never a file://
     of the checkout; a fork sets its own with `docs-url` in [tool.verl-lint]."""
-    (tmp_path / "s.sh").write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1\n")
+    (tmp_path / "s.sh").write_text(
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1\n"
+    )
     args = ["check", "--verl-root", str(verl_trees[NEWEST].root), str(tmp_path / "s.sh"), "--no-cache"]
 
     def links():
@@ -42,8 +46,12 @@ def test_reports_link_each_finding_to_its_public_page_or_the_docs_url_setting(tm
     assert _checkout_documentation() + "/" == documentation  # read from the checkout when the metadata predates it
     url, help_uri = links()
     assert url == help_uri == documentation + "VL101.md"
-    assert (REPO / "docs" / "rules" / "VL101.md").read_text(encoding="utf-8") == REGISTRY.get("VL101").page()  # the page it names
-    (tmp_path / "pyproject.toml").write_text('[tool.verl-lint]\ndocs-url = "https://docs.example.org/verl-lint/rules"\n')
+    assert (REPO / "docs" / "rules" / "VL101.md").read_text(encoding="utf-8") == REGISTRY.get(
+        "VL101"
+    ).page()  # the page it names
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.verl-lint]\ndocs-url = "https://docs.example.org/verl-lint/rules"\n'
+    )
     assert links() == ("https://docs.example.org/verl-lint/rules/VL101.md",) * 2
     # Text output names no address (`verl-lint rule VL101` prints the page).
     main(args)

@@ -18,10 +18,20 @@ from verl_lint.rules import pack  # noqa: F401 - registers every rule before CAS
 # Examples that do not hold on verl 0.5.0 yet (reported on issue #19: examples without a version
 # specifier, or the linter); strict, so a fix shows up as a failing XPASS and leaves this list.
 FAIL_ON_0_5 = {
-    "VL010-0.5.0-good0", "VL106-0.5.0-bad0", "VL106-0.5.0-good0", "VL108-0.5.0-bad1",
-    "VL108-0.5.0-good0", "VL110-0.5.0-bad0", "VL110-0.5.0-bad1",
-    "VL231-0.5.0-bad0", "VL501-0.5.0-bad0", "VL501-0.5.0-bad1", "VL503-0.5.0-good0", "VL504-0.5.0-good0",
-    "VL608-0.5.0-bad0", "VL610-0.5.0-bad0",
+    "VL010-0.5.0-good0",
+    "VL106-0.5.0-bad0",
+    "VL106-0.5.0-good0",
+    "VL108-0.5.0-bad1",
+    "VL108-0.5.0-good0",
+    "VL110-0.5.0-bad0",
+    "VL110-0.5.0-bad1",
+    "VL231-0.5.0-bad0",
+    "VL501-0.5.0-bad0",
+    "VL501-0.5.0-bad1",
+    "VL503-0.5.0-good0",
+    "VL504-0.5.0-good0",
+    "VL608-0.5.0-bad0",
+    "VL610-0.5.0-bad0",
 }
 
 
@@ -118,10 +128,18 @@ def test_example(lint, verl_trees, rule, version, index, kind):
     assert not report.errors, report.errors
     got = sorted(set(codes(report)))
     if kind == "bad":
-        assert got == [rule.code], f"{rule.code} bad example on verl {version} gave {got}: {[d.message for d in report.diagnostics]}"
+        assert got == [rule.code], (
+            f"{rule.code} bad example on verl {version} gave {got}: {[d.message for d in report.diagnostics]}"
+        )
         for d in report.diagnostics:
             where = expected_position(script, d.code, d.key)
-            assert where is not None, f"{rule.code} bad example on verl {version}: nothing in the script names {d.key!r}"
-            assert (d.span.line, d.span.col) == where, f"{rule.code} on verl {version} at {d.span.line}:{d.span.col}, expected {where[0]}:{where[1]}: {d.message}"
+            assert where is not None, (
+                f"{rule.code} bad example on verl {version}: nothing in the script names {d.key!r}"
+            )
+            assert (d.span.line, d.span.col) == where, (
+                f"{rule.code} on verl {version} at {d.span.line}:{d.span.col}, expected {where[0]}:{where[1]}: {d.message}"
+            )
     else:
-        assert got == [], f"{rule.code} good example on verl {version} gave {[(d.code, d.message) for d in report.diagnostics]}"
+        assert got == [], (
+            f"{rule.code} good example on verl {version} gave {[(d.code, d.message) for d in report.diagnostics]}"
+        )

@@ -45,7 +45,9 @@ def _unpacked_torch_npu(version: str) -> Path:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         wheels = sorted(Path(tmp).glob("torch_npu-*.whl"))
         if proc.returncode != 0 or not wheels:
-            pytest.skip(f"cannot download torch-npu=={version}: {(proc.stderr.strip().splitlines() or ['no wheel'])[-1]}")
+            pytest.skip(
+                f"cannot download torch-npu=={version}: {(proc.stderr.strip().splitlines() or ['no wheel'])[-1]}"
+            )
         unpack = Path(tmp) / "unpacked"
         with zipfile.ZipFile(wheels[0]) as zf:
             for name in zf.namelist():
@@ -97,11 +99,15 @@ def test_verl_071_allocator_code(verl_trees):
     assert v.setter_for("cuda").where == "verl/utils/device.py:146"
     assert v.setter_for("npu") is None
     files = {c.path for c in v.trainer_enables}
-    assert {"verl/workers/fsdp_workers.py", "verl/workers/megatron_workers.py", "verl/workers/engine_workers.py"} <= files
+    assert {
+        "verl/workers/fsdp_workers.py",
+        "verl/workers/megatron_workers.py",
+        "verl/workers/engine_workers.py",
+    } <= files
     assert v.enables_training_on("cuda") and not v.enables_training_on("npu")
 
 
-DEVICE_PY = '''
+DEVICE_PY = """
 import logging
 import torch
 logger = logging.getLogger(__name__)
@@ -117,9 +123,9 @@ def set_expandable_segments(enable: bool) -> None:
             torch.npu.memory._set_allocator_settings(f"expandable_segments:{enable}")
         except Exception:
             logger.warning("torch-npu does not support _set_allocator_settings")
-'''
+"""
 
-WORKERS_PY = '''
+WORKERS_PY = """
 from verl.utils.device import set_expandable_segments
 
 
@@ -133,7 +139,7 @@ class ActorRolloutRefWorker:
     async def update_weights(self):
         set_expandable_segments(False)
         await self.rollout.resume(tags=["weights"])
-'''
+"""
 
 
 def _synthetic_tree(root: Path, training_call: str) -> Path:
@@ -142,7 +148,9 @@ def _synthetic_tree(root: Path, training_call: str) -> Path:
     (root / "verl" / "trainer").mkdir(parents=True)
     (root / "verl" / "__init__.py").write_text("")
     (root / "verl" / "utils" / "device.py").write_text(DEVICE_PY)
-    (root / "verl" / "workers" / "engine_workers.py").write_text(textwrap.dedent(WORKERS_PY).replace("{training_call}", training_call))
+    (root / "verl" / "workers" / "engine_workers.py").write_text(
+        textwrap.dedent(WORKERS_PY).replace("{training_call}", training_call)
+    )
     return root
 
 
@@ -152,19 +160,27 @@ def test_synthetic_tree_training_worker_lacks_call(tmp_path, torch_npu_pkgs, cle
     assert v.setter_for("npu").swallows_errors and v.setter_for("cuda") is not None
     assert v.trainer_enables == ()
     assert not v.enables_training_on("npu")
-    diags = check_allocator(None, accelerator="npu", verl_tree=tree, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={})
+    diags = check_allocator(
+        None, accelerator="npu", verl_tree=tree, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={}
+    )
     [d] = diags
     assert d.code == "VL652" and d.span.path == "<runtime>" and (d.span.line, d.span.col) == (1, 1)
     assert "never enables expandable segments for training on NPU" in d.message
     assert "TrainingWorker" in d.message and "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True" in d.help
     # The env already turns them on: nothing to report.
     env = {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}
-    assert check_allocator(None, accelerator="npu", verl_tree=tree, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ=env) == []
+    assert (
+        check_allocator(None, accelerator="npu", verl_tree=tree, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ=env)
+        == []
+    )
     # With the call in TrainingWorker verl does enable them.
     tree2 = tree_at(_synthetic_tree(tmp_path / "has", "set_expandable_segments(True)"), "test")
     v2 = analyze_verl(str(tree2.root))
     assert [(c.cls, c.func, c.enable) for c in v2.trainer_enables] == [("TrainingWorker", "train_batch", True)]
-    assert check_allocator(None, accelerator="npu", verl_tree=tree2, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={}) == []
+    assert (
+        check_allocator(None, accelerator="npu", verl_tree=tree2, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={})
+        == []
+    )
 
 
 def test_rollout_config_default_from_source(verl_trees):
@@ -187,20 +203,37 @@ def test_old_torch_npu_warns_on_npu(verl_trees, torch_npu_pkgs, clean_env):
     kw = dict(accelerator="npu", verl_tree=verl_trees["0.9.1"], environ={})
     [d] = check_allocator(None, torch_npu_dir=torch_npu_pkgs[NPU_BEFORE], **kw)
     assert d.code == "VL651"
-    assert d.message.startswith("expandable segments will not be enabled on this NPU: torch-npu 2.6.0 lacks _set_allocator_settings")
+    assert d.message.startswith(
+        "expandable segments will not be enabled on this NPU: torch-npu 2.6.0 lacks _set_allocator_settings"
+    )
     assert "only logs a warning (verl/plugin/platform/platform_npu.py:102)" in d.message
     assert "PYTORCH_NPU_ALLOC_CONF=expandable_segments:True" in d.help and "upgrade" in d.help
     assert check_allocator(None, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], **kw) == []
     # Not on an NPU host: the torch-npu API does not matter.
-    assert check_allocator(None, accelerator="cuda", verl_tree=verl_trees["0.9.1"], torch_npu_dir=torch_npu_pkgs[NPU_BEFORE], environ={}) == []
+    assert (
+        check_allocator(
+            None,
+            accelerator="cuda",
+            verl_tree=verl_trees["0.9.1"],
+            torch_npu_dir=torch_npu_pkgs[NPU_BEFORE],
+            environ={},
+        )
+        == []
+    )
 
 
 def test_verl_without_npu_path_on_npu(verl_trees, torch_npu_pkgs):
-    [d] = check_allocator(None, accelerator="npu", verl_tree=verl_trees["0.7.1"], torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={})
+    [d] = check_allocator(
+        None, accelerator="npu", verl_tree=verl_trees["0.7.1"], torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={}
+    )
     assert d.code == "VL652" and "(0.7.1)" in d.message and "no NPU path" in d.message
     assert "vllm-ascend sleep mode" in d.help  # rollout unknown: the env fix has a caveat
     [d] = check_allocator(
-        {"name": "sglang"}, accelerator="npu", verl_tree=verl_trees["0.7.1"], torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={}
+        {"name": "sglang"},
+        accelerator="npu",
+        verl_tree=verl_trees["0.7.1"],
+        torch_npu_dir=torch_npu_pkgs[NPU_AFTER],
+        environ={},
     )
     assert "vllm-ascend" not in d.help
 
@@ -209,7 +242,12 @@ def test_verl_without_npu_path_on_npu(verl_trees, torch_npu_pkgs):
 
 
 def test_live_env_rules_use_runtime_span(verl_trees):
-    diags = check_allocator(None, accelerator="cuda", verl_tree=verl_trees["0.9.1"], environ={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:true"})
+    diags = check_allocator(
+        None,
+        accelerator="cuda",
+        verl_tree=verl_trees["0.9.1"],
+        environ={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:true"},
+    )
     assert [d.code for d in diags] == ["VL602"]
     assert diags[0].span.path == "<runtime>" and diags[0].span.line == 1
 
@@ -248,7 +286,9 @@ def test_live_check_with_real_torch(clean_env, verl_trees):
 def test_nothing_heavy_is_imported(tmp_path, verl_trees):
     """Lint path, live check and doctor import none of torch, torch_npu, vllm, sglang, verl."""
     script = tmp_path / "run.sh"
-    script.write_text("#!/bin/bash\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n")
+    script.write_text(
+        "#!/bin/bash\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"
+    )
     prog = textwrap.dedent(
         f"""
         import sys
@@ -259,11 +299,11 @@ def test_nothing_heavy_is_imported(tmp_path, verl_trees):
         from verl_lint.runner import lint_file
         from verl_lint.rules.allocator_live import check_allocator
         from verl_lint import doctor
-        tree = tree_at(Path({str(verl_trees['0.9.1'].root)!r}), 'test')
+        tree = tree_at(Path({str(verl_trees["0.9.1"].root)!r}), 'test')
         rep = lint_file(Path({str(script)!r}), Options(verl_tree=tree, versions={{'vllm': '0.12.0'}}), Composer(cache=False))
         assert [d.code for d in rep.diagnostics] == ['VL607'], rep
         check_allocator({{'name': 'vllm'}}, verl_tree=tree)
-        doctor.build(type('A', (), {{'verl_root': {str(verl_trees['0.9.1'].root)!r}, 'verl': None, 'accelerator': None, 'rollout': 'vllm'}})())
+        doctor.build(type('A', (), {{'verl_root': {str(verl_trees["0.9.1"].root)!r}, 'verl': None, 'accelerator': None, 'rollout': 'vllm'}})())
         heavy = sorted(m for m in ('torch', 'torch_npu', 'vllm', 'sglang', 'verl') if m in sys.modules)
         print(heavy)
         """
@@ -275,7 +315,11 @@ def test_nothing_heavy_is_imported(tmp_path, verl_trees):
 
 @pytest.mark.parametrize(
     "files,kind",
-    [((), "none"), (("dev/davinci0", "dev/davinci_manager"), "npu"), (("proc/driver/nvidia/gpus/0000:01:00.0/information",), "cuda")],
+    [
+        ((), "none"),
+        (("dev/davinci0", "dev/davinci_manager"), "npu"),
+        (("proc/driver/nvidia/gpus/0000:01:00.0/information",), "cuda"),
+    ],
 )
 def test_detect_accelerator_from_device_files(tmp_path, files, kind):
     if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
@@ -315,7 +359,7 @@ def test_live_check_in_a_fresh_process_and_live_rules_listed(verl_trees):
         from pathlib import Path
         from verl_lint.launch.locate import tree_at
         from verl_lint.rules.allocator_live import check_allocator
-        tree = tree_at(Path({str(verl_trees['0.9.1'].root)!r}), 'test')
+        tree = tree_at(Path({str(verl_trees["0.9.1"].root)!r}), 'test')
         env = {{'PYTORCH_CUDA_ALLOC_CONF': 'expandable_segments:true'}}
         print([(d.code, d.name, str(d.severity)) for d in check_allocator(None, accelerator='cuda', verl_tree=tree, environ=env)])
         """
@@ -323,11 +367,15 @@ def test_live_check_in_a_fresh_process_and_live_rules_listed(verl_trees):
     proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == "[('VL602', 'alloc-conf-bad-value', 'error')]"
-    listing = subprocess.run([sys.executable, "-m", "verl_lint.cli", "rules"], capture_output=True, text=True, timeout=120)
+    listing = subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", "rules"], capture_output=True, text=True, timeout=120
+    )
     assert listing.returncode == 0, listing.stderr[-2000:]
     rows = {line.split()[0]: line.split()[1] for line in listing.stdout.splitlines() if line.startswith("VL65")}
     assert rows == {"VL651": "allocator-setter-missing", "VL652": "verl-never-enables-expandable-segments"}
-    doc = subprocess.run([sys.executable, "-m", "verl_lint.cli", "rule", "VL651"], capture_output=True, text=True, timeout=120)
+    doc = subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", "rule", "VL651"], capture_output=True, text=True, timeout=120
+    )
     assert doc.returncode == 0 and "## Why is this bad?" in doc.stdout and "torch-npu 2.6.0, 2.6.0.post3" in doc.stdout
 
 
@@ -383,7 +431,10 @@ def test_env_default_written_by_verl_counts_as_enabling(tmp_path, torch_npu_pkgs
     v = analyze_verl(str(tree.root))
     assert [(w.var, w.value) for w in v.env_writes] == [("PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True")]
     assert v.enables_training_on("npu")
-    assert check_allocator(None, accelerator="npu", verl_tree=tree, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={}) == []
+    assert (
+        check_allocator(None, accelerator="npu", verl_tree=tree, torch_npu_dir=torch_npu_pkgs[NPU_AFTER], environ={})
+        == []
+    )
 
 
 def test_installed_torch_version_keeps_its_local_label():

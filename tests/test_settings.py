@@ -27,15 +27,24 @@ def check(tmp_path: Path, settings: str, *flags: str) -> subprocess.CompletedPro
         ('fail_on = "error"', 'unknown setting "fail_on" in [tool.verl-lint]; did you mean "fail-on"?'),
         ('fail-on = "errors"', 'fail-on = "errors": must be one of error, warning, info, never; did you mean "error"?'),
         ("per-file-ignores = 5", "per-file-ignores = 5: must be a table of glob = [rule codes]"),
-        ('per-file-ignores = {"legacy/*.sh" = 3}', 'per-file-ignores = {"legacy/*.sh": 3}: must be a string or a list of strings'),
+        (
+            'per-file-ignores = {"legacy/*.sh" = 3}',
+            'per-file-ignores = {"legacy/*.sh": 3}: must be a string or a list of strings',
+        ),
         ('per-file-ignores = {"legacy/*.sh" = ["VLX9"]}', 'unknown rule code or name "VLX9"'),
         ("severity = 3", 'severity = 3: must be a table of rule code = "error" | "warning" | "info"'),
-        ('severity = {VL312 = "fatal"}', 'severity = {"VL312": "fatal"}: the severity of VL312 must be one of error, warning, info'),
+        (
+            'severity = {VL312 = "fatal"}',
+            'severity = {"VL312": "fatal"}: the severity of VL312 must be one of error, warning, info',
+        ),
         ('severity = {VL9999 = "error"}', 'unknown rule code or name "VL9999"'),
         ('severity = {VL3 = "error"}', '"VL3" is a prefix: name one rule'),
         ("exclude = 7", "exclude = 7: must be a string or a list of strings (path globs)"),
         ("select = [1]", "select = [1]: must be a string or a list of strings (rule codes, prefixes or names)"),
-        ('ignore = ["unknown-config-keys"]', 'unknown rule code or name "unknown-config-keys"; did you mean "unknown-config-key"?'),
+        (
+            'ignore = ["unknown-config-keys"]',
+            'unknown rule code or name "unknown-config-keys"; did you mean "unknown-config-key"?',
+        ),
         ("extend-select = 5", "extend-select = 5: must be a string or a list of strings"),
         ('timeout = "soon"', 'timeout = "soon": must be a number >= 0 (seconds per launch; 0: no limit)'),
         ("max-file-size = -1", "max-file-size = -1: must be a number > 0 (MiB)"),
@@ -128,17 +137,22 @@ def found(proc: subprocess.CompletedProcess) -> set[tuple[str, str]]:
 
 def test_each_file_gets_the_closest_settings_in_one_run(nested):
     assert found(verl_lint(nested, ".", "--format", "json")) == {
-        ("run.sh", "VL101"), ("nested/run.sh", "VL101"), ("other/run.sh", "VL107"),  # other/skip.sh: excluded there
+        ("run.sh", "VL101"),
+        ("nested/run.sh", "VL101"),
+        ("other/run.sh", "VL107"),  # other/skip.sh: excluded there
     }
     # a nested pyproject without [tool.verl-lint] is passed over, also when its script is the first path
     assert found(verl_lint(nested, "nested/run.sh", "other/skip.sh", "--format", "json")) == {
-        ("nested/run.sh", "VL101"), ("other/skip.sh", "VL107"),  # a path given by name is linted even if excluded
+        ("nested/run.sh", "VL101"),
+        ("other/skip.sh", "VL107"),  # a path given by name is linted even if excluded
     }
 
 
 def test_config_flag_applies_to_every_file(nested):
     assert found(verl_lint(nested, ".", "--config", "other/verl-lint.toml", "--format", "json")) == {
-        ("run.sh", "VL107"), ("nested/run.sh", "VL107"), ("other/run.sh", "VL107"),
+        ("run.sh", "VL107"),
+        ("nested/run.sh", "VL107"),
+        ("other/run.sh", "VL107"),
     }
 
 
@@ -171,5 +185,7 @@ def test_fail_on_follows_each_files_settings(nested):
     (nested / "other" / "verl-lint.toml").write_text('select = ["VL107"]\nfail-on = "warning"\n')
     assert verl_lint(nested, "run.sh").returncode == 0  # its VL101 error: fail-on = "never"
     assert verl_lint(nested, "run.sh", "other/run.sh").returncode == 1  # VL107, a warning, fails under other/
-    assert verl_lint(nested, "run.sh", "other/run.sh", "--fail-on", "error").returncode == 1  # the flag wins: run.sh's error
+    assert (
+        verl_lint(nested, "run.sh", "other/run.sh", "--fail-on", "error").returncode == 1
+    )  # the flag wins: run.sh's error
     assert verl_lint(nested, "other/run.sh", "--fail-on", "error").returncode == 0

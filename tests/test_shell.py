@@ -37,9 +37,7 @@ def test_assignments_defaults_arithmetic(tmp_path):
 
 
 def test_export_local_readonly_prefix_env(tmp_path):
-    text = (
-        "export X=1\nreadonly R=2\nY=3\nf() { local L=5; FOO=bar python3 -m m l=$L r=$R; }\nf\n"
-    )
+    text = "export X=1\nreadonly R=2\nY=3\nf() { local L=5; FOO=bar python3 -m m l=$L r=$R; }\nf\n"
     la, _ = one_launch(text, tmp_path)
     assert words(la) == ["l=5", "r=2"]
     assert la.env["X"].value == "1" and la.env["FOO"].value == "bar"
@@ -114,11 +112,15 @@ def test_variants_of_a_case_an_elif_and_the_cap(tmp_path):
         "python3 -m m tp=$TP n=$N\n"
     )
     found = launches(evaluate(str(p), text).commands, str(p))
-    assert [(words(la)[0], la.overrides[1].text) for la in found] == [(f"tp={tp}", n) for n in ("n=1", None) for tp in (1, 4, 2)]
+    assert [(words(la)[0], la.overrides[1].text) for la in found] == [
+        (f"tp={tp}", n) for n in ("n=1", None) for tp in (1, 4, 2)
+    ]
     assert found[0].variant == ('when line 6: `[ "$A" = x ]`', 'when line 2: `"$SIZE"` matches `small`')
     assert found[4].variant == ('when line 6: not `[ "$A" = x ]`', 'when line 3: `"$SIZE"` matches `big|huge`')
     many = "".join(f'if [ "$M" = {i} ]; then V{i}=a; else V{i}=b; fi\n' for i in range(4))  # 16 combinations
-    [la] = launches(evaluate(str(p), many + "python3 -m m " + " ".join(f"v{i}=$V{i}" for i in range(4)) + "\n").commands, str(p))
+    [la] = launches(
+        evaluate(str(p), many + "python3 -m m " + " ".join(f"v{i}=$V{i}" for i in range(4)) + "\n").commands, str(p)
+    )
     assert la.variant is None and la.overrides[0].text is None and "branch" in la.overrides[0].unknown.reason
 
 
@@ -126,14 +128,23 @@ def test_launch_forms(tmp_path):
     cases = {
         "python -u -X importtime -m verl.trainer.main_ppo a=1\n": ("verl.trainer.main_ppo", None),
         "torchrun --nproc_per_node=8 --nnodes 2 -m verl.trainer.sft_trainer a=1\n": ("verl.trainer.sft_trainer", None),
-        "ray job submit --address=http://x:8265 -- python3 -m verl.trainer.main_ppo a=1\n": ("verl.trainer.main_ppo", None),
+        "ray job submit --address=http://x:8265 -- python3 -m verl.trainer.main_ppo a=1\n": (
+            "verl.trainer.main_ppo",
+            None,
+        ),
         "PY=python3\n$PY -m verl.trainer.main_ppo a=1 | tee log\n": ("verl.trainer.main_ppo", None),
         "nohup python3 recipe/x/main.py a=1 &\n": (None, "recipe/x/main.py"),
         "if true; then env A=1 python3 -m mod a=1; fi\n": ("mod", None),
-        "PY=/isaac-sim/python.sh\n$PY -m verl.experimental.vla.main_ppo a=1\n": ("verl.experimental.vla.main_ppo", None),
+        "PY=/isaac-sim/python.sh\n$PY -m verl.experimental.vla.main_ppo a=1\n": (
+            "verl.experimental.vla.main_ppo",
+            None,
+        ),
         # launchers that run the script themselves, with flags verl-lint does not all know
         "deepspeed --num_gpus 8 --bind_cores_to_rank -m verl.trainer.main_ppo a=1\n": ("verl.trainer.main_ppo", None),
-        "srun -N1 accelerate launch --num_processes 8 --mixed_precision bf16 recipe/x/main_dapo.py a=1\n": (None, "recipe/x/main_dapo.py"),
+        "srun -N1 accelerate launch --num_processes 8 --mixed_precision bf16 recipe/x/main_dapo.py a=1\n": (
+            None,
+            "recipe/x/main_dapo.py",
+        ),
         "export CUDA_VISIBLE_DEVICES=0\nenv -u CUDA_VISIBLE_DEVICES B=1 python3 -m mod a=1\n": ("mod", None),
     }
     for i, (text, (module, file)) in enumerate(cases.items()):
@@ -170,7 +181,7 @@ def test_nothing_is_executed(tmp_path):
     text = (
         f"X=$(touch {marker})\nY=`touch {marker}`\neval 'touch {marker}'\ntouch {marker}\n"
         f"cat <(touch {marker})\ntrap 'touch {marker}' EXIT\n"
-        f"python3 -m verl.trainer.main_ppo a=$(touch {marker}) <<< \"$(touch {marker})\"\n"
+        f'python3 -m verl.trainer.main_ppo a=$(touch {marker}) <<< "$(touch {marker})"\n'
     )
     evaluate(str(tmp_path / "s.sh"), text)
     assert not marker.exists()
@@ -206,7 +217,10 @@ def test_broken_continuation_is_a_finding(tmp_path):
     assert d.code == "VL008" and (d.span.line, d.span.col) == (4, 3) and d.key == "trainer.nnodes"
     assert "the launch above ended early" in d.message
     assert (again.span.line, again.key) == (7, "data.x.y")  # a second cut: below the first one's overrides
-    assert (la.cut.line, la.cut.blank) == (4, None) and {k: w.line for k, w in la.cut.below.items()} == {"trainer.nnodes": 4, "data.x.y": 7}
+    assert (la.cut.line, la.cut.blank) == (4, None) and {k: w.line for k, w in la.cut.below.items()} == {
+        "trainer.nnodes": 4,
+        "data.x.y": 7,
+    }
 
 
 def test_a_blank_after_the_backslash_is_an_argument(tmp_path):
@@ -214,9 +228,16 @@ def test_a_blank_after_the_backslash_is_an_argument(tmp_path):
     the line ends the command there."""
     text = "python3 -m verl.trainer.main_ppo a.b=1 \\  # why\n  trainer.nnodes=2\n"
     [d], [la] = cuts(text, tmp_path)
-    assert (d.span.line, d.span.col) == (2, 3) and "the `\\ ` at line 1" in d.message and "OverrideParseException" in d.message
+    assert (
+        (d.span.line, d.span.col) == (2, 3)
+        and "the `\\ ` at line 1" in d.message
+        and "OverrideParseException" in d.message
+    )
     assert (la.cut.blank.line, la.cut.blank.col, la.cut.blank.end_col) == (1, 40, 42)
-    assert subprocess.run(["bash", "-c", "printf '[%s]' a.b=1 \\  # why\n"], capture_output=True, text=True).stdout == "[a.b=1][ ]"
+    assert (
+        subprocess.run(["bash", "-c", "printf '[%s]' a.b=1 \\  # why\n"], capture_output=True, text=True).stdout
+        == "[a.b=1][ ]"
+    )
 
 
 @pytest.mark.parametrize(
@@ -236,9 +257,7 @@ def test_no_cut_without_a_launch_right_above(text, tmp_path):
 def test_an_assignment_split_by_the_grammar_is_one_assignment(tmp_path):
     """tree-sitter-bash ends `L=$D/$` at the bare `$` and reads `RUN.log` as a command name; bash
     sees one assignment. Also after `export` and as a command's prefix."""
-    text = (
-        "D=/logs\nRUN=r1\nL=$D/$RUN.log\nexport O=$D/$RUN.out\nP=$D/$RUN.p python3 -m m a=$L b=$O\n"
-    )
+    text = "D=/logs\nRUN=r1\nL=$D/$RUN.log\nexport O=$D/$RUN.out\nP=$D/$RUN.p python3 -m m a=$L b=$O\n"
     la, result = one_launch(text, tmp_path)
     assert words(la) == ["a=/logs/r1.log", "b=/logs/r1.out"] and la.env["P"].value == "/logs/r1.p"
     assert [c.words[0].text for c in result.commands] == ["python3"]
@@ -286,7 +305,13 @@ def test_self_appends_in_every_form_are_not_used_before_assignment():
     """Issue #17: `X="$X --flag"`, `X+=...`, `export P="$P:..."`, in a function or a loop, read
     X in its own (first) assignment: bash runs them without complaint, and VL002 stays silent."""
     shown = 'printf "%s|" "$X" "$P" "$Y" "$Z" "$W" "$N"'
-    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", SELF_APPENDS + shown], env={}, capture_output=True, text=True, check=True)
+    real = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", SELF_APPENDS + shown],
+        env={},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert real.stdout == " --a --b|:/x| -y| z| w1 w2|1|"
     assert [d.code for d in evaluate("/tmp/x.sh", SELF_APPENDS + "echo $LATE\nLATE=1\n").diagnostics] == ["VL002"]
 
@@ -301,9 +326,9 @@ def test_a_declared_variable_is_not_used_before_assignment(tmp_path):
     """`declare -A CACHE` declares the array: an element read in a function that fills the
     cache later is not a use before assignment; a plain use before any assignment still is."""
     text = (
-        "declare -A CACHE\nlabel() {\n  if [ -n \"${CACHE[$1]+x}\" ]; then echo \"${CACHE[$1]}\"; return; fi\n"
-        "  CACHE[$1]=\"gpu$1\"\n}\nlabel 0\nlocal_only() { local V; echo \"$V\"; V=1; }\nlocal_only\n"
-        "echo \"$LATE\"\nLATE=1\n"
+        'declare -A CACHE\nlabel() {\n  if [ -n "${CACHE[$1]+x}" ]; then echo "${CACHE[$1]}"; return; fi\n'
+        '  CACHE[$1]="gpu$1"\n}\nlabel 0\nlocal_only() { local V; echo "$V"; V=1; }\nlocal_only\n'
+        'echo "$LATE"\nLATE=1\n'
     )
     found = [(d.code, d.span.line) for d in evaluate(str(tmp_path / "s.sh"), text).diagnostics]
     assert found == [("VL002", 9)]
@@ -336,8 +361,15 @@ def test_tilde_expansion_matches_bash():
     unknown: the home directory is the user's, never the linter's. Everywhere else the text stays."""
     home = "/nonexistent/home-of-the-user"
     names = [line.split("=")[0].split()[-1] for line in TILDE_ASSIGNMENTS]
-    text = "\n".join(TILDE_ASSIGNMENTS) + "\n" + "".join(f'printf "%s\\n" "${n}"\n' for n in names) + f'printf "%s\\n" {TILDE_ARGS}\n'
-    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={"HOME": home}, capture_output=True, text=True, check=True)
+    text = (
+        "\n".join(TILDE_ASSIGNMENTS)
+        + "\n"
+        + "".join(f'printf "%s\\n" "${n}"\n' for n in names)
+        + f'printf "%s\\n" {TILDE_ARGS}\n'
+    )
+    real = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", text], env={"HOME": home}, capture_output=True, text=True, check=True
+    )
     expected = real.stdout.splitlines()
     result = evaluate("/tmp/tilde.sh", text)
     got = [w for c in result.commands if c.words and c.words[0].text == "printf" for w in c.words[2:]]
@@ -357,7 +389,9 @@ def test_blanks_inside_double_quotes_match_bash():
         'C="torchrun --nproc-per-node=${N:-1} ${E}"\nD="$A ${B}"\nF="x  ${B}y	${A}"\nG=" ${A}${B} "\n'
         'printf "%s\\n" "$C" "$D" "$F" "$G"\nprintf "%s\\n" $C\n'
     )
-    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={}, capture_output=True, text=True, check=True)
+    real = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", text], env={}, capture_output=True, text=True, check=True
+    )
     result = evaluate("/tmp/blanks.sh", text)
     got = [w.text for c in result.commands if c.words and c.words[0].text == "printf" for w in c.words[2:]]
     assert got == real.stdout.splitlines() and len(got) == 8
@@ -366,9 +400,19 @@ def test_blanks_inside_double_quotes_match_bash():
 def test_ansi_c_quoting_matches_bash():
     """`$'...'`: named escapes, octal, hex, \\u, \\c control characters, and a backslash before
     anything else kept, as bash expands them (a NUL would end the string there: not tested)."""
-    words = [r"$'a\tb\x41\x4a'", r"$'\101\0123'", r"$'\u00e9\U0001F600'", r"$'a\UFFFFFFFFb'", r"$'\cA\e[0m'", r"$'\q\'x\\\\\?'", r"$'x=\\n'"]
+    words = [
+        r"$'a\tb\x41\x4a'",
+        r"$'\101\0123'",
+        r"$'\u00e9\U0001F600'",
+        r"$'a\UFFFFFFFFb'",
+        r"$'\cA\e[0m'",
+        r"$'\q\'x\\\\\?'",
+        r"$'x=\\n'",
+    ]
     text = "printf '%s|' " + " ".join(words) + "\n"
-    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={"LC_ALL": "C.UTF-8"}, capture_output=True, check=True)
+    real = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", text], env={"LC_ALL": "C.UTF-8"}, capture_output=True, check=True
+    )
     [cmd] = evaluate("/tmp/ansi.sh", text).commands
     assert "".join(w.text + "|" for w in cmd.words[2:]).encode() == real.stdout
 
@@ -386,10 +430,14 @@ def test_string_editing_expansions_match_bash():
     quotes inside it) or an extglob stays unknown rather than guessed."""
     text = f'X=/models/Qwen/Qwen2.5-7B.tar.gz\nA=aXbXc\nE=""\nD=dd\nprintf "%s|" {EDITS}\n'
     unsure = 'printf "%s|" ${X/#\\/models/m} "${X#*"$D"}" ${X%%+([0-9])} ${X/a/&}\n'
-    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", text], env={}, capture_output=True, text=True, check=True)
+    real = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", text], env={}, capture_output=True, text=True, check=True
+    )
     known, unknown = (c.words[2:] for c in evaluate("/tmp/edits.sh", text + unsure).commands)
     assert "".join(f"{w.text}|" for w in known) == real.stdout and len(known) == 25
-    assert [w.text for w in unknown] == [None] * 4 and all("not evaluated statically" in w.unknown.reason for w in unknown)
+    assert [w.text for w in unknown] == [None] * 4 and all(
+        "not evaluated statically" in w.unknown.reason for w in unknown
+    )
 
 
 EVAL_AGAIN = r"""BASE="a.b=8 c.d=['w'] e.f='G H' x\ y"
@@ -402,7 +450,9 @@ eval $CMD
 def test_eval_parses_the_words_again_as_bash_does():
     """`eval $CMD`: bash joins the words and parses them again: quotes kept in the value are
     removed, a quote opened in one word closes in the next, a backslash escapes a blank."""
-    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", EVAL_AGAIN], env={}, capture_output=True, text=True, check=True)
+    real = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", EVAL_AGAIN], env={}, capture_output=True, text=True, check=True
+    )
     [cmd] = evaluate("/tmp/eval.sh", EVAL_AGAIN).commands
     again = _parsed_again(cmd.words[1:])
     assert [w.text for w in again[2:]] == real.stdout.split("^")[:-1] and len(again) == 9
@@ -413,10 +463,10 @@ def test_eval_of_a_value_with_unknown_parts_keeps_what_is_known(tmp_path):
     """A value built with `$@` and `$RUN` (Logic-RL's curriculum script): split on its known
     blanks, each unknown part stays inside its word, and the launch is analysed, once per iteration."""
     text = (
-        'BASE="data.train_batch_size=8 trainer.logger=[\'wandb\']"\n'
+        "BASE=\"data.train_batch_size=8 trainer.logger=['wandb']\"\n"
         "for ppl in 3 4; do\n"
         '  CMD="python3 -m verl.trainer.main_ppo ${BASE} data.train_files=./data/${ppl}/${RUN}.parquet \\\n'
-        "      actor_rollout_ref.model.path='\\\"m\\\"' $@\"\n"
+        '      actor_rollout_ref.model.path=\'\\"m\\"\' $@"\n'
         "  eval ${CMD}\n"
         "  eval ${CMD} \\'\n"  # a quote nothing closes: bash fails, not analysable
         "done\n"
@@ -425,7 +475,9 @@ def test_eval_of_a_value_with_unknown_parts_keeps_what_is_known(tmp_path):
     p.write_text(text)
     first, second, *later = launches(evaluate(str(p), text).commands, str(p), text)
     assert [(w.text, w.prefix) for w in first.overrides] == [
-        ("data.train_batch_size=8", ""), ("trainer.logger=[wandb]", ""), (None, "data.train_files=./data/3/"),
+        ("data.train_batch_size=8", ""),
+        ("trainer.logger=[wandb]", ""),
+        (None, "data.train_files=./data/3/"),
         ('actor_rollout_ref.model.path="m"', ""),
     ]
     assert first.variant == ("in the iteration of line 2 where `ppl=3`",) and len(later) == 2  # once per iteration
@@ -437,7 +489,9 @@ def test_eval_of_a_value_with_unknown_parts_keeps_what_is_known(tmp_path):
 def test_tilde_in_an_assignment_is_not_a_hydra_parse_error(lint):
     """`FILES=~/data/x` reaches Hydra as `/home/<user>/data/x`; `data.path=~/x` as an argument
     reaches it with the `~` (data.path is no shell name), which Hydra cannot parse."""
-    report = lint("TRAIN=~/data/train.parquet\npython3 -m verl.trainer.main_ppo data.train_files=$TRAIN data.val_files=~/data/val.parquet actor_rollout_ref.rollout.name=vllm\n")
+    report = lint(
+        "TRAIN=~/data/train.parquet\npython3 -m verl.trainer.main_ppo data.train_files=$TRAIN data.val_files=~/data/val.parquet actor_rollout_ref.rollout.name=vllm\n"
+    )
     assert [(d.code, d.span.col) for d in report.diagnostics] == [("VL102", 58)]
 
 
@@ -447,7 +501,11 @@ def local_imports(path: Path) -> list[tuple[int, str]]:
     top = {id(n) for n in tree.body}
     top |= {id(x) for n in tree.body if isinstance(n, (ast.If, ast.Try)) for x in ast.walk(n)}
     lines = path.read_text().splitlines()
-    return [(n.lineno, lines[n.lineno - 1].strip()) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in top]
+    return [
+        (n.lineno, lines[n.lineno - 1].strip())
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in top
+    ]
 
 
 PACKAGE = Path(__file__).parent.parent / "verl_lint"
@@ -460,4 +518,3 @@ def test_front_end_modules_are_small_with_imports_at_module_level(path):
     when optional by design, and then it says why on its line."""
     assert len(path.read_text().splitlines()) < 600
     assert all("# optional" in text for _, text in local_imports(path)), local_imports(path)
-

@@ -121,17 +121,38 @@ def test_the_critics_batches_are_checked_when_the_launch_trains_one(findings, ve
     assert only(findings(main_ppo("algorithm.adv_estimator=$ADV", *sizes), version), "VL302") == []  # unknown: silent
     # Left to follow the actor's, the critic's mini batch is the actor's one mistake: one finding.
     follows = main_ppo("algorithm.adv_estimator=gae", "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=128")
-    assert [m.split(" is smaller than ")[1].split("=")[0] for m in only(findings(follows, version), "VL302")] == [f"{A}.ppo_mini_batch_size"]
+    assert [m.split(" is smaller than ")[1].split("=")[0] for m in only(findings(follows, version), "VL302")] == [
+        f"{A}.ppo_mini_batch_size"
+    ]
     # The deprecated global micro batch alone: from 0.5 verl's critic config makes `_per_gpu`
     # follow it (`${oc.select:.ppo_micro_batch_size,null}`), so both are set; 0.4 keeps them apart.
     # The FSDP critic (legacy 0.4-0.7, engine 0.9) splits its own mini batch over the GPUs / its SP, then into micro batches.
-    split = ("data.train_batch_size=96", f"{A}.ppo_mini_batch_size=16", "critic.ppo_mini_batch_size=16", "critic.ppo_micro_batch_size_per_gpu=4")
+    split = (
+        "data.train_batch_size=96",
+        f"{A}.ppo_mini_batch_size=16",
+        "critic.ppo_mini_batch_size=16",
+        "critic.ppo_micro_batch_size_per_gpu=4",
+    )
     dp = only(findings(main_ppo("algorithm.adv_estimator=gae", *split), version), "VL304")
-    assert [m.split(" gives each rank ")[1][:2] for m in dp] == ["2,"]  # 0.9.1: the engine critic splits it the same way (oracle tier)
-    assert only(findings(main_ppo("algorithm.adv_estimator=gae", *split, "critic.ulysses_sequence_parallel_size=4"), version), "VL304") == []
+    assert [m.split(" gives each rank ")[1][:2] for m in dp] == [
+        "2,"
+    ]  # 0.9.1: the engine critic splits it the same way (oracle tier)
+    assert (
+        only(
+            findings(
+                main_ppo("algorithm.adv_estimator=gae", *split, "critic.ulysses_sequence_parallel_size=4"), version
+            ),
+            "VL304",
+        )
+        == []
+    )
     assert only(findings(main_ppo("algorithm.adv_estimator=grpo", *split), version), "VL304") == []  # no critic
     twice = only(findings(main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=64"), version), "VL303")
-    assert twice == [] if version == "0.4.1" else "(verl's config makes ppo_micro_batch_size_per_gpu follow ppo_micro_batch_size)" in twice[0]
+    assert (
+        twice == []
+        if version == "0.4.1"
+        else "(verl's config makes ppo_micro_batch_size_per_gpu follow ppo_micro_batch_size)" in twice[0]
+    )
 
 
 @pytest.mark.slow
@@ -140,17 +161,38 @@ def test_vl315_a_micro_batch_the_launch_forgot(findings, version):
     """Neither `X` nor `X_per_gpu` for a role the launch runs, with dynamic batch size off: verl
     raises when the trainer starts. Judged only in a launch that sets micro batch sizes, never
     over a value only known at run time or arguments the caller may pass ("$@")."""
-    micro = (f"{A}.ppo_micro_batch_size_per_gpu=8", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")
+    micro = (
+        f"{A}.ppo_micro_batch_size_per_gpu=8",
+        f"{R}.log_prob_micro_batch_size_per_gpu=8",
+        "algorithm.adv_estimator=grpo",
+    )
     assert only(findings(main_ppo(*micro), version), "VL315") == []
     with_kl = main_ppo(*micro, f"{A}.use_kl_loss=True")
     [ref] = only(findings(with_kl, version), "VL315")
-    assert ref.startswith("neither actor_rollout_ref.ref.log_prob_micro_batch_size nor log_prob_micro_batch_size_per_gpu is set")
-    assert only(findings(main_ppo(*micro, f"{A}.use_kl_loss=True", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MB"), version), "VL315") == []
+    assert ref.startswith(
+        "neither actor_rollout_ref.ref.log_prob_micro_batch_size nor log_prob_micro_batch_size_per_gpu is set"
+    )
+    assert (
+        only(
+            findings(
+                main_ppo(
+                    *micro, f"{A}.use_kl_loss=True", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=$MB"
+                ),
+                version,
+            ),
+            "VL315",
+        )
+        == []
+    )
     assert only(findings(with_kl[:-1] + ' "$@"\n', version), "VL315") == []
-    assert only(findings(main_ppo(*micro[:2], "algorithm.adv_estimator=gae"), version), "VL315")  # verl's default estimator trains a critic
+    assert only(
+        findings(main_ppo(*micro[:2], "algorithm.adv_estimator=gae"), version), "VL315"
+    )  # verl's default estimator trains a critic
     # The reward model's pair: validate_config lists it up to 0.6.
     rm = only(findings(main_ppo(*micro, "reward_model.enable=True"), version), "VL315")
-    assert [m.split(" nor ")[0] for m in rm] == (["neither reward_model.micro_batch_size"] if version == "0.4.1" else [])
+    assert [m.split(" nor ")[0] for m in rm] == (
+        ["neither reward_model.micro_batch_size"] if version == "0.4.1" else []
+    )
 
 
 @pytest.mark.slow
@@ -165,12 +207,30 @@ def test_vl316_the_sft_batch_over_torchruns_processes(findings, version):
         assert only(bad, "VL316") == [] and only(bad, "VL426")
         return
     [m] = only(bad, "VL316")
-    assert m.startswith("data.train_batch_size=100 is not divisible by the data-parallel size 8 (nproc_per_node × nnodes = 8)")
-    [m] = only(findings(sft.format("--nnodes 2 --nproc-per-node 8", "data.train_batch_size=64 data.micro_batch_size_per_gpu=3"), version), "VL316")
-    assert m.startswith("each of the 16 data-parallel ranks gets data.train_batch_size=64 / 16 = 4, which is not divisible by")
-    good = sft.format("--standalone --nproc_per_node=8", "data.train_batch_size=64 data.micro_batch_size_per_gpu=4 ulysses_sequence_parallel_size=2")
+    assert m.startswith(
+        "data.train_batch_size=100 is not divisible by the data-parallel size 8 (nproc_per_node × nnodes = 8)"
+    )
+    [m] = only(
+        findings(
+            sft.format("--nnodes 2 --nproc-per-node 8", "data.train_batch_size=64 data.micro_batch_size_per_gpu=3"),
+            version,
+        ),
+        "VL316",
+    )
+    assert m.startswith(
+        "each of the 16 data-parallel ranks gets data.train_batch_size=64 / 16 = 4, which is not divisible by"
+    )
+    good = sft.format(
+        "--standalone --nproc_per_node=8",
+        "data.train_batch_size=64 data.micro_batch_size_per_gpu=4 ulysses_sequence_parallel_size=2",
+    )
     assert only(findings(good, version), "VL316") == []
-    assert only(findings(sft.format("--standalone --nproc_per_node=$NPROC", "data.train_batch_size=100"), version), "VL316") == []
+    assert (
+        only(
+            findings(sft.format("--standalone --nproc_per_node=$NPROC", "data.train_batch_size=100"), version), "VL316"
+        )
+        == []
+    )
 
 
 @pytest.mark.slow
@@ -178,7 +238,9 @@ def test_vl316_the_sft_batch_over_torchruns_processes(findings, version):
 def test_critic_enable_decides_over_the_estimator(findings, version):
     sizes = ("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128")
     assert only(findings(main_ppo("algorithm.adv_estimator=grpo", "critic.enable=True", *sizes), version), "VL302")
-    assert only(findings(main_ppo("algorithm.adv_estimator=gae", "critic.enable=False", *sizes), version), "VL302") == []
+    assert (
+        only(findings(main_ppo("algorithm.adv_estimator=gae", "critic.enable=False", *sizes), version), "VL302") == []
+    )
 
 
 @pytest.mark.slow
@@ -205,6 +267,7 @@ def test_vl304_mirrors_each_assert_where_the_release_has_it(all_trees, composer,
     """The legacy FSDP actor's split, positive-size assert and micro-batch assert are read one by
     one: verl 0.3 asserts the micro batch only for the deprecated global key, 0.2 splits without
     asserting, 0.1 divides before multiplying by rollout.n; the critic's split starts with 0.4."""
+
     def vl304(version: str, *overrides: str) -> list[str]:
         path = tmp_path / "run.sh"
         path.write_text(main_ppo("data.train_batch_size=96", f"{R}.log_prob_micro_batch_size_per_gpu=8", *overrides))
@@ -221,19 +284,32 @@ def test_vl304_mirrors_each_assert_where_the_release_has_it(all_trees, composer,
     for version in (OLD, "0.3.0.post1"):
         path = tmp_path / "run.sh"
         path.write_text(main_ppo("data.train_batch_size=96", f"{R}.log_prob_micro_batch_size_per_gpu=8", *micro))
-        [d] = [d for d in lint_file(path, Options(verl_tree=all_trees[version]), composer).diagnostics if d.code == "VL304"]
-        assert d.severity == Severity.WARNING and d.message.startswith("the per-GPU mini batch 4 (= 32 / 8) is not divisible by ppo_micro_batch_size_per_gpu=8: "
-                                                                       "this verl does not check it; its actor divides the loss by 4 // 8 = 0 accumulation steps"), version
+        [d] = [
+            d for d in lint_file(path, Options(verl_tree=all_trees[version]), composer).diagnostics if d.code == "VL304"
+        ]
+        assert d.severity == Severity.WARNING and d.message.startswith(
+            "the per-GPU mini batch 4 (= 32 / 8) is not divisible by ppo_micro_batch_size_per_gpu=8: "
+            "this verl does not check it; its actor divides the loss by 4 // 8 = 0 accumulation steps"
+        ), version
     assert vl304("0.1", *micro) == []
     zero = (f"{A}.ppo_mini_batch_size=4", f"{A}.ppo_micro_batch_size_per_gpu=1")  # 4 // 8 = 0
-    assert [m.split(" (")[0] for m in vl304("0.3.0.post1", *zero)] == ["ppo_mini_batch_size=4 × rollout.n=1 = 4 does not split over 8 data-parallel ranks"]
+    assert [m.split(" (")[0] for m in vl304("0.3.0.post1", *zero)] == [
+        "ppo_mini_batch_size=4 × rollout.n=1 = 4 does not split over 8 data-parallel ranks"
+    ]
     assert vl304(OLD, *zero) == [] and vl304("0.1", *zero) == []
     # 0.2 does multiply by rollout.n before splitting: a remainder truncates the mini batch there too.
     [truncated] = vl304(OLD, f"{A}.ppo_mini_batch_size=12", f"{A}.ppo_micro_batch_size_per_gpu=1")
     assert "silently truncates each rank's mini batch to 12 // 8 = 1" in truncated
-    critic = ("algorithm.adv_estimator=gae", f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=2",
-              "critic.ppo_mini_batch_size=16", "critic.ppo_micro_batch_size_per_gpu=4")  # the critic: 16 / 8 = 2 per GPU
-    assert [m.split(" gives ")[0] for m in vl304("0.4.1", *critic)] == ["critic.ppo_mini_batch_size=16 × rollout.n=1 = 16 over 8 data-parallel ranks (n_gpus=8 / ulysses_sequence_parallel_size=1)"]
+    critic = (
+        "algorithm.adv_estimator=gae",
+        f"{A}.ppo_mini_batch_size=16",
+        f"{A}.ppo_micro_batch_size_per_gpu=2",
+        "critic.ppo_mini_batch_size=16",
+        "critic.ppo_micro_batch_size_per_gpu=4",
+    )  # the critic: 16 / 8 = 2 per GPU
+    assert [m.split(" gives ")[0] for m in vl304("0.4.1", *critic)] == [
+        "critic.ppo_mini_batch_size=16 × rollout.n=1 = 16 over 8 data-parallel ranks (n_gpus=8 / ulysses_sequence_parallel_size=1)"
+    ]
     assert vl304("0.3.0.post1", *critic) == []
 
 
@@ -241,6 +317,7 @@ def test_vl304_mirrors_each_assert_where_the_release_has_it(all_trees, composer,
 def test_parallel_checks_follow_the_release(all_trees, composer, tmp_path):
     """VL306's replica check needs the async rollout's replicas, VL309 runs only without dynamic
     batch size from 0.6, VL310 covers fsdp2 only from 0.5: each as the release's code has it."""
+
     def found(version: str, code: str, *overrides: str, head: str = "") -> list[str]:
         path = tmp_path / "run.sh"
         path.write_text(main_ppo(*((head,) if head else ()), *overrides))
@@ -248,7 +325,11 @@ def test_parallel_checks_follow_the_release(all_trees, composer, tmp_path):
         assert not report.errors, report.errors
         return [d.message for d in report.diagnostics if d.code == code]
 
-    replica = ("trainer.n_gpus_per_node=8", "trainer.nnodes=3", f"{R}.tensor_model_parallel_size=12")  # 24 GPUs, replicas of 12
+    replica = (
+        "trainer.n_gpus_per_node=8",
+        "trainer.nnodes=3",
+        f"{R}.tensor_model_parallel_size=12",
+    )  # 24 GPUs, replicas of 12
     assert [m.split(" spans ")[0] for m in found("0.7.1", "VL306", *replica)] == ["a rollout replica of 12 GPUs"]
     assert found("0.7.1", "VL306", *replica, f"{R}.mode=sync") == []  # no replicas without the async rollout
     assert found("0.4.1", "VL306", *replica) == []  # 0.4: the workers split 24 GPUs by TP 12, no replicas
@@ -257,18 +338,27 @@ def test_parallel_checks_follow_the_release(all_trees, composer, tmp_path):
     head = "--config-name=ppo_megatron_trainer"
     assert found("0.7.1", "VL309", *megatron, head=head)
     assert found("0.7.1", "VL309", *megatron, f"{A}.use_dynamic_bsz=True", head=head) == []
-    assert found("0.4.1", "VL309", *megatron, f"{A}.use_dynamic_bsz=True", head=head)  # 0.4 checks it whatever the batching
+    assert found(
+        "0.4.1", "VL309", *megatron, f"{A}.use_dynamic_bsz=True", head=head
+    )  # 0.4 checks it whatever the batching
     sp = (f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False")
     assert found("0.7.1", "VL310", *sp, f"{A}.strategy=fsdp2")
     assert found("0.4.1", "VL310", *sp, f"{A}.strategy=fsdp2") == []
     assert found("0.4.1", "VL310", *sp) and found("0.3.0.post1", "VL310", *sp)
 
 
-MEGATRON_BUDGET = (f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "data.max_prompt_length=4096", "data.max_response_length=32768")
+MEGATRON_BUDGET = (
+    f"{A}.use_dynamic_bsz=True",
+    f"{A}.ppo_max_token_len_per_gpu=8192",
+    "data.max_prompt_length=4096",
+    "data.max_response_length=32768",
+)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version,head", [("0.9.1", "model_engine=megatron"), ("0.7.1", "--config-name=ppo_megatron_trainer")])
+@pytest.mark.parametrize(
+    "version,head", [("0.9.1", "model_engine=megatron"), ("0.7.1", "--config-name=ppo_megatron_trainer")]
+)
 def test_vl305_megatron_budget_counts_context_parallel(findings, version, head):
     def script(cp: int) -> str:
         return main_ppo(head, *MEGATRON_BUDGET, f"{A}.megatron.context_parallel_size={cp}")
@@ -296,7 +386,19 @@ def test_oc_env_ignores_the_linters_own_environment(verl_trees, tmp_path):
     """Through the CLI, with ENGINE set in verl-lint's own process: the script's value counts."""
     script = tmp_path / "run.sh"
     script.write_text(main_ppo(f"{R}.name=${{oc.env:ENGINE}}", env={**EXPANDABLE, "ENGINE": "vllm"}))
-    args = [sys.executable, "-m", "verl_lint.cli", "check", str(script), "--verl-root", str(verl_trees["0.9.1"].root), "--vllm", "0.12.0", "--format", "json"]
+    args = [
+        sys.executable,
+        "-m",
+        "verl_lint.cli",
+        "check",
+        str(script),
+        "--verl-root",
+        str(verl_trees["0.9.1"].root),
+        "--vllm",
+        "0.12.0",
+        "--format",
+        "json",
+    ]
     proc = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "ENGINE": "sglang"})
     assert [d["code"] for d in json_findings(proc.stdout)] == ["VL607"], proc.stderr
     assert proc.returncode == 1
@@ -369,7 +471,19 @@ def test_a_conflict_in_verls_own_defaults_is_info_once(trees, tmp_path):
     def vl302(text: str) -> list[tuple[str, str]]:
         script = tmp_path / "run.sh"
         script.write_text(text)
-        args = [sys.executable, "-m", "verl_lint.cli", "check", str(script), "--verl-root", str(root), "--format", "json", "--fail-on", "never"]
+        args = [
+            sys.executable,
+            "-m",
+            "verl_lint.cli",
+            "check",
+            str(script),
+            "--verl-root",
+            str(root),
+            "--format",
+            "json",
+            "--fail-on",
+            "never",
+        ]
         proc = subprocess.run(args, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         return [(d["severity"], d["message"]) for d in json_findings(proc.stdout) if d["code"] == "VL302"]
@@ -385,15 +499,41 @@ def test_size_rules_split_by_theme_and_all_registered():
     the pack registers every one of VL300-VL333 (VL320-VL324, VL328, VL329 are the model's; VL325-VL327,
     VL330 its memory's), each from the module of its theme."""
     rules = Path(__file__).parent.parent / "verl_lint" / "rules"
-    names = ("sizes.py", "batch_sizes.py", "micro_batches.py", "parallel_sizes.py", "sft_sizes.py", "model_sizes.py", "broken_defaults.py", "worker_sizes.py", "memory_fit.py")
+    names = (
+        "sizes.py",
+        "batch_sizes.py",
+        "micro_batches.py",
+        "parallel_sizes.py",
+        "sft_sizes.py",
+        "model_sizes.py",
+        "broken_defaults.py",
+        "worker_sizes.py",
+        "memory_fit.py",
+    )
     for name in names:
         assert len((rules / name).read_text().splitlines()) < 600, name
         assert local_imports(rules / name) == [], name
     where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
     assert sorted(where) == [f"VL3{i:02d}" for i in range(34)]
-    assert {c for c, m in where.items() if m == "model_sizes"} == {"VL320", "VL321", "VL322", "VL323", "VL324", "VL328", "VL329"}
+    assert {c for c, m in where.items() if m == "model_sizes"} == {
+        "VL320",
+        "VL321",
+        "VL322",
+        "VL323",
+        "VL324",
+        "VL328",
+        "VL329",
+    }
     assert {c for c, m in where.items() if m == "memory_fit"} == {"VL325", "VL326", "VL327", "VL330"}
     assert where["VL316"] == "sft_sizes" and where["VL317"] == "broken_defaults"
     assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315", "VL332"}
-    assert {c for c, m in where.items() if m == "parallel_sizes"} == {"VL306", "VL307", "VL308", "VL309", "VL310", "VL314", "VL333"}
+    assert {c for c, m in where.items() if m == "parallel_sizes"} == {
+        "VL306",
+        "VL307",
+        "VL308",
+        "VL309",
+        "VL310",
+        "VL314",
+        "VL333",
+    }
     assert {c for c, m in where.items() if m == "worker_sizes"} == {"VL318", "VL319", "VL331"}

@@ -62,7 +62,12 @@ def test_max_model_len_overwrite_follows_the_server_code(verl_trees, composer, t
     real = verl_trees[OLDER].root
     assert "VL207" not in _lint(tmp_path, composer, real, *args)
     root = _copy(verl_trees, OLDER, tmp_path)
-    _edit(root, "verl/workers/rollout/vllm_rollout/vllm_async_server.py", "if self.config.max_model_len is None:", "if True:")
+    _edit(
+        root,
+        "verl/workers/rollout/vllm_rollout/vllm_async_server.py",
+        "if self.config.max_model_len is None:",
+        "if True:",
+    )
     assert "VL207" in _lint(tmp_path, composer, root, *args)
 
 
@@ -72,7 +77,12 @@ def test_kl_in_reward_settings_follow_the_trainer_guard(verl_trees, composer, tm
     whose legacy trainer no longer has that guard gets no finding."""
     assert "VL233" in _lint(tmp_path, composer, verl_trees[NEWEST].root, "algorithm.kl_ctrl.kl_coef=0.01")
     root = _copy(verl_trees, NEWEST, tmp_path)
-    _edit(root, "verl/trainer/ppo/ray_trainer.py", "if self.config.algorithm.use_kl_in_reward", "if True or self.config.algorithm.use_kl_in_reward")
+    _edit(
+        root,
+        "verl/trainer/ppo/ray_trainer.py",
+        "if self.config.algorithm.use_kl_in_reward",
+        "if True or self.config.algorithm.use_kl_in_reward",
+    )
     assert "VL233" not in _lint(tmp_path, composer, root, "algorithm.kl_ctrl.kl_coef=0.01")
 
 
@@ -93,10 +103,20 @@ def test_dead_key_read_by_a_recipe_of_the_tree_is_not_dead(verl_trees, composer,
     num_repeat_rollouts (as verl 0.7.0's collabllm does) keeps that key quiet, not the others."""
     root = _copy(verl_trees, NEWEST, tmp_path)
     (root / "recipe/repeat").mkdir(parents=True)
-    (root / "recipe/repeat/loop.py").write_text("def repeats(config):\n    return config.actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts\n")
-    got = _lint(tmp_path, composer, root, "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts=3", "actor_rollout_ref.rollout.over_sample_rate=0.1")
+    (root / "recipe/repeat/loop.py").write_text(
+        "def repeats(config):\n    return config.actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts\n"
+    )
+    got = _lint(
+        tmp_path,
+        composer,
+        root,
+        "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts=3",
+        "actor_rollout_ref.rollout.over_sample_rate=0.1",
+    )
     assert got.count("VL215") == 1
-    assert "VL215" in _lint(tmp_path, composer, verl_trees[NEWEST].root, "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts=3")
+    assert "VL215" in _lint(
+        tmp_path, composer, verl_trees[NEWEST].root, "actor_rollout_ref.rollout.multi_turn.num_repeat_rollouts=3"
+    )
 
 
 def test_removed_entry_point_needs_its_replacement_in_the_tree(verl_trees, composer, tmp_path):
@@ -117,7 +137,9 @@ def test_removed_entry_point_needs_its_replacement_in_the_tree(verl_trees, compo
 def test_zero_kl_coef_with_the_kl_off_is_not_a_finding(lint, value):
     """`kl_coef=0` while use_kl_in_reward is off agrees with what happens: how users say "off"."""
     assert "VL233" not in codes(lint(f"python3 -m verl.trainer.main_ppo algorithm.kl_ctrl.kl_coef={value}\n"))
-    assert "VL233" not in codes(lint(f"python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.kl_loss_coef={value}\n"))
+    assert "VL233" not in codes(
+        lint(f"python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.kl_loss_coef={value}\n")
+    )
 
 
 def test_nonzero_kl_coef_with_the_kl_off_still_fires(lint):
@@ -126,7 +148,9 @@ def test_nonzero_kl_coef_with_the_kl_off_still_fires(lint):
 
 def test_disabled_value_of_a_dead_key_is_silent(lint):
     """`freeze_vision_tower=False` is what the engine workers do anyway."""
-    assert "VL214" not in codes(lint("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.freeze_vision_tower=False\n"))
+    assert "VL214" not in codes(
+        lint("python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.freeze_vision_tower=False\n")
+    )
 
 
 def test_a_value_known_only_at_run_time_may_agree(lint):
@@ -139,7 +163,9 @@ def test_a_condition_left_to_the_caller_is_not_judged(lint):
     """VL221 needs trainer.use_v1=True: a launch passing "$@" may get False from its caller,
     unless the script sets the condition itself."""
     assert "VL221" not in codes(lint('python3 -m verl.trainer.main_ppo skip.rollout.enable=True "$@"\n'))
-    assert "VL221" in codes(lint('python3 -m verl.trainer.main_ppo trainer.use_v1=True skip.rollout.enable=True "$@"\n'))
+    assert "VL221" in codes(
+        lint('python3 -m verl.trainer.main_ppo trainer.use_v1=True skip.rollout.enable=True "$@"\n')
+    )
 
 
 # ------------------------------------------- no source: version range ----
@@ -171,7 +197,13 @@ def test_without_source_an_rc_counts_as_its_release(verl_trees, composer, tmp_pa
 
 @pytest.mark.parametrize(
     "spec,version,inside",
-    [(">=0.7.0", "0.7.0.dev0", True), (">=0.7.0", "0.7.0rc2", True), (">=0.6.0,<0.7.1", "0.7.1.dev3", False), (">=0.7.0", "0.7.0+local", True), (">=0.7.0", "0.6.1.post1", False)],
+    [
+        (">=0.7.0", "0.7.0.dev0", True),
+        (">=0.7.0", "0.7.0rc2", True),
+        (">=0.6.0,<0.7.1", "0.7.1.dev3", False),
+        (">=0.7.0", "0.7.0+local", True),
+        (">=0.7.0", "0.6.1.post1", False),
+    ],
 )
 def test_release_in(spec, version, inside):
     assert tables.release_in(spec, parse_version(version)) is inside
@@ -204,10 +236,28 @@ def _broken_package(tmp_path: Path, table: str, old: str, new: str) -> tuple[dic
     "table,old,new,at,problem",
     [
         # the brief's example: a misspelt field of a rule record
-        ("ineffective_keys.yaml", "  keys: [actor_rollout_ref.actor.optim.clip_grad", "  kyes: [actor_rollout_ref.actor.optim.clip_grad", "kyes", 'unknown field "kyes" in record VL205'),
-        ("ineffective_keys.yaml", "    - {not_read: grad_clip}\n", "    - {not_reed: grad_clip}\n", "not_reed", 'field "requires" in record VL204: unknown fact'),
+        (
+            "ineffective_keys.yaml",
+            "  keys: [actor_rollout_ref.actor.optim.clip_grad",
+            "  kyes: [actor_rollout_ref.actor.optim.clip_grad",
+            "kyes",
+            'unknown field "kyes" in record VL205',
+        ),
+        (
+            "ineffective_keys.yaml",
+            "    - {not_read: grad_clip}\n",
+            "    - {not_reed: grad_clip}\n",
+            "not_reed",
+            'field "requires" in record VL204: unknown fact',
+        ),
         # a table only other modules read (as a dict), found before any lint starts
-        ("env_vars.yaml", '    until: "0.11.1"\n    verl: ">=0.6.0"', '    until: "0.11.1"\n    verl: ">=0.6.0"\n    versions: "0.12"', "versions:", 'unknown field "versions" in record VLLM_USE_V1'),
+        (
+            "env_vars.yaml",
+            '    until: "0.11.1"\n    verl: ">=0.6.0"',
+            '    until: "0.11.1"\n    verl: ">=0.6.0"\n    versions: "0.12"',
+            "versions:",
+            'unknown field "versions" in record VLLM_USE_V1',
+        ),
     ],
 )
 def test_a_bad_table_stops_every_command_with_one_line(tmp_path, table, old, new, at, problem):
@@ -215,15 +265,27 @@ def test_a_bad_table_stops_every_command_with_one_line(tmp_path, table, old, new
     lint; <line> is the line of the offending field (`at`, its first occurrence)."""
     env, text = _broken_package(tmp_path, table, old, new)
     line = text.split(at, 1)[0].count("\n") + 1
-    for args in (["rules"], ["check", "--", "python3", "-m", "verl.trainer.main_ppo", "actor_rollout_ref.rollout.name=vllm"]):
-        r = subprocess.run([sys.executable, "-m", "verl_lint.cli", *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    for args in (
+        ["rules"],
+        ["check", "--", "python3", "-m", "verl.trainer.main_ppo", "actor_rollout_ref.rollout.name=vllm"],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-m", "verl_lint.cli", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=300,
+        )
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-1500:]
         assert r.stderr.startswith(f"verl-lint: error: rules/{table}:{line}: {problem}"), (line, r.stderr)
         assert r.stderr.count("\n") == 1
 
 
 def _refresh():
-    spec = importlib.util.spec_from_file_location("refresh_knowledge", Path(__file__).resolve().parent.parent / "scripts" / "refresh_knowledge.py")
+    spec = importlib.util.spec_from_file_location(
+        "refresh_knowledge", Path(__file__).resolve().parent.parent / "scripts" / "refresh_knowledge.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -231,7 +293,9 @@ def _refresh():
 
 # 0.6.1 as well: the only release of several records (VL223, VL224), whose `when:` names a
 # mandatory `???` key (rollout.name) that the default config has without a value.
-@pytest.mark.parametrize("version", [*across_releases(), pytest.param("0.6.1", marks=[pytest.mark.slow, pytest.mark.network])])
+@pytest.mark.parametrize(
+    "version", [*across_releases(), pytest.param("0.6.1", marks=[pytest.mark.slow, pytest.mark.network])]
+)
 def test_each_fallback_range_agrees_with_its_facts(verl_trees, version):
     """A record's `verl:`/`removed:` fallback decides only for a tree without source: it must say
     what the record's facts say in the real release (scripts/refresh_knowledge.py rewrites it).

@@ -46,8 +46,13 @@ def test_the_oracle_tier_runs_in_ci_not_in_the_fast_tier():
     """README's command (CI's) selects the oracle tests; plain `pytest` (addopts) does not."""
 
     def selected(*marker: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *marker, "tests/test_oracle.py"],
-                              cwd=ROOT, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", *marker, "tests/test_oracle.py"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         return done.stdout
 
     assert "2 tests collected" in selected("-m", "slow or network or not slow")
@@ -64,11 +69,31 @@ def test_a_session_caches_privately_and_says_which_release_is_missing(tmp_path):
     env = os.environ | {"VERL_LINT_CACHE_DIR": str(user)}
     pick = f"VL101-{NEWEST}-bad0 or VL101-{OLDEST}-bad0"
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "-m", "not network", "tests/test_rule_examples.py", "-k", pick],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            "-m",
+            "not network",
+            "tests/test_rule_examples.py",
+            "-k",
+            pick,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "1 passed, 1 skipped" in r.stdout, r.stdout[-3000:]
-    assert f"verl {OLDEST} is not in the test download cache {user}; `python -m pytest -m network tests/test_tiers.py` downloads it" in r.stdout
+    assert (
+        f"verl {OLDEST} is not in the test download cache {user}; `python -m pytest -m network tests/test_tiers.py` downloads it"
+        in r.stdout
+    )
     assert sorted(p.name for p in user.iterdir()) == ["releases", "wheels"]
     assert [p.name for p in (user / "releases").iterdir()] == [f"verl-{NEWEST}"]

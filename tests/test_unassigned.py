@@ -18,8 +18,13 @@ def vl011(lint, text: str) -> list[tuple[int, int, str, str]]:
 
 def test_a_lower_case_variable_never_assigned_is_empty_in_bash():
     """What the rule is about, on real bash: `$pwd` (for `$PWD`) expands to nothing."""
-    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", 'WORKSPACE_HOME=$pwd; printf "%s|" "$WORKSPACE_HOME"'],
-                          env={}, capture_output=True, text=True, check=True)
+    real = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", 'WORKSPACE_HOME=$pwd; printf "%s|" "$WORKSPACE_HOME"'],
+        env={},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert real.stdout == "|"
 
 
@@ -81,15 +86,21 @@ def test_silent_when_the_script_may_set_it_or_expects_it_unset(lint, before, use
 
 def test_a_sourced_file_that_is_read_sets_it(lint, tmp_path):
     (tmp_path / "env.sh").write_text("ngpus=8\n")
-    assert vl011(lint, f"#!/bin/bash\nsource ./env.sh\n{LAUNCH} trainer.n_gpus_per_node=$ngpus trainer.nnodes=$nodes\n") == [(3, 116, "nodes", "warning")]
+    assert vl011(
+        lint, f"#!/bin/bash\nsource ./env.sh\n{LAUNCH} trainer.n_gpus_per_node=$ngpus trainer.nnodes=$nodes\n"
+    ) == [(3, 116, "nodes", "warning")]
 
 
 def test_a_command_name_never_assigned_before_overrides(lint):
     """`$COMMAND data.x=1 ...` with COMMAND assigned nowhere (verl's own run_mimo_*_megatron.sh,
     0.7.1-0.9.0): bash runs the first override as the command. An `export A=$X:$Y/b`, which the
     grammar splits in two, is no hidden assignment that would silence the rule."""
-    real = subprocess.run(["bash", "--norc", "--noprofile", "-c", "$COMMAND data.train_files=x trainer.nnodes=1"],
-                          env={}, capture_output=True, text=True)
+    real = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", "$COMMAND data.train_files=x trainer.nnodes=1"],
+        env={},
+        capture_output=True,
+        text=True,
+    )
     assert real.returncode == 127 and "data.train_files=x: command not found" in real.stderr
     text = (
         "#!/bin/bash\n"

@@ -62,7 +62,10 @@ def test_a_launch_that_only_prints_its_config_is_judged_on_composition_only(lint
     """`--cfg job` (verl's own scripts/generate_trainer_config.sh does this): Hydra composes the
     config, prints it and exits; no worker builds a config, but a bad key still fails."""
     rejected = "actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.loss_agg_mode=True trainer.nnodez=1"
-    assert sorted(codes(lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {rejected}\n", version))) == ["VL101", "VL108"]
+    assert sorted(codes(lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {rejected}\n", version))) == [
+        "VL101",
+        "VL108",
+    ]
     assert codes(lint(f"#!/bin/bash\npython3 -m verl.trainer.main_ppo --cfg job {rejected}\n", version)) == ["VL101"]
 
 
@@ -79,7 +82,7 @@ def test_a_choice_checked_by_the_trainer_code_is_judged_too(lint):
     assert found(lint(main_ppo("actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum"), OLDEST), "VL108") == []
 
 
-_CODE = '''
+_CODE = """
 MODES = ["a", "b"]
 
 def validate(config, self):
@@ -104,7 +107,7 @@ def validate(config, self):
     if config.algo.resume == "disable":
         return
     assert config.algo.after_return in ["r"]  # only reached when the `if` above did not return
-'''
+"""
 
 
 def test_code_choices_only_unconditional_literal_checks_on_root_keys():
@@ -142,12 +145,33 @@ def test_a_mandatory_value_of_a_built_section_left_unset(lint, version):
     builds it only with `reward_model.use_reward_loop` too: verl's own rm_legacy examples)."""
     launch = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1 {}\n"
     [(line, col, msg, help)] = found(lint(launch.format(""), version), "VL109")
-    assert (line, col) == (2, 12) and "`actor_rollout_ref.rollout.name`" in msg and "RolloutConfig (verl/workers/config/rollout.py:" in msg
+    assert (
+        (line, col) == (2, 12)
+        and "`actor_rollout_ref.rollout.name`" in msg
+        and "RolloutConfig (verl/workers/config/rollout.py:" in msg
+    )
     assert help == "set `actor_rollout_ref.rollout.name=...` on the launch"
-    assert found(lint(launch.format("actor_rollout_ref.rollout.name=vllm reward.reward_model.enable=True"), version), "VL109") == []
+    assert (
+        found(
+            lint(launch.format("actor_rollout_ref.rollout.name=vllm reward.reward_model.enable=True"), version), "VL109"
+        )
+        == []
+    )
     # Set from a value only known at run time, or under a switch only known then: not judged.
-    assert found(lint(launch.format("actor_rollout_ref.rollout.name=$ENGINE reward.reward_model.enable=$RM"), version), "VL109") == []
-    assert found(lint(launch.format("actor_rollout_ref.rollout.name=sglang reward.reward_model.enable=False"), version), "VL109") == []
+    assert (
+        found(
+            lint(launch.format("actor_rollout_ref.rollout.name=$ENGINE reward.reward_model.enable=$RM"), version),
+            "VL109",
+        )
+        == []
+    )
+    assert (
+        found(
+            lint(launch.format("actor_rollout_ref.rollout.name=sglang reward.reward_model.enable=False"), version),
+            "VL109",
+        )
+        == []
+    )
     assert found(lint(launch.format('"$@"'), version), "VL109") == []  # the caller's arguments may set it
 
 
@@ -158,12 +182,19 @@ def test_a_mandatory_value_cut_off_from_the_launch(lint):
     comment = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1 \\\n# the engine\n    actor_rollout_ref.rollout.name=vllm\n"
     report = lint(comment)
     [(line, col, msg, help)] = found(report, "VL109")
-    assert (line, col) == (2, 12) and msg.endswith("(`actor_rollout_ref.rollout.name` is set at line 4, among the overrides cut off from the launch: they never reach it, VL008)")
-    assert help == "repair the `\\` continuation that cuts the launch short above line 4 (VL008): `actor_rollout_ref.rollout.name` at line 4 then reaches it"
+    assert (line, col) == (2, 12) and msg.endswith(
+        "(`actor_rollout_ref.rollout.name` is set at line 4, among the overrides cut off from the launch: they never reach it, VL008)"
+    )
+    assert (
+        help
+        == "repair the `\\` continuation that cuts the launch short above line 4 (VL008): `actor_rollout_ref.rollout.name` at line 4 then reaches it"
+    )
     assert [(d.span.line, d.span.col) for d in report.diagnostics if d.code == "VL008"] == [(4, 5)]
     blank = "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1 \\  # one epoch\n    actor_rollout_ref.rollout.name=vllm\n"
     [(line, col, msg, help)] = found(lint(blank), "VL109")
-    assert msg.endswith("(but the run never gets that far: the `\\ ` at line 2 passes ` ` to the launch as an override, and Hydra stops on it before composing the config: VL008)")
+    assert msg.endswith(
+        "(but the run never gets that far: the `\\ ` at line 2 passes ` ` to the launch as an override, and Hydra stops on it before composing the config: VL008)"
+    )
     assert "line 3 then reaches it" in help
     assert found(lint(comment.replace("# the engine\n", "")), "VL109") == []  # joined again: the launch sets it
 
@@ -198,17 +229,21 @@ def test_a_registry_other_code_extends_is_not_judged(verl_trees, tmp_path):
     for root in (plain, extended):
         (root / "verl/workers/rollout").mkdir(parents=True)
         (root / "verl/workers/rollout/base.py").write_text((release / "verl/workers/rollout/base.py").read_text())
-    (extended / "verl/my_engine.py").write_text('from verl.workers.rollout.base import _ROLLOUT_REGISTRY\n_ROLLOUT_REGISTRY[("mine", "async")] = "x.Y"\n')
+    (extended / "verl/my_engine.py").write_text(
+        'from verl.workers.rollout.base import _ROLLOUT_REGISTRY\n_ROLLOUT_REGISTRY[("mine", "async")] = "x.Y"\n'
+    )
     assert rollout_names(str(plain)) == rollout_names(str(release)) and "vllm" in rollout_names(str(plain))
     assert rollout_names(str(extended)) is None
-
 
 
 def test_a_misspelt_key_a_project_file_adds_is_reported_in_the_file_and_in_the_script(project):
     """The script's plain override of the key the file added composes (the file made the key),
     and is as foreign to RolloutConfig; the did-you-mean is the key with a word left out, not the
     MoE size that is textually closer."""
-    report = project("actor_rollout_ref:\n  rollout:\n    name: vllm\n    tensor_parallel_size: 2\n", "actor_rollout_ref.rollout.tensor_parallel_size=4")
+    report = project(
+        "actor_rollout_ref:\n  rollout:\n    name: vllm\n    tensor_parallel_size: 2\n",
+        "actor_rollout_ref.rollout.tensor_parallel_size=4",
+    )
     got = [(d.span.path, d.span.line, d.span.col, d.help) for d in report.diagnostics if d.code == "VL110"]
     hint = "did you mean `actor_rollout_ref.rollout.tensor_model_parallel_size`?"
     assert got == [("config/my_grpo.yaml", 10, 5, hint), ("run.sh", 2, 84, hint)], report.diagnostics

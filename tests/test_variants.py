@@ -33,14 +33,22 @@ def test_valid_in_every_branch_is_checked_not_skipped(lint):
 
 def test_beyond_the_cap_the_values_stay_unknown(lint):
     ifs = "".join(f'if [ "$M" = {i} ]; then V{i}=2; else V{i}=1; fi\n' for i in range(3))  # 8 combinations, TP makes 16
-    report = lint("#!/bin/bash\n" + ifs + 'if [ "$MODE" = big ]; then TP=4; else TP=3; fi\n' + LAUNCH.replace("trainer.nnodes=1", "trainer.nnodes=1 +a=$V0 +b=$V1 +c=$V2"))
+    report = lint(
+        "#!/bin/bash\n"
+        + ifs
+        + 'if [ "$MODE" = big ]; then TP=4; else TP=3; fi\n'
+        + LAUNCH.replace("trainer.nnodes=1", "trainer.nnodes=1 +a=$V0 +b=$V1 +c=$V2")
+    )
     codes = sorted(c for c, *_ in found(report))
     assert codes == ["VL101", "VL300"], found(report)
 
 
 def test_a_variant_that_cannot_be_analysed_says_which(lint):
     """Before: $PY was unknown and the launch was not found at all."""
-    text = '#!/bin/bash\nif [ -f /opt/sim/launch ]; then PY=/opt/sim/launch; else PY=python3; fi\n$PY' + LAUNCH[len("python3"):]
+    text = (
+        "#!/bin/bash\nif [ -f /opt/sim/launch ]; then PY=/opt/sim/launch; else PY=python3; fi\n$PY"
+        + LAUNCH[len("python3") :]
+    )
     report = lint(text)
     [vl101] = [m for c, _, _, m in found(report) if c == "VL101"]  # only the variant that is analysed
     assert vl101.endswith(" (when line 2: not `[ -f /opt/sim/launch ]`)")
@@ -64,7 +72,9 @@ def test_a_finding_names_only_the_branches_it_depends_on(lint):
 def test_variables_one_if_sets_vary_together(lint):
     """TP and the experiment name take three values each from one if/elif/else: three variants,
     not nine (beyond the cap, and six of them a run that cannot happen)."""
-    branches = '#!/bin/bash\nif [ "$M" = a ]; then TP=4; NAME=a; elif [ "$M" = b ]; then TP=2; NAME=b; else TP=3; NAME=c; fi\n'
+    branches = (
+        '#!/bin/bash\nif [ "$M" = a ]; then TP=4; NAME=a; elif [ "$M" = b ]; then TP=2; NAME=b; else TP=3; NAME=c; fi\n'
+    )
     report = lint(branches + LAUNCH.replace("trainer.nnodes=1", "trainer.nnodes=1 trainer.experiment_name=$NAME"))
     [message] = [m for c, _, _, m in found(report) if c == "VL306"]
     assert message.endswith(" (when line 2: else)") and "3×1×1 = 3" in message
@@ -83,7 +93,8 @@ def test_a_loop_over_known_words_checks_each_iteration_in_order(lint):
     )
     report = lint(text)
     assert [(c, line, m.endswith(" (in the iteration of line 3 where `TP=3`)")) for c, line, _, m in found(report)] == [
-        ("VL306", 5, True), ("VL300", 10, False),
+        ("VL306", 5, True),
+        ("VL300", 10, False),
     ], found(report)
     assert report.launches == 2
     xs = [c.words[-1].text for c in evaluate("/tmp/loop.sh", text).commands if c.span.line == 4]

@@ -22,7 +22,9 @@ XF = "#!/bin/bash\nexport VLLM_ATTENTION_BACKEND=XFORMERS\npython3 -m verl.train
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verl_lint.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "verl_lint.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 def findings(*args: str, cwd: Path) -> list[dict]:
@@ -44,10 +46,14 @@ def test_requirements_are_read_from_every_kind_of_file(tmp_path):
             """
         )
     )
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n[project.optional-dependencies]\nrollout = ["vllm<=0.11.0"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[project.optional-dependencies]\nrollout = ["vllm<=0.11.0"]\n'
+    )
     (tmp_path / "requirements.txt").write_text("# vllm==0.1.0\nvllm==0.8.4 ; python_version > '3'\nray\n")
     (tmp_path / "docker").mkdir()
-    (tmp_path / "docker" / "Dockerfile.vllm").write_text('FROM x\nRUN pip install --no-cache-dir \\\n    "vllm==0.10.0" torch-npu==2.7.1\n# RUN echo vllm==0.2.0\n')
+    (tmp_path / "docker" / "Dockerfile.vllm").write_text(
+        'FROM x\nRUN pip install --no-cache-dir \\\n    "vllm==0.10.0" torch-npu==2.7.1\n# RUN echo vllm==0.2.0\n'
+    )
     found = V.declarations(str(tmp_path))
     assert [(str(d.spec), d.path) for d in found["vllm"]] == [
         ("<=0.12.0,>=0.8.5", "setup.py"),
@@ -55,11 +61,17 @@ def test_requirements_are_read_from_every_kind_of_file(tmp_path):
         ("==0.8.4", "requirements.txt"),
         ("==0.10.0", "docker/Dockerfile.vllm"),
     ]
-    assert [str(d.spec) for d in found["sglang"]] == ["==0.5.6"] and [str(d.spec) for d in found["torch_npu"]] == ["==2.7.1"]
+    assert [str(d.spec) for d in found["sglang"]] == ["==0.5.6"] and [str(d.spec) for d in found["torch_npu"]] == [
+        "==2.7.1"
+    ]
     # intersected, package metadata first: requirements.txt's 0.8.4 contradicts setup.py and is left
     # out; the docker pins count only where nothing else is declared (torch-npu here)
     ev = V.declared_evidence("vllm", (str(tmp_path),))
-    assert [v for v in ("0.8.4", "0.8.5", "0.10.0", "0.11.0", "0.11.1") if ev.admits(V.Version(v))] == ["0.8.5", "0.10.0", "0.11.0"]
+    assert [v for v in ("0.8.4", "0.8.5", "0.10.0", "0.11.0", "0.11.1") if ev.admits(V.Version(v))] == [
+        "0.8.5",
+        "0.10.0",
+        "0.11.0",
+    ]
     assert ev.source == "vllm<=0.12.0,>=0.8.5 in setup.py, vllm<=0.11.0 in pyproject.toml"
     npu = V.declared_evidence("torch_npu", (str(tmp_path),))
     assert npu.pinned == V.Version("2.7.1") and npu.source == "torch-npu==2.7.1 in docker/Dockerfile.vllm"
@@ -81,13 +93,19 @@ def test_judge_all_some_none_and_unknown_releases():
     rng = V.Evidence("vllm", groups=((SpecifierSet(">=0.10.0,<=0.12.0"),),), source="vllm>=0.10.0,<=0.12.0 in setup.py")
     assert V.judge(rng, releases, lambda r: True).level == "all"
     some = V.judge(rng, releases, lambda r: r == "0.12.0")
-    assert some.level == "some" and some.note == "on vLLM 0.12.0, of the releases allowed by vllm>=0.10.0,<=0.12.0 in setup.py"
+    assert (
+        some.level == "some"
+        and some.note == "on vLLM 0.12.0, of the releases allowed by vllm>=0.10.0,<=0.12.0 in setup.py"
+    )
     assert V.judge(rng, releases, lambda r: r == "0.9.2").level == "none"
     # releases older (or newer) than the bundled ones are unknown: not "every release"
     old = V.Evidence("vllm", groups=((SpecifierSet("<=0.11.0"),),), source="x")
     assert V.judge(old, releases, lambda r: True).level == "some"
     assert V.judge(old, releases, lambda r: True, older=True).level == "all"
-    assert V.judge(V.Evidence("vllm", groups=((SpecifierSet("<=0.6.3"),),)), releases, lambda r: True, older=False).level == "none"
+    assert (
+        V.judge(V.Evidence("vllm", groups=((SpecifierSet("<=0.6.3"),),)), releases, lambda r: True, older=False).level
+        == "none"
+    )
     # no evidence: unanimous facts still hold (a misspelling), others are skipped, never guessed
     none = V.Evidence("vllm")
     assert V.judge(none, releases, lambda r: True, True, True).level == "all"
@@ -113,7 +131,10 @@ def test_a_range_the_project_declares_decides_the_severity(lint, tmp_path):
     assert (d.code, str(d.severity)) == ("VL501", "error") and "requirements.txt" in d.message
     req.write_text("vllm>=0.11.0,<=0.13.0\n")  # within verl's <=0.12.0: 0.11.0-0.12.0, only 0.12.0 crashes
     [d] = xf()
-    assert (d.code, str(d.severity)) == ("VL501", "warning") and "on vLLM 0.12.0, of the releases allowed by vllm<=0.13.0,>=0.11.0 in requirements.txt" in d.message
+    assert (d.code, str(d.severity)) == (
+        "VL501",
+        "warning",
+    ) and "on vLLM 0.12.0, of the releases allowed by vllm<=0.13.0,>=0.11.0 in requirements.txt" in d.message
     req.write_text("vllm<=0.6.3\n")  # TinyZero: xFormers is the workaround verl prescribes there
     assert xf() == []
 
@@ -121,7 +142,9 @@ def test_a_range_the_project_declares_decides_the_severity(lint, tmp_path):
 @pytest.mark.slow
 def test_no_evidence_is_silent_with_one_note_per_run_and_the_flag_enables(tmp_path):
     for name in ("a.sh", "b.sh"):
-        (tmp_path / name).write_text(XF.replace("VLLM_ATTENTION_BACKEND=XFORMERS", "VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1"))
+        (tmp_path / name).write_text(
+            XF.replace("VLLM_ATTENTION_BACKEND=XFORMERS", "VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1")
+        )
     got = findings(".", "--verl", "0.9.1", cwd=tmp_path)
     assert [(f["code"], f["severity"], f["path"]) for f in got] == [("VL010", "info", "a.sh")]
     assert "VL503" in got[0]["message"] and "--vllm-ascend" in got[0]["help"]
@@ -141,10 +164,17 @@ def test_the_setting_the_flag_and_its_alias(tmp_path):
     [f] = findings("run.sh", "--verl", "0.9.1", "--vllm-version", "0.13.0", cwd=tmp_path)
     assert f["code"] == "VL501" and "vLLM 0.13.0 (--vllm)" in f["message"]
     p = cli("check", "run.sh", "--verl", "0.9.1", "--vllm", "latest", cwd=tmp_path)
-    assert p.returncode == 2 and p.stderr.strip() == "verl-lint: error: --vllm: 'latest' is not a version (e.g. 0.8.5, 0.10.2rc1)"
+    assert (
+        p.returncode == 2
+        and p.stderr.strip() == "verl-lint: error: --vllm: 'latest' is not a version (e.g. 0.8.5, 0.10.2rc1)"
+    )
     (tmp_path / "pyproject.toml").write_text("[tool.verl-lint]\nsglang = 0.5\n")
     p = cli("check", "run.sh", "--verl", "0.9.1", cwd=tmp_path)
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "[tool.verl-lint] sglang = 0.5: must be a version string" in p.stderr
+    assert (
+        p.returncode == 2
+        and p.stderr.count("\n") == 1
+        and "[tool.verl-lint] sglang = 0.5: must be a version string" in p.stderr
+    )
     assert "Traceback" not in p.stderr
 
 
@@ -155,11 +185,18 @@ def test_verl_default_engine_kwarg_is_one_info_per_run(tmp_path):
     vllm = "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm {}\n"
     (tmp_path / "a.sh").write_text(vllm.format("trainer.nnodes=1"))
     (tmp_path / "b.sh").write_text(vllm.format("trainer.nnodes=2"))
-    (tmp_path / "c.sh").write_text(vllm.format("actor_rollout_ref.rollout.engine_kwargs.vllm.disable_mm_preprocessor_cache=True"))
+    (tmp_path / "c.sh").write_text(
+        vllm.format("actor_rollout_ref.rollout.engine_kwargs.vllm.disable_mm_preprocessor_cache=True")
+    )
     (tmp_path / "d.sh").write_text(vllm.format("").replace("name=vllm", "name=sglang"))
     got = findings(".", "--verl", "0.5.0", "--vllm", "0.34.0", "--select", "VL7", cwd=tmp_path)
-    assert [(f["code"], f["severity"], f["path"]) for f in got] == [("VL701", "info", "a.sh"), ("VL701", "error", "c.sh")]
-    assert got[0]["message"].startswith("in verl's own default config: `disable_mm_preprocessor_cache` is not a vLLM 0.34.0")
+    assert [(f["code"], f["severity"], f["path"]) for f in got] == [
+        ("VL701", "info", "a.sh"),
+        ("VL701", "error", "c.sh"),
+    ]
+    assert got[0]["message"].startswith(
+        "in verl's own default config: `disable_mm_preprocessor_cache` is not a vLLM 0.34.0"
+    )
     assert got[1]["line"] == 2 and got[1]["column"] > 40  # at the user's override
     # the declared range of verl 0.5.0 (vllm>=0.7.3,<=0.8.5) has the argument: nothing at all
     assert findings(".", "--verl", "0.5.0", "--select", "VL7", cwd=tmp_path) == []

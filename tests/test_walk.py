@@ -26,7 +26,9 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
-def run_cli(*args: str, cwd: Path | None = None, prefix: tuple[str, ...] = (), timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, cwd: Path | None = None, prefix: tuple[str, ...] = (), timeout: float = 120
+) -> subprocess.CompletedProcess:
     """`verl-lint ARGS` in a subprocess that cannot hang the suite or eat the machine's memory."""
     env = dict(os.environ, NO_COLOR="1")
     return subprocess.run(
@@ -69,15 +71,28 @@ IGNORES = {
     "sub/deep/.gitignore": "!*.tmp.sh\n",
 }
 SCRIPTS = [
-    "top.sh", "keep.sh",  # /*.sh ignores top.sh only at the top; !/keep.sh takes keep.sh back
-    "a/top.sh", "a/b/c.sh",  # /*.sh is anchored: not these
-    "build/x.sh", "a/build/y.sh",  # build/ at any depth
-    "gen/g.sh", "a/b/gen/g.sh", "a/b/gen/more/g.sh",  # **/gen/*.sh: the first two only
-    "b/out.sh", "a/out.sh/z.sh",  # out.sh/ matches the directory, not the file
-    "logs/l.sh", "logs/old/l.sh",  # logs/*.sh: `*` does not cross `/`
-    "sub/x.sh", "sub/run.sh", "sub/local.sh", "sub/other/local.sh", "sub/a.tmp.sh",  # sub/.gitignore
-    "sub/deep/d.tmp.sh", "sub/deep/er/e.tmp.sh",  # sub/deep/.gitignore re-includes
-    "secret_key.sh", "a/secret_b.sh",  # .git/info/exclude
+    "top.sh",
+    "keep.sh",  # /*.sh ignores top.sh only at the top; !/keep.sh takes keep.sh back
+    "a/top.sh",
+    "a/b/c.sh",  # /*.sh is anchored: not these
+    "build/x.sh",
+    "a/build/y.sh",  # build/ at any depth
+    "gen/g.sh",
+    "a/b/gen/g.sh",
+    "a/b/gen/more/g.sh",  # **/gen/*.sh: the first two only
+    "b/out.sh",
+    "a/out.sh/z.sh",  # out.sh/ matches the directory, not the file
+    "logs/l.sh",
+    "logs/old/l.sh",  # logs/*.sh: `*` does not cross `/`
+    "sub/x.sh",
+    "sub/run.sh",
+    "sub/local.sh",
+    "sub/other/local.sh",
+    "sub/a.tmp.sh",  # sub/.gitignore
+    "sub/deep/d.tmp.sh",
+    "sub/deep/er/e.tmp.sh",  # sub/deep/.gitignore re-includes
+    "secret_key.sh",
+    "a/secret_b.sh",  # .git/info/exclude
 ]
 
 
@@ -96,9 +111,26 @@ def repo(tmp_path):
 def test_ignore_files_are_read_as_git_reads_them(repo):
     expected = git_scripts(repo)
     # The fixture exercises every rule: git keeps some scripts and drops others.
-    kept = {"keep.sh", "a/top.sh", "b/out.sh", "a/b/gen/more/g.sh", "logs/old/l.sh", "sub/other/local.sh", "sub/deep/er/e.tmp.sh"}
+    kept = {
+        "keep.sh",
+        "a/top.sh",
+        "b/out.sh",
+        "a/b/gen/more/g.sh",
+        "logs/old/l.sh",
+        "sub/other/local.sh",
+        "sub/deep/er/e.tmp.sh",
+    }
     assert kept <= expected
-    dropped = {"top.sh", "build/x.sh", "a/b/gen/g.sh", "a/out.sh/z.sh", "logs/l.sh", "sub/local.sh", "sub/a.tmp.sh", "a/secret_b.sh"}
+    dropped = {
+        "top.sh",
+        "build/x.sh",
+        "a/b/gen/g.sh",
+        "a/out.sh/z.sh",
+        "logs/l.sh",
+        "sub/local.sh",
+        "sub/a.tmp.sh",
+        "a/secret_b.sh",
+    }
     assert not dropped & expected
     got, r = linted(".", cwd=repo)
     assert got == expected, r.stderr
@@ -173,7 +205,10 @@ def test_a_worktree_reads_the_common_info_exclude(repo):
 
 def test_exclude_setting_uses_gitignore_patterns(tmp_path):
     """`exclude` patterns are relative to the settings file; `*` does not cross `/`."""
-    write(tmp_path, {s: SCRIPT for s in ("third_party/t.sh", "a/third_party/t.sh", "legacy/x.sh", "legacy/keep/y.sh", "main.sh")})
+    write(
+        tmp_path,
+        {s: SCRIPT for s in ("third_party/t.sh", "a/third_party/t.sh", "legacy/x.sh", "legacy/keep/y.sh", "main.sh")},
+    )
     (tmp_path / "pyproject.toml").write_text('[tool.verl-lint]\nexclude = ["third_party/", "legacy/*.sh"]\n')
     got, r = linted(".", cwd=tmp_path)
     assert got == {"main.sh", "legacy/keep/y.sh"}, r.stderr

@@ -19,9 +19,17 @@ from verl_lint import cli, wrapper
 from verl_lint.wrapper import script_call
 
 APPS = Path(__file__).resolve().parent / "apps"
-BAD = ["data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6", "actor_rollout_ref.rollout.name=vllm"]
+BAD = [
+    "data.train_batch_size=1000",
+    "actor_rollout_ref.rollout.n=5",
+    "trainer.nnodes=6",
+    "actor_rollout_ref.rollout.name=vllm",
+]
 GOOD = [
-    "data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192",
+    "data.train_batch_size=960",
+    "actor_rollout_ref.rollout.n=5",
+    "trainer.nnodes=6",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=192",
     "actor_rollout_ref.rollout.name=vllm",
 ]
 
@@ -41,7 +49,12 @@ python3 -m verl.trainer.main_ppo \\
 def wrap(tmp_path: Path, *args: str, env: dict | None = None):
     e = dict(os.environ, NO_COLOR="1", **(env or {}))
     return subprocess.run(
-        [sys.executable, "-m", "verl_lint", "run", *args], capture_output=True, text=True, cwd=tmp_path, env=e, timeout=300
+        [sys.executable, "-m", "verl_lint", "run", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=e,
+        timeout=300,
     )
 
 
@@ -92,12 +105,16 @@ def test_clean_script_runs_with_its_args(tmp_path, script):
 
 @pytest.mark.slow
 def test_findings_on_arguments_point_into_the_command_line(tmp_path):
-    proc = wrap(tmp_path, "--verl", NEWEST, "--dry-run", "--", "bash", "-c", 'python3 -m verl.trainer.main_ppo "$@"', "x", *BAD)
+    proc = wrap(
+        tmp_path, "--verl", NEWEST, "--dry-run", "--", "bash", "-c", 'python3 -m verl.trainer.main_ppo "$@"', "x", *BAD
+    )
     assert proc.returncode == 1, proc.stderr
     command = ["bash", "-c", 'python3 -m verl.trainer.main_ppo "$@"', "x", *BAD]
     line = next(x for x in proc.stderr.splitlines() if "VL301" in x)
     n = int(line.removeprefix("command line, argument ").split(":")[0])  # located by argument, not as a script line
-    assert command[n] in BAD and any(f"\n {n} | {command[n]}{end}" in proc.stderr for end in ("\n", " \\\n")), proc.stderr
+    assert command[n] in BAD and any(f"\n {n} | {command[n]}{end}" in proc.stderr for end in ("\n", " \\\n")), (
+        proc.stderr
+    )
     assert "would not run" in proc.stderr
 
 
@@ -112,7 +129,9 @@ def test_dry_run_runs_nothing(tmp_path, script):
 
 def test_fail_on_never_runs_despite_findings(tmp_path, script):
     marker = tmp_path / "ran"
-    proc = wrap(tmp_path, "--verl", NEWEST, "--fail-on", "never", "--", "bash", "train.sh", *BAD, env={"MARKER": str(marker)})
+    proc = wrap(
+        tmp_path, "--verl", NEWEST, "--fail-on", "never", "--", "bash", "train.sh", *BAD, env={"MARKER": str(marker)}
+    )
     assert proc.returncode == 3, proc.stderr
     assert marker.exists() and "VL301" in proc.stderr
 
@@ -182,7 +201,7 @@ def test_internal_error_fails_open_unless_strict(monkeypatch, capsys):
         (["bash", "run.sh", "a=1", "b=2"], ("run.sh", None, ["a=1", "b=2"], 2)),
         (["/bin/bash", "-x", "-o", "pipefail", "run.sh", "a=1"], ("run.sh", None, ["a=1"], 5)),
         (["sh", "--", "run.sh"], ("run.sh", None, [], 3)),
-        (["bash", "-c", "python3 -m m \"$@\"", "name", "a=1"], ("<bash -c>", "python3 -m m \"$@\"", ["a=1"], 4)),
+        (["bash", "-c", 'python3 -m m "$@"', "name", "a=1"], ("<bash -c>", 'python3 -m m "$@"', ["a=1"], 4)),
         (["bash", "-xc", "echo", "name"], ("<bash -c>", "echo", [], 4)),
         (["bash", "-s"], None),
         (["bash"], None),
@@ -245,7 +264,10 @@ def test_analysis_over_the_time_limit_runs_the_command_unless_strict(tmp_path):
     )
     proc = bounded_wrap(tmp_path, "--verl", NEWEST, "--timeout", "1e-6", "--strict", "--", "bash", "train.sh")
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
-    assert proc.stderr == "verl-lint: the analysis took longer than 1e-06 s (--timeout); not running the command (--strict)\n"
+    assert (
+        proc.stderr
+        == "verl-lint: the analysis took longer than 1e-06 s (--timeout); not running the command (--strict)\n"
+    )
     # Within the limit the launch is analysed, and the clean script runs.
     proc = bounded_wrap(tmp_path, "--verl", NEWEST, "--", "bash", "train.sh")
     assert proc.returncode == 0 and proc.stdout == "ran\n" and "1 launch" in proc.stderr, proc.stderr

@@ -85,13 +85,17 @@ def test_fifo_and_devices_are_refused_never_replaced(tmp_path, root):
         # A FIFO with no reader would block an open(); the timeout proves it is never opened.
         r = subprocess.run(
             [sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", root, flag, str(fifo), str(s)],
-            capture_output=True, text=True, timeout=120,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         one_error_line(r, "it is a FIFO")
         assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     r = subprocess.run(
         [sys.executable, "-m", "verl_lint.cli", "check", "--verl-root", root, "--baseline", str(fifo), str(s)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     one_error_line(r, f"cannot read baseline {fifo}: not a regular file (FIFO)")
     if os.geteuid() == 0:
@@ -104,7 +108,9 @@ def test_fifo_and_devices_are_refused_never_replaced(tmp_path, root):
     r = cli("check", "--verl-root", root, "--format", "sarif", "--output", "/dev/null", str(s))
     one_error_line(r, "cannot write /dev/null: it is a character device")
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["bad.sh", "pipe"] + (["null"] if os.geteuid() == 0 else []))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["bad.sh", "pipe"] + (["null"] if os.geteuid() == 0 else [])
+    )
 
 
 @pytest.mark.parametrize(
@@ -115,7 +121,10 @@ def test_fifo_and_devices_are_refused_never_replaced(tmp_path, root):
         ('{"version": 1}', "found an object without a `findings` list"),
         ('{"findings": {"a": 1}}', "found an object without a `findings` list"),
         ('{"findings": ["x"]}', "findings[0] is not an object"),
-        ('{"findings": [{"path": "a.sh"}]}', "findings[0] is not an object with string fields path, code, key, fingerprint"),
+        (
+            '{"findings": [{"path": "a.sh"}]}',
+            "findings[0] is not an object with string fields path, code, key, fingerprint",
+        ),
         ("{not json", "not JSON"),
     ],
 )
@@ -156,7 +165,9 @@ def test_fix_refuses_a_file_changed_between_analysis_and_write(tmp_path, root):
     other.write_text(OLD_STYLE)
     r = subprocess.run(
         [sys.executable, "-c", EDIT_DURING_FIX, "check", "--verl-root", root, "--fix", str(edited), str(other)],
-        capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"),
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, NO_COLOR="1"),
     )
     assert edited.read_text() == OLD_STYLE + "# saved by an editor\n"  # the editor's save is kept, unfixed
     assert "ray_kwargs.ray_init.num_cpus=32" in other.read_text()  # the rest is still fixed
@@ -174,13 +185,17 @@ HIDDEN_TEMP = "hidden temp file `.NAME.<random>.tmp`"  # what files.py documents
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "verl_lint.cli", *args], cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "-m", "verl_lint.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         env=dict(os.environ, NO_COLOR="1"),
     )
 
 
 def _kill_once_writing(proc: subprocess.Popen, directory: Path, target: Path, extra: float) -> None:
     """SIGKILL `proc` `extra` seconds after the first sign of a write in `directory` (an entry or the target changes)."""
+
     def state():
         st = target.stat()
         return sorted(os.listdir(directory)), st.st_ino, st.st_size, st.st_mtime_ns
@@ -198,7 +213,9 @@ def _leftovers(directory: Path, names: set[str]) -> list[str]:
     for p in directory.iterdir():
         if p.name in names:
             continue
-        assert any(p.name.startswith(f".{n}.") and p.name.endswith(".tmp") for n in names), f"{p.name} is no {HIDDEN_TEMP}"
+        assert any(p.name.startswith(f".{n}.") and p.name.endswith(".tmp") for n in names), (
+            f"{p.name} is no {HIDDEN_TEMP}"
+        )
         temps.append(p.name)
     return temps
 
@@ -212,7 +229,11 @@ def test_sigkill_at_random_moments_leaves_old_or_new_content(tmp_path, root):
     old_report = b'{"old": "report"}\n'
     modes = {
         "fix": (["check", "--verl-root", root, "--fix", "run.sh"], script, OLD_STYLE.encode()),
-        "output": (["check", "--verl-root", root, "--format", "json", "--output", "report.json", "run.sh"], report, old_report),
+        "output": (
+            ["check", "--verl-root", root, "--format", "json", "--output", "report.json", "run.sh"],
+            report,
+            old_report,
+        ),
     }
 
     def reset() -> None:

@@ -160,7 +160,9 @@ def code_digest() -> str:
                             stack.append(Path(e.path))
                     elif e.name.endswith((".py", ".yaml", ".yml")):
                         st = e.stat()
-                        h.update(f"{root.name}/{os.path.relpath(e.path, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+                        h.update(
+                            f"{root.name}/{os.path.relpath(e.path, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode()
+                        )
         _CODE = h.hexdigest()
     return _CODE
 
@@ -183,7 +185,9 @@ def store(path: Path, data: bytes) -> None:
         unusable(ex)
 
 
-def memo(folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[type, ...] | Callable[[object], bool]) -> T:
+def memo(
+    folder: str, ident: str, compute: Callable[[], T], kind: type | tuple[type, ...] | Callable[[object], bool]
+) -> T:
     """`compute()`, kept on disk as a pickle under `folder/` (see `entry`).
 
     `kind` is what `compute` returns: a type (or tuple of types), or a check function. An entry
@@ -233,7 +237,18 @@ def remembered(folder: str, ident: str, key, compute: Callable[[], T]) -> T:
 
 # -------------------------------------------------------------- clean ----
 
-DERIVED = ("bases", "engine_args", "verl-allocator", "tables", "specifiers", "reader", "guards", "results", "fixes", "facts")  # cheap to rebuild: removed by `clean`
+DERIVED = (
+    "bases",
+    "engine_args",
+    "verl-allocator",
+    "tables",
+    "specifiers",
+    "reader",
+    "guards",
+    "results",
+    "fixes",
+    "facts",
+)  # cheap to rebuild: removed by `clean`
 # Files verl-lint writes in its folders: hash-named pickles, wheels, and their temp files
 # (compiled on first use by `re`: `clean` is rare, start-up is not).
 # (temp files: `.NAME.<hex>.tmp` from files.replacing, `NAME.<random>.tmp` from older releases)
@@ -350,7 +365,10 @@ def run(args) -> int:
     if cmd in ("dir", "info", None):
         print(root)
         if root.exists() and not root.is_dir():
-            print(f"verl-lint: warning: cache directory {root} is not a directory; runs go without the cache", file=sys.stderr)
+            print(
+                f"verl-lint: warning: cache directory {root} is not a directory; runs go without the cache",
+                file=sys.stderr,
+            )
         if cmd == "dir":
             return 0
         for name, (files, size) in usage().items():
@@ -359,4 +377,19 @@ def run(args) -> int:
     return 2
 
 
-__all__ = ["cache_dir", "code_digest", "code_roots", "entry", "store", "memo", "remembered", "make_dir", "new_entry", "is_marked", "clean", "usage", "add_arguments", "run"]
+__all__ = [
+    "cache_dir",
+    "code_digest",
+    "code_roots",
+    "entry",
+    "store",
+    "memo",
+    "remembered",
+    "make_dir",
+    "new_entry",
+    "is_marked",
+    "clean",
+    "usage",
+    "add_arguments",
+    "run",
+]

@@ -160,8 +160,17 @@ class VerlLintCallback(Callback):
         live = self._guard("lint core", importlib.import_module, "verl_lint.live")
         diags = []
         if live is not None:
-            found = self._guard("config rules", live.lint_config, config, None, os.environ, select=self.select, ignore=self.ignore,
-                                task_file=task_file, on_error=self._rule_error)
+            found = self._guard(
+                "config rules",
+                live.lint_config,
+                config,
+                None,
+                os.environ,
+                select=self.select,
+                ignore=self.ignore,
+                task_file=task_file,
+                on_error=self._rule_error,
+            )
             running = self._guard("live allocator check", live.live_findings, config, task_file, os.environ)
             diags = live.merge(found or [], running or [], self.select, self.ignore)
         if self.report_path:
@@ -199,7 +208,6 @@ class VerlLintCallback(Callback):
 
     def _write_report(self, diags) -> None:
 
-
         path = Path(self.report_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps([d.to_json() for d in diags], indent=2, ensure_ascii=False) + "\n")
@@ -223,21 +231,25 @@ class VerlLintCallback(Callback):
         if not diags and not self.skipped:
             log.info("verl-lint: config and environment clean (%.1f ms)", self.elapsed * 1000)
         elif not diags:
-            log.info("verl-lint: no findings, but %d check(s) skipped (see above) (%.0f ms)", len(self.skipped), self.elapsed * 1000)
+            log.info(
+                "verl-lint: no findings, but %d check(s) skipped (see above) (%.0f ms)",
+                len(self.skipped),
+                self.elapsed * 1000,
+            )
 
     def _internal_error(self, what: str, ex: Exception) -> None:
         self.skipped.append(what)
         text = str(ex).strip().splitlines()[0] if str(ex).strip() else ""
         name = f"{type(ex).__name__}: {text}" if text else type(ex).__name__
         if self.strict:
-
             _flush_logs()
             sys.stderr.write(f"verl-lint: internal error in {what}, stopping the job (strict=true): {name}\n")
             traceback.print_exception(type(ex), ex, ex.__traceback__, file=sys.stderr)
             sys.stderr.flush()
             raise SystemExit(EXIT_INTERNAL) from ex
-        log.warning("verl-lint: internal error in %s: %s; skipped it, the job continues (strict=true would stop it)", what, name)
-
+        log.warning(
+            "verl-lint: internal error in %s: %s; skipped it, the job continues (strict=true would stop it)", what, name
+        )
 
 
 def _one_line(d) -> str:

@@ -74,8 +74,12 @@ UNUSED_SUPPRESSION = declare(
         ## Use instead
         Remove the code from the comment.
         """,
-    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1  # verl-lint: disable=VL101\n"],
-    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1  # verl-lint: disable=VL101\n"],
+    bad=[
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1  # verl-lint: disable=VL101\n"
+    ],
+    good=[
+        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1  # verl-lint: disable=VL101\n"
+    ],
 )
 
 
@@ -173,8 +177,8 @@ LAUNCH_NOT_ANALYSABLE = declare(
     value: `verl-lint check -- python3 -m ... --config-path /abs/dir ...`.
     """,
     bad=[
-        "#!/bin/bash\nCONFIG_DIR=$(find_config_dir)\npython3 -m verl.trainer.main_ppo --config-path=\"$CONFIG_DIR\" actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n",
-        "#!/bin/bash\nsu trainer -c \"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\"\n",
+        '#!/bin/bash\nCONFIG_DIR=$(find_config_dir)\npython3 -m verl.trainer.main_ppo --config-path="$CONFIG_DIR" actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n',
+        '#!/bin/bash\nsu trainer -c "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1"\n',
     ],
     good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
 )
@@ -266,8 +270,12 @@ ENGINE_VERSION_UNKNOWN = declare(
     Pass the release you run, e.g. `verl-lint check run.sh --vllm 0.12.0`, or set
     `vllm = "0.12.0"` in `[tool.verl-lint]`; or lint where the engine is installed.
     """,
-    bad=["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
-    good=["#!/bin/bash\nexport VLLM_ASCEND_ENABLE_NZ=0\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"],
+    bad=[
+        "#!/bin/bash\nexport VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"
+    ],
+    good=[
+        "#!/bin/bash\nexport VLLM_ASCEND_ENABLE_NZ=0\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"
+    ],
 )
 
 NEVER_ASSIGNED = declare(
@@ -304,8 +312,12 @@ NEVER_ASSIGNED = declare(
     Set it in the script, or give it a default: `${NGPUS:-8}` (or `${NGPUS:?set NGPUS}` to stop
     with a message when it is missing).
     """,
-    bad=["#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$projct\n"],
-    good=["#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$project\n"],
+    bad=[
+        "#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$projct\n"
+    ],
+    good=[
+        "#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$project\n"
+    ],
 )
 
 ENTRY_POINT_NOT_JUDGED = declare(
@@ -332,10 +344,20 @@ ENTRY_POINT_NOT_JUDGED = declare(
     Nothing to change. Check those keys against the app's own code, or launch through
     `verl.trainer.main_ppo` with `--config-name`.
     """,
-    bad=[("#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
-          "actor_rollout_ref.actor.grad_clip=0.5\n", ">=0.9")],
-    good=[("#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
-           "actor_rollout_ref.actor.optim.clip_grad=0.5\n", ">=0.9")],
+    bad=[
+        (
+            "#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
+            "actor_rollout_ref.actor.grad_clip=0.5\n",
+            ">=0.9",
+        )
+    ],
+    good=[
+        (
+            "#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
+            "actor_rollout_ref.actor.optim.clip_grad=0.5\n",
+            ">=0.9",
+        )
+    ],
 )
 
 

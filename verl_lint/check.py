@@ -30,8 +30,15 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 STDIN = "-"
 # setting -> the flag that overrides it (`ignore`: the flag's codes are added to the setting's)
 FLAG_OF = {
-    "select": "--select", "ignore": "--ignore", "fail-on": "--fail-on", "verl-root": "--verl-root", "verl-version": "--verl",
-    "cwd": "--cwd", "max-file-size": "--max-file-size", "timeout": "--timeout", **{flag[2:]: flag for flag in ENGINE_FLAGS},
+    "select": "--select",
+    "ignore": "--ignore",
+    "fail-on": "--fail-on",
+    "verl-root": "--verl-root",
+    "verl-version": "--verl",
+    "cwd": "--cwd",
+    "max-file-size": "--max-file-size",
+    "timeout": "--timeout",
+    **{flag[2:]: flag for flag in ENGINE_FLAGS},
 }
 
 
@@ -101,7 +108,9 @@ def gpu_memory(args: Namespace, settings: Settings) -> tuple[float | None, str]:
         if getattr(args, "gpu", None):
             return gpu_gib(args.gpu), f"--gpu {args.gpu}"
     except ValueError as ex:
-        raise UsageError(f"{'--gpu-memory' if getattr(args, 'gpu_memory', None) is not None else '--gpu'} {ex}") from None
+        raise UsageError(
+            f"{'--gpu-memory' if getattr(args, 'gpu_memory', None) is not None else '--gpu'} {ex}"
+        ) from None
     if settings.gpu is not None:
         return settings.gpu, f"the gpu setting ({settings.gpu:g} GiB)"
     return None, ""
@@ -170,7 +179,12 @@ def plan(args: Namespace, command_argv: list[str] | None, finder: SettingsFinder
     groups: dict[Path | None, Group] = {}
     seen: set[str] = set()
     for walk_settings, raws in by_walk.values():
-        files, errors = collect(raws, walk_settings, use_ignore_files=not getattr(args, "no_ignore", False), skip_others=getattr(args, "skip_other_files", False))
+        files, errors = collect(
+            raws,
+            walk_settings,
+            use_ignore_files=not getattr(args, "no_ignore", False),
+            skip_others=getattr(args, "skip_other_files", False),
+        )
         given = {str(Path(r)) for r in raws}  # as collect names them
         out.errors += errors
         for f in files:
@@ -199,7 +213,9 @@ def _excluded(path: Path, settings: Settings) -> bool:
     return GitIgnoreSpec.from_lines(settings.exclude).match_file(rel.as_posix())
 
 
-def lint(args: Namespace, command_argv: list[str] | None, inputs: Plan, tree: VerlTree | None = None) -> list[FileReport]:
+def lint(
+    args: Namespace, command_argv: list[str] | None, inputs: Plan, tree: VerlTree | None = None
+) -> list[FileReport]:
     """Lint what `inputs` holds; `tree`: this verl tree for every file (upgrade), else per settings."""
     options = {}
 
@@ -225,18 +241,37 @@ def lint(args: Namespace, command_argv: list[str] | None, inputs: Plan, tree: Ve
     configs = {id(g): [f for f in g.files if embedded_kind(f) == "config"] for g in inputs.groups}
     for g in inputs.groups:
         scripts = [f for f in g.files if f not in configs[id(g)]]
-        linted += lint_paths(scripts, opts(g.settings), use_cache=use_cache, per_file_ignores=g.settings.per_file_ignores, jobs=args.jobs, timings=timings, once=False)
+        linted += lint_paths(
+            scripts,
+            opts(g.settings),
+            use_cache=use_cache,
+            per_file_ignores=g.settings.per_file_ignores,
+            jobs=args.jobs,
+            timings=timings,
+            once=False,
+        )
     composed = {os.path.realpath(span.path) for r in linted for span in r.file_value_users}
     for g in inputs.groups:
         alone = [f for f in configs[id(g)] if os.path.realpath(f) not in composed]
-        linted += lint_paths(alone, opts(g.settings), use_cache=use_cache, per_file_ignores=g.settings.per_file_ignores, jobs=args.jobs, timings=timings, once=False)
+        linted += lint_paths(
+            alone,
+            opts(g.settings),
+            use_cache=use_cache,
+            per_file_ignores=g.settings.per_file_ignores,
+            jobs=args.jobs,
+            timings=timings,
+            once=False,
+        )
     once_per_run(reports + linted)
     reports += sorted(linted, key=lambda r: inputs.order.get(r.path, 0))  # the order of the walk
     if timings:
         for path, seconds in sorted(timings.items(), key=lambda x: -x[1]):
             print(f"verl-lint: {seconds:7.3f} s  {safe(path)}", file=sys.stderr)
     if args.verbose and use_cache:
-        print(f"verl-lint: {sum(r.cached for r in linted)} of {plural(len(linted), 'file')} read back from the result cache", file=sys.stderr)
+        print(
+            f"verl-lint: {sum(r.cached for r in linted)} of {plural(len(linted), 'file')} read back from the result cache",
+            file=sys.stderr,
+        )
     return reports
 
 
@@ -253,7 +288,9 @@ def _describe(inputs: Plan, opts) -> None:
         o = opts(g.settings)
         trees = {verl_tree_for(f.parent.resolve(), o.verl_tree) for f in g.files}
         for t in sorted(trees, key=str):
-            say(f"verl: {safe(t.describe()) if t else 'none found (no checkout above the scripts, verl not installed)'}")
+            say(
+                f"verl: {safe(t.describe()) if t else 'none found (no checkout above the scripts, verl not installed)'}"
+            )
         given = {k: f"{v} ({o.version_origin.get(k, 'given')})" for k, v in o.versions.items()}
         engines = {**{k: f"{v} (installed)" for k, v in installed_versions().items()}, **given}
         say("engines: " + (", ".join(f"{k} {v}" for k, v in sorted(engines.items())) or "none installed or given"))
@@ -264,11 +301,15 @@ def _lint_stdin(args: Namespace, settings: Settings, options: Options, use_cache
     name = args.stdin_filename or STDIN
     data = sys.stdin.buffer.read(options.max_bytes + 1)
     if len(data) > options.max_bytes:
-        return FileReport(name, errors=[InputError(name, f"stdin is over the {options.max_bytes / 2**20:g} MiB limit; not analysed")])
+        return FileReport(
+            name, errors=[InputError(name, f"stdin is over the {options.max_bytes / 2**20:g} MiB limit; not analysed")]
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as ex:
-        return FileReport(name, errors=[InputError(name, f"stdin is not UTF-8 (byte {data[ex.start]:#04x} at offset {ex.start})")])
+        return FileReport(
+            name, errors=[InputError(name, f"stdin is not UTF-8 (byte {data[ex.start]:#04x} at offset {ex.start})")]
+        )
     return lint_script(name, text, options, None, settings.per_file_ignores, use_cache=use_cache)
 
 
@@ -345,7 +386,9 @@ def fix(args: Namespace, command_argv, inputs: Plan, reports: list[FileReport], 
         elif res.applied:
             changed += 1
             fixed += res.applied
-            shown += [d for d in diags if d.fix is not None and (d.fix.safe or args.unsafe_fixes) and d.fix.span.path == path]
+            shown += [
+                d for d in diags if d.fix is not None and (d.fix.safe or args.unsafe_fixes) and d.fix.span.path == path
+            ]
     if changed:
         if not args.quiet:
             print(f"Fixed {plural(fixed, 'finding')} in {plural(changed, 'file')}", file=sys.stderr)
@@ -355,8 +398,14 @@ def fix(args: Namespace, command_argv, inputs: Plan, reports: list[FileReport], 
             forget_config_files()  # a project config file changed: composed again, not recalled
         return lint(args, command_argv, inputs, tree), failed, diffs
     if not diffs and not failed and not args.quiet:
-        unsafe = not args.unsafe_fixes and any(d.fix is not None and not d.fix.safe for r in reports for d in r.diagnostics)
-        print(f"No fixes available{' to show' if args.diff else ''}" + (" (use --unsafe-fixes for unsafe ones)" if unsafe else ""), file=sys.stderr)
+        unsafe = not args.unsafe_fixes and any(
+            d.fix is not None and not d.fix.safe for r in reports for d in r.diagnostics
+        )
+        print(
+            f"No fixes available{' to show' if args.diff else ''}"
+            + (" (use --unsafe-fixes for unsafe ones)" if unsafe else ""),
+            file=sys.stderr,
+        )
     return reports, failed, diffs
 
 
@@ -380,7 +429,12 @@ def _fix_targets(reports: list[FileReport], args: Namespace):
 def _fixable_file(r: FileReport, args: Namespace) -> bool:
     """A file --fix may write: not a command line, not stdin, not one whose parse failed (VL006)."""
     stdin = (args.stdin_filename or STDIN) if STDIN in args.paths else None
-    return r.text is not None and not r.path.startswith("<") and r.path != stdin and not any(d.code == "VL006" for d in r.diagnostics)
+    return (
+        r.text is not None
+        and not r.path.startswith("<")
+        and r.path != stdin
+        and not any(d.code == "VL006" for d in r.diagnostics)
+    )
 
 
 def _offered(reports: list[FileReport], args: Namespace) -> list[tuple[str, str, list[Diagnostic]]]:
@@ -396,7 +450,11 @@ def _offered(reports: list[FileReport], args: Namespace) -> list[tuple[str, str,
 
 def _list_fixes(diags: list[Diagnostic], stream) -> None:
     for d in diags:
-        print(f"  {safe(d.span.path)}:{d.span.line}:{d.span.col}: {d.code} {safe(d.fix.title)}" + ("" if d.fix.safe else " (unsafe)"), file=stream)
+        print(
+            f"  {safe(d.span.path)}:{d.span.line}:{d.span.col}: {d.code} {safe(d.fix.title)}"
+            + ("" if d.fix.safe else " (unsafe)"),
+            file=stream,
+        )
 
 
 def _fixable_summary(reports: list[FileReport], args: Namespace) -> str:
@@ -410,7 +468,11 @@ def _fixable_summary(reports: list[FileReport], args: Namespace) -> str:
         return ""
     if not n_safe:
         return f"{n_all} fixable with --fix --unsafe-fixes\n"
-    return f"{n_safe} fixable with --fix" + (f" ({n_all - n_safe} more with --unsafe-fixes)" if n_all > n_safe else "") + "\n"
+    return (
+        f"{n_safe} fixable with --fix"
+        + (f" ({n_all - n_safe} more with --unsafe-fixes)" if n_all > n_safe else "")
+        + "\n"
+    )
 
 
 def _fix_counts(path: str, text: str, diags: list[Diagnostic]) -> tuple[int, int]:
@@ -426,7 +488,13 @@ def _fix_counts(path: str, text: str, diags: list[Diagnostic]) -> tuple[int, int
 
 
 def emit(
-    reports: list[FileReport], args: Namespace, fail_on: dict[str, str], unfixed: int = 0, hidden: int = 0, diffs: int = 0, docs: str | None = None
+    reports: list[FileReport],
+    args: Namespace,
+    fail_on: dict[str, str],
+    unfixed: int = 0,
+    hidden: int = 0,
+    diffs: int = 0,
+    docs: str | None = None,
 ) -> int:
     """Write the report (terminal and --output); the exit code. `fail_on`: report path -> level
     ("" for the rest); `unfixed`: files --fix could not write; `hidden`: findings the baseline removed;
@@ -458,7 +526,9 @@ def emit(
             for e in r.errors:
                 print(str(e), file=sys.stderr)
     if args.show_fixes and not args.fix:
-        _list_fixes([d for _, _, diags in _offered(reports, args) for d in diags if d.fix.safe or args.unsafe_fixes], sys.stdout)
+        _list_fixes(
+            [d for _, _, diags in _offered(reports, args) for d in diags if d.fix.safe or args.unsafe_fixes], sys.stdout
+        )
     if unwritten:
         return usage_error(unwritten)
     if unfixed or any(r.errors for r in reports):
@@ -499,7 +569,9 @@ def upgrade(args: Namespace) -> int:
 
     def new_only(reports):  # what the upgrade changes, also after --fix linted the changed files again
         for r in reports:
-            r.diagnostics = [d for d in r.diagnostics if (d.span.path, d.code, d.key, d.span.line, d.span.col) not in known]
+            r.diagnostics = [
+                d for d in r.diagnostics if (d.span.path, d.code, d.key, d.span.line, d.span.col) not in known
+            ]
         return reports
 
     new_only(after)

@@ -36,20 +36,40 @@ def parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _build_check(c: argparse.ArgumentParser) -> None:
     c.add_argument(
-        "paths", nargs="*",
+        "paths",
+        nargs="*",
         help="scripts, primary configs (*.yaml), docs and workflows holding launches, or directories (recursively: *.sh, *.bash, sh shebangs, and those); `-` reads a script from stdin (default: .)",
     )
-    c.add_argument("--stdin-filename", metavar="PATH", help="the name of the script read from stdin: findings carry it; settings and per-file-ignores follow it")
-    c.add_argument("--no-ignore", action="store_true", help="in directories, also lint what .gitignore and .git/info/exclude ignore")
     c.add_argument(
-        "--skip-other-files", action="store_true",
+        "--stdin-filename",
+        metavar="PATH",
+        help="the name of the script read from stdin: findings carry it; settings and per-file-ignores follow it",
+    )
+    c.add_argument(
+        "--no-ignore",
+        action="store_true",
+        help="in directories, also lint what .gitignore and .git/info/exclude ignore",
+    )
+    c.add_argument(
+        "--skip-other-files",
+        action="store_true",
         help="pass over named YAML and doc files that hold no launch instead of an input error; a config group file lints the primary configs above it (for pre-commit)",
     )
     _common(c)
     _output_flags(c)
     _report_flags(c)
-    c.add_argument("--show-settings", nargs="?", const="", metavar="FILE", help="print the settings FILE gets (default: the first path) and where each comes from; lint nothing")
-    c.add_argument("--show-files", action="store_true", help="print the files that would be linted (ignores honoured); lint nothing")
+    c.add_argument(
+        "--show-settings",
+        nargs="?",
+        const="",
+        metavar="FILE",
+        help="print the settings FILE gets (default: the first path) and where each comes from; lint nothing",
+    )
+    c.add_argument(
+        "--show-files",
+        action="store_true",
+        help="print the files that would be linted (ignores honoured); lint nothing",
+    )
     c.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in this baseline file")
     c.add_argument("--write-baseline", metavar="FILE", help="record the current findings as the baseline and exit 0")
     _fix_flags(c)
@@ -59,7 +79,9 @@ def _build_upgrade(u: argparse.ArgumentParser) -> None:
     u.add_argument("paths", nargs="*", default=["."], help="scripts or directories (default: ., as for check)")
     u.add_argument("--to", required=True, metavar="VERSION", help="the verl release to upgrade to")
     g = u.add_mutually_exclusive_group()
-    g.add_argument("--from", dest="from_version", metavar="VERSION", help="the current verl release (default: detected)")
+    g.add_argument(
+        "--from", dest="from_version", metavar="VERSION", help="the current verl release (default: detected)"
+    )
     g.add_argument("--from-root", metavar="DIR", help="the current verl checkout")
     _rule_flags(u)
     _engine_flags(u)
@@ -76,11 +98,26 @@ def _build_doctor(d: argparse.ArgumentParser) -> None:
 
 
 def _build_config(c: argparse.ArgumentParser) -> None:
-    c.add_argument("targets", nargs="+", metavar="SCRIPT[:LINE]", help="a script (every launch in it), or the launch on LINE")
-    c.add_argument("--key", metavar="PREFIX", help="only the keys under this dotted prefix (e.g. actor_rollout_ref.rollout)")
-    c.add_argument("--output-format", "--format", dest="format", choices=["text", "json", "yaml"], default="text", help="%(choices)s (default: %(default)s)")
+    c.add_argument(
+        "targets", nargs="+", metavar="SCRIPT[:LINE]", help="a script (every launch in it), or the launch on LINE"
+    )
+    c.add_argument(
+        "--key", metavar="PREFIX", help="only the keys under this dotted prefix (e.g. actor_rollout_ref.rollout)"
+    )
+    c.add_argument(
+        "--output-format",
+        "--format",
+        dest="format",
+        choices=["text", "json", "yaml"],
+        default="text",
+        help="%(choices)s (default: %(default)s)",
+    )
     c.add_argument("--diff", action="store_true", help="show how the launches of the two targets differ")
-    c.add_argument("--memory", action="store_true", help="show what the launch's model puts on each GPU (needs --gpu, --gpu-memory or the gpu setting)")
+    c.add_argument(
+        "--memory",
+        action="store_true",
+        help="show what the launch's model puts on each GPU (needs --gpu, --gpu-memory or the gpu setting)",
+    )
     _common(c)
     _cache_dir_flag(c)
 
@@ -89,7 +126,9 @@ def _build_run(r: argparse.ArgumentParser) -> None:
     _common(r)
     _output_flags(r)
     r.add_argument("--dry-run", action="store_true", help="lint and show what would run; run nothing")
-    r.add_argument("--strict", action="store_true", help="if verl-lint itself fails, do not run the command (default: run it)")
+    r.add_argument(
+        "--strict", action="store_true", help="if verl-lint itself fails, do not run the command (default: run it)"
+    )
 
 
 def _build_cache(k: argparse.ArgumentParser) -> None:
@@ -98,7 +137,13 @@ def _build_cache(k: argparse.ArgumentParser) -> None:
 
 
 def _build_rules(r: argparse.ArgumentParser) -> None:
-    r.add_argument("--format", "--output-format", choices=["text", "json"], default="text", help="%(choices)s (default: %(default)s)")
+    r.add_argument(
+        "--format",
+        "--output-format",
+        choices=["text", "json"],
+        default="text",
+        help="%(choices)s (default: %(default)s)",
+    )
 
 
 def _build_rule(d: argparse.ArgumentParser) -> None:
@@ -124,62 +169,130 @@ CONFIG_HELP = (
 
 
 def _rule_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--select", action="append", default=None, metavar="CODES", help="only these rule codes, prefixes or names (comma-separated)")
-    p.add_argument("--ignore", action="append", default=None, metavar="CODES", help="skip these rule codes, prefixes or names (comma-separated)")
+    p.add_argument(
+        "--select",
+        action="append",
+        default=None,
+        metavar="CODES",
+        help="only these rule codes, prefixes or names (comma-separated)",
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=None,
+        metavar="CODES",
+        help="skip these rule codes, prefixes or names (comma-separated)",
+    )
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--verl-root", metavar="DIR", help="lint against this verl checkout")
-    g.add_argument("--verl", metavar="VERSION", help="lint against this verl release (downloaded once, no dependencies)")
+    g.add_argument(
+        "--verl", metavar="VERSION", help="lint against this verl release (downloaded once, no dependencies)"
+    )
     _rule_flags(p)
     _engine_flags(p)
     p.add_argument("--config", metavar="FILE", help=CONFIG_HELP)
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--gpu", metavar="NAME", help="the GPU the memory rules judge against: H100, H200, H800, H20, A100-40GB, A100-80GB, L40S, 910B, ...")
-    g.add_argument("--gpu-memory", type=float, metavar="GIB", help="the memory per GPU the memory rules judge against, in GiB")
+    g.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="the GPU the memory rules judge against: H100, H200, H800, H20, A100-40GB, A100-80GB, L40S, 910B, ...",
+    )
+    g.add_argument(
+        "--gpu-memory", type=float, metavar="GIB", help="the memory per GPU the memory rules judge against, in GiB"
+    )
     p.add_argument(
-        "--models", choices=["offline", "online"], default=None,
+        "--models",
+        choices=["offline", "online"],
+        default=None,
         help="online: a hub model no local source knows is looked up on the hub ($HF_ENDPOINT), its config.json alone (default: the models setting, else offline)",
     )
     p.add_argument(
-        "--cwd", metavar="DIR",
+        "--cwd",
+        metavar="DIR",
         help="the directory the scripts are run from (default: assumed, and said in the findings: the repository root, ...)",
     )
 
 
 def _output_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--output-format", "--format", dest="format", choices=FORMATS, default=None, help="%(choices)s (default: text)")
-    p.add_argument("--output", "-o", metavar="FILE", help="write the report (in --output-format) to this file; text still goes to the terminal")
-    p.add_argument("--fail-on", choices=FAIL_ON, default=None, help="exit 1 on findings at or above this level: %(choices)s (default: the fail-on setting, else error)")
     p.add_argument(
-        "--fail-on-unanalysed", action="store_true",
+        "--output-format", "--format", dest="format", choices=FORMATS, default=None, help="%(choices)s (default: text)"
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="write the report (in --output-format) to this file; text still goes to the terminal",
+    )
+    p.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default=None,
+        help="exit 1 on findings at or above this level: %(choices)s (default: the fail-on setting, else error)",
+    )
+    p.add_argument(
+        "--fail-on-unanalysed",
+        action="store_true",
         help="exit 1 when a launch or file could not be analysed (VL007, VL004, VL005), whatever --fail-on says",
     )
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk caches (each file's findings, composed configs)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not read or write the on-disk caches (each file's findings, composed configs)",
+    )
     _cache_dir_flag(p)
     p.add_argument(
-        "--color", choices=["auto", "always", "never"], default="auto",
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
         help="%(choices)s (default: auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR turns it on)",
     )
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: all cores for many files)")
-    p.add_argument("--max-file-size", type=float, default=None, metavar="MiB", help="skip larger files with VL004 (default 4)")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="time limit per launch (and for a file's shell code), VL005 (default 20; 0: none)")
+    p.add_argument(
+        "--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: all cores for many files)"
+    )
+    p.add_argument(
+        "--max-file-size", type=float, default=None, metavar="MiB", help="skip larger files with VL004 (default 4)"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="time limit per launch (and for a file's shell code), VL005 (default 20; 0: none)",
+    )
 
 
 def _report_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead of the findings ([*]: fixable)")
-    p.add_argument("--show-fixes", action="store_true", help="list the fixes: those --fix applied, else those it would apply")
-    p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings (input and usage errors still exit 2)")
+    p.add_argument(
+        "--statistics",
+        action="store_true",
+        help="print the number of findings per rule instead of the findings ([*]: fixable)",
+    )
+    p.add_argument(
+        "--show-fixes", action="store_true", help="list the fixes: those --fix applied, else those it would apply"
+    )
+    p.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 even with findings (input and usage errors still exit 2)"
+    )
     g = p.add_mutually_exclusive_group()
-    g.add_argument("-q", "--quiet", action="store_true", help="print the findings only: no summary, no notes, no progress")
-    g.add_argument("-v", "--verbose", action="store_true", help="also say which settings files, verl trees and engine versions were used, and time each file (on stderr)")
+    g.add_argument(
+        "-q", "--quiet", action="store_true", help="print the findings only: no summary, no notes, no progress"
+    )
+    g.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also say which settings files, verl trees and engine versions were used, and time each file (on stderr)",
+    )
 
 
 def _cache_dir_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--cache-dir", metavar="DIR",
+        "--cache-dir",
+        metavar="DIR",
         help="the cache directory (default: $VERL_LINT_CACHE_DIR, else $XDG_CACHE_HOME/verl-lint, else ~/.cache/verl-lint)",
     )
 
@@ -192,7 +305,13 @@ def _fix_flags(p: argparse.ArgumentParser) -> None:
 
 def _engine_flags(p: argparse.ArgumentParser) -> None:
     for flag, (alias, key) in ENGINE_FLAGS.items():
-        p.add_argument(flag, alias, dest=key, metavar="VERSION", help=f"the {flag[2:]} release to check against (default: installed, else the range the verl tree declares)")
+        p.add_argument(
+            flag,
+            alias,
+            dest=key,
+            metavar="VERSION",
+            help=f"the {flag[2:]} release to check against (default: installed, else the range the verl tree declares)",
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,7 +378,13 @@ def _rules(args) -> int:
         print(
             json.dumps(
                 [
-                    {"code": r.code, "name": r.name, "severity": str(r.severity), "verl": str(r.verl) or "*", "summary": r.summary}
+                    {
+                        "code": r.code,
+                        "name": r.name,
+                        "severity": str(r.severity),
+                        "verl": str(r.verl) or "*",
+                        "summary": r.summary,
+                    }
                     for r in rules
                 ],
                 indent=2,

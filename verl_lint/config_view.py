@@ -76,7 +76,11 @@ def _origin(ctx: Context, key: str, depth: int = 0) -> tuple[str, int | None, st
     if setter is not None and setter.in_file:
         return kind, setter.word.span.line, setter.word.span.path
     if setter is not None and kind in ("script", "unknown"):
-        return (kind if kind == "script" else f"script, known at run time: {setter.value_unknown.reason}"), setter.word.span.line, None
+        return (
+            (kind if kind == "script" else f"script, known at run time: {setter.value_unknown.reason}"),
+            setter.word.span.line,
+            None,
+        )
     refs = ctx.references(key) if setter is None and depth < 4 else []
     if refs:
         ref = next((r for r in refs if ctx.provenance(r) == kind), refs[0])  # the one the provenance follows
@@ -113,7 +117,9 @@ def view_of(ctx: Context, path: str, text: str = "") -> View:
     for key, value in _leaves(cfg):
         values[key] = (_shown(ctx, key, value, text), *_origin(ctx, key), value)
     la = ctx.launch
-    where = f"{path}:{la.entry_span.line}" + (f" ({'; '.join(la.variant)})" if la.variant else "")  # one of the branches' values
+    where = f"{path}:{la.entry_span.line}" + (
+        f" ({'; '.join(la.variant)})" if la.variant else ""
+    )  # one of the branches' values
     return View(where, la.module or la.file or "", ctx.app.verl_version, ctx.app.config_name, values)
 
 
@@ -167,7 +173,9 @@ def render_text(vs: list[View], prefix: str) -> str:
     for v in vs:
         lines.append(f"# {v.where}  {v.entry}  (verl {v.verl or 'unknown'}, config {v.config_name or 'default'})")
         rows = [(k, _show(val[0]), _where(val)) for k, val in v.values.items() if _under(k, prefix)]
-        width = min(max((len(k) + len(val) + 2 for k, val, _ in rows), default=0), 72)  # origins line up, unless a value is long
+        width = min(
+            max((len(k) + len(val) + 2 for k, val, _ in rows), default=0), 72
+        )  # origins line up, unless a value is long
         lines += [safe(f"{k}: {val}".ljust(width) + f"  # {o}") for k, val, o in rows]
         lines += [safe(f"# model: {m}" if not m.startswith(" ") else f"#        {m.strip()}") for m in v.models]
         lines += ["", *(safe(m) for m in v.memory)] if v.memory else []

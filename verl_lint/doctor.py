@@ -36,21 +36,35 @@ _LABELS = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_mutually_exclusive_group()
-    g.add_argument("--verl-root", help="read this verl checkout's allocator code (default: a checkout above the cwd, else the installed verl)")
-    g.add_argument("--verl", metavar="VERSION", help="read this verl release's allocator code (downloaded once, no dependencies)")
+    g.add_argument(
+        "--verl-root",
+        help="read this verl checkout's allocator code (default: a checkout above the cwd, else the installed verl)",
+    )
+    g.add_argument(
+        "--verl", metavar="VERSION", help="read this verl release's allocator code (downloaded once, no dependencies)"
+    )
     parser.add_argument(
         "--accelerator",
         choices=["cuda", "npu", "none"],
         help="check as if on this accelerator (default: detected without initialising a device)",
     )
-    parser.add_argument("--rollout", choices=["vllm", "sglang"], help="the rollout engine the job uses (sleep mode on, as verl's default)")
+    parser.add_argument(
+        "--rollout",
+        choices=["vllm", "sglang"],
+        help="the rollout engine the job uses (sleep mode on, as verl's default)",
+    )
     parser.add_argument("--format", choices=["text", "json"], default="text", help="%(choices)s (default: %(default)s)")
 
 
 def _tree(args) -> VerlTree | None:
     """The verl tree to read: --verl-root, --verl, a checkout above the cwd, else the installed verl.
     Raises LocateError for a bad --verl-root or --verl."""
-    from .launch.locate import find_checkout, installed_tree, release_tree, tree_at  # when doctor runs, not to build the CLI
+    from .launch.locate import (
+        find_checkout,
+        installed_tree,
+        release_tree,
+        tree_at,
+    )  # when doctor runs, not to build the CLI
 
     if getattr(args, "verl_root", None):
         return tree_at(args.verl_root, "--verl-root")
@@ -101,7 +115,9 @@ def render_text(r: RuntimeReport) -> str:
     w("allocator env")
     for var, value in r.env.items():
         w(f"  {var:<24} {value if value is not None else '(unset)'}")
-    w(f"  {'in effect (live)':<24} {r.live_settings if r.live_settings is not None else '(unknown: ' + r.live_settings_source + ')'}")
+    w(
+        f"  {'in effect (live)':<24} {r.live_settings if r.live_settings is not None else '(unknown: ' + r.live_settings_source + ')'}"
+    )
     w("")
     w("allocator API")
     for api in (r.torch_api, r.npu_api):

@@ -58,7 +58,9 @@ def _get(url: str, accept: str | None = None, missing: str | None = None):
     try:
         return urllib.request.urlopen(req, timeout=_TIMEOUT)  # noqa: S310 - http(s) only, checked by the callers
     except urllib.error.HTTPError as ex:
-        raise DownloadError(missing if missing and ex.code == 404 else f"{url} answered HTTP {ex.code} {ex.reason}") from None
+        raise DownloadError(
+            missing if missing and ex.code == 404 else f"{url} answered HTTP {ex.code} {ex.reason}"
+        ) from None
     except (urllib.error.URLError, OSError, ValueError) as ex:
         raise DownloadError(f"cannot reach {url} ({getattr(ex, 'reason', None) or ex})") from None
 
@@ -81,7 +83,9 @@ def _files(dist: str) -> tuple[str, list[dict]]:
         data = None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, list):
-        raise DownloadError(f"{page} is not a JSON simple API page (PEP 691); set {INDEX_ENV} to an index that serves one")
+        raise DownloadError(
+            f"{page} is not a JSON simple API page (PEP 691); set {INDEX_ENV} to an index that serves one"
+        )
     return page, [f for f in files if isinstance(f, dict)]
 
 
@@ -153,7 +157,9 @@ def wheel(dist: str, version: str, into: Path) -> Path:
             digest = hashlib.sha256()
             total = _size(r.headers.get("Content-Length")) or _size(chosen.get("size"))
             what = f"downloading {dist} {version}"
-            with Progress(what, total, "bytes", note=f"{what}{f' ({total / 1e6:.1f} MB)' if total else ''} from {url}") as shown:
+            with Progress(
+                what, total, "bytes", note=f"{what}{f' ({total / 1e6:.1f} MB)' if total else ''} from {url}"
+            ) as shown:
                 while chunk := r.read(1 << 16):  # 64 KiB: a progress line that moves on slow links
                     digest.update(chunk)
                     out.write(chunk)

@@ -23,7 +23,9 @@ NOT_FOR_SNIPPETS = ("VL001", "VL002", "VL011")
 YAMLS = (".yaml", ".yml")
 
 # A verl launch, as a quick test of a block's text (the shell front end decides what it really is).
-_LAUNCH = re.compile(r"(?:^|[\s;&|(=\"'])(?:python[\d.]*|torchrun|ray\s+job\s+submit)\s[^\n]*?(?:-m\s+[\w.]+|\S+\.py\b)", re.MULTILINE)
+_LAUNCH = re.compile(
+    r"(?:^|[\s;&|(=\"'])(?:python[\d.]*|torchrun|ray\s+job\s+submit)\s[^\n]*?(?:-m\s+[\w.]+|\S+\.py\b)", re.MULTILINE
+)
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*\{?\s*([\w+-]*)")
 _SHELL_LANGS = {"", "bash", "sh", "shell", "zsh", "console", "shell-session", "shellsession", "terminal"}
 _RST_BLOCK = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode)::\s*(\w*)\s*$")
@@ -32,7 +34,7 @@ _PRIMARY_NAMES = re.compile(r"(?:^|_)trainer$|^generation$|^evaluation$")  # ver
 
 
 def kind(path: Path, text: str) -> str | None:
-    """"doc", "workflow" (a CI or SkyPilot file with shell steps) or "config" (a primary config)
+    """ "doc", "workflow" (a CI or SkyPilot file with shell steps) or "config" (a primary config)
     for a file verl-lint reads beside shell scripts, else None."""
     suffix = path.suffix.lower()
     if suffix in DOCS:
@@ -169,8 +171,11 @@ def config_launch(config: Path) -> tuple[str, str]:
     entry point. Found by reading text, nothing is imported."""
     config = config.resolve()
     root = _project_root(config)
-    app, how = _app_from_scripts(config, root) or _app_from_hydra_main(config, root) or (
-        f"-m {DEFAULT_APP}", "verl's default entry point: no script or app of the project names this config")
+    app, how = (
+        _app_from_scripts(config, root)
+        or _app_from_hydra_main(config, root)
+        or (f"-m {DEFAULT_APP}", "verl's default entry point: no script or app of the project names this config")
+    )
     launch = f"python3 {app} --config-path='{config.parent}' --config-name='{config.stem}'\n"
     return launch, f"linted as the primary config of `python3 {app}` ({how})"
 

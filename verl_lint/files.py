@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 # What a file that is not a regular one is, as messages name it.
-_KINDS = {stat.S_IFDIR: "directory", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device", stat.S_IFIFO: "FIFO", stat.S_IFSOCK: "socket"}
+_KINDS = {
+    stat.S_IFDIR: "directory",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFIFO: "FIFO",
+    stat.S_IFSOCK: "socket",
+}
 
 
 def _not_regular(mode: int) -> str:
@@ -176,7 +182,7 @@ class NotRegularFile(OSError):
 
 
 def file_kind(mode: int) -> str | None:
-    """"FIFO", "socket", ... for what is not a regular file; None for a regular file."""
+    """ "FIFO", "socket", ... for what is not a regular file; None for a regular file."""
     return None if stat.S_ISREG(mode) else _KINDS.get(stat.S_IFMT(mode), "special file")
 
 

@@ -91,7 +91,9 @@ def _text_of(name: str) -> str:
 def _parsed(name: str) -> Table:
     text = _text_of(name)
     # Parsing is most of the rule pack's load time (~15 ms for the rule tables, ~70 ms for the engine snapshots, even with libyaml), which the Hydra callback pays at every job start.
-    return memo("tables", f"{yaml.__version__}\0{_LOADER.__name__}\0{name}\0{text}", lambda: check_table(name, text), Table)
+    return memo(
+        "tables", f"{yaml.__version__}\0{_LOADER.__name__}\0{name}\0{text}", lambda: check_table(name, text), Table
+    )
 
 
 @lru_cache(maxsize=1)
@@ -113,7 +115,9 @@ def check_table(name: str, text: str) -> Table:
         got = schema.check(node, data)
     except yaml.YAMLError as ex:
         mark = getattr(ex, "problem_mark", None) or getattr(ex, "context_mark", None)
-        raise TableError(f"rules/{name}:{mark.line + 1 if mark else 1}: not valid YAML: {getattr(ex, 'problem', None) or ex}") from None
+        raise TableError(
+            f"rules/{name}:{mark.line + 1 if mark else 1}: not valid YAML: {getattr(ex, 'problem', None) or ex}"
+        ) from None
     except _Bad as bad:
         raise TableError(f"rules/{name}:{_line(bad.node)}: {bad}") from None
     finally:
@@ -217,7 +221,9 @@ def _as_text(node, value) -> str:
 
 
 def _one_or_more(check: Check) -> Check:
-    return lambda node, value: _list(check, nonempty=True)(node, value) if isinstance(value, list) else check(node, value)
+    return lambda node, value: (
+        _list(check, nonempty=True)(node, value) if isinstance(value, list) else check(node, value)
+    )
 
 
 def _at(name: str, check: Check, node, value) -> Any:
@@ -237,7 +243,10 @@ def _pairs(node, value) -> Iterator[tuple[Any, str, Any, Any]]:
     seen: dict[str, int] = {}
     for kn, vn in node.value:
         if not isinstance(kn, yaml.ScalarNode) or kn.tag != _STR:
-            raise _Bad(kn, f"a key must be text, not {_show(kn.value) if isinstance(kn, yaml.ScalarNode) else 'a list or mapping'}")
+            raise _Bad(
+                kn,
+                f"a key must be text, not {_show(kn.value) if isinstance(kn, yaml.ScalarNode) else 'a list or mapping'}",
+            )
         if kn.value in seen:
             raise _Bad(kn, f'duplicate key "{kn.value}" (first at line {seen[kn.value]})')
         seen[kn.value] = _line(kn)
@@ -278,7 +287,12 @@ def _map(value_check: Check, keys: Check = _text) -> Check:
     return check
 
 
-def _fields(spec: dict[str, Check], required: tuple[str, ...] = (), label: str = "", then: Callable[[Any, dict], None] | None = None) -> Check:
+def _fields(
+    spec: dict[str, Check],
+    required: tuple[str, ...] = (),
+    label: str = "",
+    then: Callable[[Any, dict], None] | None = None,
+) -> Check:
     """A mapping with the fields of `spec` (dict of the converted values present); `label` names
     the field that identifies a record in an error, `then` checks the fields together."""
 
@@ -436,7 +450,9 @@ class IneffectiveRecord(RuleRecord):
     # of the config value ("True"/"False" for bools). In a launch passing "$@", a condition key
     # the script does not set is its caller's to choose: no finding.
     when: tuple[tuple[str, str], ...] = _field(_conditions, ())
-    value: str | None = _field(_null_or(_as_text), None)  # only overrides that set this value (str() form) trigger the record
+    value: str | None = _field(
+        _null_or(_as_text), None
+    )  # only overrides that set this value (str() form) trigger the record
     # Silent when the launch overrides one of these (a visible choice: use_kl_loss=False by a leftover coefficient).
     unless_set: tuple[str, ...] = _field(_list(_text), ())
     # verl entry points it applies to, whatever the config's name (verified on main_ppo's trainer and workers;
@@ -474,7 +490,9 @@ class RemovedRecord(RuleRecord):
     # in which the deprecation applies. The fallback gate is ">= removed" (a dev/rc/local
     # version counting as its release) where `requires` cannot be checked.
     removed: str = _field(_version)
-    value: str | None = _field(_null_or(_as_text), None)  # only set when the record is about one value of the key (str() form)
+    value: str | None = _field(
+        _null_or(_as_text), None
+    )  # only set when the record is about one value of the key (str() form)
     replacement: str = _field(_null_or(_text, ""), "")  # mostly the key in the composed config it moved to
     rename: bool = _field(_bool, False)  # true only if writing the same value at `replacement` is exactly equivalent
 
@@ -519,27 +537,59 @@ def _hand_written(spec: dict[str, Check], *products: str) -> _Schema:
 
 
 def _rule_table(cls: type, then: Callable[[Any, dict], None] | None = None) -> _Schema:
-    check = _fields({HEADER: _verified("verl"), "records": _list(_record(cls, then), unique="code")}, (HEADER, "records"))
+    check = _fields(
+        {HEADER: _verified("verl"), "records": _list(_record(cls, then), unique="code")}, (HEADER, "records")
+    )
     return _Schema(check, lambda got: got[HEADER], lambda got, data: got["records"])
 
 
 def _since_before_until(node, got: dict) -> None:
     if "since" in got and "until" in got and Version(got["since"]) >= Version(got["until"]):
-        raise _Bad(_child(node, "until"), f'until {got["until"]} is not after since {got["since"]}')
+        raise _Bad(_child(node, "until"), f"until {got['until']} is not after since {got['since']}")
 
 
 # env_vars.yaml (read as a dict by the VL5xx env rules; its fields are described in the table)
 _ENV_FIELDS = {
-    **{"name": _text, "value": _regex, "since": _version, "until": _version, "verl": _range, "code": _matching(r"VL5\d\d", "a VL5xx rule code")},
+    **{
+        "name": _text,
+        "value": _regex,
+        "since": _version,
+        "until": _version,
+        "verl": _range,
+        "code": _matching(r"VL5\d\d", "a VL5xx rule code"),
+    },
     **{"severity": _choice("error", "warning", "info"), "message": _text, "help": _text, "evidence": _list(_text)},
 }
 _ENV_RECORD = _fields(_ENV_FIELDS, ("name", "code", "message"), label="name", then=_since_before_until)
 
 # allocator_options.yaml (read as a dict by the allocator rules; its fields are described in the table)
-_ALLOCATOR_TYPES = ("bool", "int", "mb", "fraction", "float", "backend", "roundup", "pow2_le_128", "page_size", "range", "any")
-_OPTION_FIELDS = {"key": _text, "since": _one_or_more(_version), "type": _choice(*_ALLOCATOR_TYPES), "verified": _bool, "choices": _list(_text, nonempty=True), "min": _int, "max": _int}
+_ALLOCATOR_TYPES = (
+    "bool",
+    "int",
+    "mb",
+    "fraction",
+    "float",
+    "backend",
+    "roundup",
+    "pow2_le_128",
+    "page_size",
+    "range",
+    "any",
+)
+_OPTION_FIELDS = {
+    "key": _text,
+    "since": _one_or_more(_version),
+    "type": _choice(*_ALLOCATOR_TYPES),
+    "verified": _bool,
+    "choices": _list(_text, nonempty=True),
+    "min": _int,
+    "max": _int,
+}
 _OPTIONS = _list(_fields(_OPTION_FIELDS, ("key", "since", "type"), label="key"), unique="key")
-_ALLOCATOR_VAR = _fields({"allocator": _choice("cuda", "npu"), "rocm_only": _bool, "cuda_since": _version, "npu_since": _version}, ("allocator",))
+_ALLOCATOR_VAR = _fields(
+    {"allocator": _choice("cuda", "npu"), "rocm_only": _bool, "cuda_since": _version, "npu_since": _version},
+    ("allocator",),
+)
 
 
 # engine_args/verl_assembly.yaml, generated by scripts/make_engine_schemas.py --assembly (read as
@@ -550,9 +600,23 @@ def _verl_release(node, value) -> str:
     raise _Bad(node, f'expected "verl RELEASE", not {_show(value)}')
 
 
-_ENTRY_FIELDS = {"key": _text, "phase": _choice("pre", "default", "after"), "kind": _choice("set", "setdefault", "pop"), "value": _string, "condition": _list(_text), "line": _int}
+_ENTRY_FIELDS = {
+    "key": _text,
+    "phase": _choice("pre", "default", "after"),
+    "kind": _choice("set", "setdefault", "pop"),
+    "value": _string,
+    "condition": _list(_text),
+    "line": _int,
+}
 _ENTRIES = _list(_fields(_ENTRY_FIELDS, ("key", "phase", "kind", "line")))
-_ASSEMBLY_FIELDS = {"derived_from": _verl_release, "path": _text, "function": _text, "spread_line": _int, "locals": _map(_text), "entries": _ENTRIES}
+_ASSEMBLY_FIELDS = {
+    "derived_from": _verl_release,
+    "path": _text,
+    "function": _text,
+    "spread_line": _int,
+    "locals": _map(_text),
+    "entries": _ENTRIES,
+}
 
 
 # engine_args/<engine>.yaml, generated by scripts/make_engine_schemas.py (read by engines/):
@@ -565,28 +629,68 @@ def _toggles_in_versions(node, got: dict) -> None:
         for name, toggles in got.get(kind, {}).items():
             at = [order.get(t, -1) for t in toggles]
             if -1 in at or at != sorted(set(at)):
-                raise _Bad(_child(_child(node, kind), name), f'toggles of {kind}.{name} must be increasing entries of `versions`, not {", ".join(toggles)}')
+                raise _Bad(
+                    _child(_child(node, kind), name),
+                    f"toggles of {kind}.{name} must be increasing entries of `versions`, not {', '.join(toggles)}",
+                )
 
 
 _TOGGLES = _map(_list(_text, nonempty=True))
-_SNAPSHOT_FIELDS = {"engine": _choice("vllm", "sglang", "vllm_ascend"), "versions": _list(_version, nonempty=True), "args": _TOGGLES, "env": _TOGGLES}
-_SNAPSHOT = _Schema(_fields(_SNAPSHOT_FIELDS, ("engine", "versions"), then=_toggles_in_versions), lambda got: {got["engine"]: got["versions"][-1]}, lambda got, data: data)
+_SNAPSHOT_FIELDS = {
+    "engine": _choice("vllm", "sglang", "vllm_ascend"),
+    "versions": _list(_version, nonempty=True),
+    "args": _TOGGLES,
+    "env": _TOGGLES,
+}
+_SNAPSHOT = _Schema(
+    _fields(_SNAPSHOT_FIELDS, ("engine", "versions"), then=_toggles_in_versions),
+    lambda got: {got["engine"]: got["versions"][-1]},
+    lambda got, data: data,
+)
 
 # models.yaml (read by models.py): a model's config.json fields, its public source, its nominal size
-_CONFIG_VALUE = _is("a number, text, true/false or a mapping of them", lambda v: not isinstance(v, list) and (not isinstance(v, dict) or all(not isinstance(x, (dict, list)) for x in v.values())))
-_MODEL_FIELDS = {"id": _text, "also": _list(_text), "source": _matching(r"https://\S+", "an https address"), "params": _is("billions of parameters", lambda v: isinstance(v, (int, float)) and v > 0)}
+_CONFIG_VALUE = _is(
+    "a number, text, true/false or a mapping of them",
+    lambda v: (
+        not isinstance(v, list)
+        and (not isinstance(v, dict) or all(not isinstance(x, (dict, list)) for x in v.values()))
+    ),
+)
+_MODEL_FIELDS = {
+    "id": _text,
+    "also": _list(_text),
+    "source": _matching(r"https://\S+", "an https address"),
+    "params": _is("billions of parameters", lambda v: isinstance(v, (int, float)) and v > 0),
+}
 _MODEL = _fields({**_MODEL_FIELDS, "config": _map(_CONFIG_VALUE)}, ("id", "source", "params", "config"), label="id")
 
 _SCHEMAS: dict[str, _Schema] = {
     "ineffective_keys.yaml": _rule_table(IneffectiveRecord),
     "removed_keys.yaml": _rule_table(RemovedRecord, _one_subject),
     "env_vars.yaml": _hand_written(
-        {"worker_env_skip": _fields({"names": _list(_text), "prefixes": _list(_text)}), "vllm": _list(_ENV_RECORD), "vllm_ascend": _list(_ENV_RECORD)}, "verl", "vllm", "vllm_ascend"
+        {
+            "worker_env_skip": _fields({"names": _list(_text), "prefixes": _list(_text)}),
+            "vllm": _list(_ENV_RECORD),
+            "vllm_ascend": _list(_ENV_RECORD),
+        },
+        "verl",
+        "vllm",
+        "vllm_ascend",
     ),
     "allocator_options.yaml": _hand_written(
-        {"env_vars": _map(_ALLOCATOR_VAR), "reset_on_parse": _list(_text), "cuda": _OPTIONS, "npu": _OPTIONS, "npu_set_allocator_settings_since": _list(_version, nonempty=True)}, "torch", "torch_npu"
+        {
+            "env_vars": _map(_ALLOCATOR_VAR),
+            "reset_on_parse": _list(_text),
+            "cuda": _OPTIONS,
+            "npu": _OPTIONS,
+            "npu_set_allocator_settings_since": _list(_version, nonempty=True),
+        },
+        "torch",
+        "torch_npu",
     ),
-    "engine_args/verl_knobs.yaml": _hand_written({"worker_mapping": _map(_map(_null_or(_text))), "knob_values": _map(_text)}, "verl"),
+    "engine_args/verl_knobs.yaml": _hand_written(
+        {"worker_mapping": _map(_map(_null_or(_text))), "knob_values": _map(_text)}, "verl"
+    ),
     "engine_args/verl_assembly.yaml": _Schema(
         _map(_fields(_ASSEMBLY_FIELDS, tuple(_ASSEMBLY_FIELDS)), keys=_choice("vllm", "sglang")),
         lambda got: {"verl": min((a["derived_from"] for a in got.values()), key=Version)},

@@ -122,14 +122,19 @@ def _choices(hydra_node) -> dict[str, str]:
     raw = OmegaConf.select(hydra_node, "runtime.choices", default=None)
     if raw is None:
         return {}
-    return {str(k): str(v) for k, v in OmegaConf.to_container(raw).items() if v is not None and not str(k).startswith("hydra/")}
+    return {
+        str(k): str(v)
+        for k, v in OmegaConf.to_container(raw).items()
+        if v is not None and not str(k).startswith("hydra/")
+    }
 
 
 def _config_dirs(hydra_node) -> tuple:
 
-
     out = []
-    for src in (OmegaConf.select(hydra_node, "runtime.config_sources", default=None) or []) if hydra_node is not None else []:
+    for src in (
+        (OmegaConf.select(hydra_node, "runtime.config_sources", default=None) or []) if hydra_node is not None else []
+    ):
         path, schema = src.get("path"), src.get("schema")
         if schema == "file" and path and Path(path).is_dir():
             out.append(Path(path).resolve())
@@ -151,13 +156,14 @@ def _file_settings(hydra_node, config_name: str, overrides: list[AppliedOverride
     raw = OmegaConf.select(hydra_node, "runtime.config_sources", default=None) if hydra_node is not None else None
     sources = [(str(s.get("provider")), f"{s.get('schema')}://{s.get('path')}") for s in raw or () if s.get("path")]
     try:
-        return live_file_settings(sources, config_name or None, [o.line for o in overrides if o.kind == "group"], tree.root if tree else None)
+        return live_file_settings(
+            sources, config_name or None, [o.line for o in overrides if o.kind == "group"], tree.root if tree else None
+        )
     except Exception:  # noqa: BLE001 - Hydra already composed this job: a defaults list it cannot rebuild only loses the locations
         return []
 
 
 def _hydra_app(task_file, config_dirs, config_name, tree):
-
 
     file = Path(task_file) if task_file else Path("<hydra>")
     return HydraApp(file.name, file, tuple(config_dirs), config_name, None, tree, None)

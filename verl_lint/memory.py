@@ -28,13 +28,21 @@ def breakdown(ctx: Context, gpu_gib: float) -> list[str]:
     why not when the model is not known."""
     facts = known(ctx)
     if facts is None:
-        return [f"no memory breakdown: the model at {M}.path is not known (a local directory, the Hugging Face cache or verl-lint's table)"]
+        return [
+            f"no memory breakdown: the model at {M}.path is not known (a local directory, the Hugging Face cache or verl-lint's table)"
+        ]
     gpus = _int(ctx, "trainer.n_gpus_per_node", 8) * _int(ctx, "trainer.nnodes", 1)
-    lines = [f"memory per GPU of {gpu_gib:g} GiB, {gpus} GPUs, model {facts.name} ({facts.params() / 1e9:.2f}B parameters)", "", "training (lower bound):"]
+    lines = [
+        f"memory per GPU of {gpu_gib:g} GiB, {gpus} GPUs, model {facts.name} ({facts.params() / 1e9:.2f}B parameters)",
+        "",
+        "training (lower bound):",
+    ]
     train, notes = _training(ctx, facts, gpus)
     lines += [f"  {name:<52} {b / GIB:8.2f} GiB  {why}" for name, b, why in train]
     total = sum(b for _, b, _ in train)
-    lines.append(f"  {'total':<52} {total / GIB:8.2f} GiB  {'exceeds the GPU: out of memory at the first step' if total > gpu_gib * GIB else 'fits'}")
+    lines.append(
+        f"  {'total':<52} {total / GIB:8.2f} GiB  {'exceeds the GPU: out of memory at the first step' if total > gpu_gib * GIB else 'fits'}"
+    )
     lines += [f"  {n}" for n in notes]
     lines += ["", "rollout:"] + _rollout(ctx, facts, gpu_gib)
     return lines
@@ -48,8 +56,11 @@ def _training(ctx: Context, facts: ModelFacts, gpus: int) -> tuple[list, list[st
         ckpt = ctx.flag("actor_rollout_ref.model.enable_gradient_checkpointing") is not False
         hidden = tokens * facts.hidden * 2 * (facts.layers if ckpt else facts.layers * 16)
         logits = tokens * facts.vocab * 4
-        notes.insert(-1, f"activations (not in the total): ~{(hidden + logits) / GIB:.2f} GiB for {tokens} tokens per micro batch "
-                     f"({'checkpointed hidden states' if ckpt else 'no gradient checkpointing: ~16 tensors per layer'} + fp32 logits)")
+        notes.insert(
+            -1,
+            f"activations (not in the total): ~{(hidden + logits) / GIB:.2f} GiB for {tokens} tokens per micro batch "
+            f"({'checkpointed hidden states' if ckpt else 'no gradient checkpointing: ~16 tensors per layer'} + fp32 logits)",
+        )
     return rows, notes
 
 
@@ -65,7 +76,11 @@ def _rollout(ctx: Context, facts: ModelFacts, gpu_gib: float) -> list[str]:
     fit = rollout_fit(ctx, facts, gpu_gib)
     if fit is None:
         return ["  gpu_memory_utilization is not known: no rollout breakdown"]
-    kv = (f"(2 x {facts.layers} layers x {max(1, facts.kv_heads // fit.tp)} KV heads x {facts.head_dim} x 2 B)" if not facts.mla else "(MLA latent)")
+    kv = (
+        f"(2 x {facts.layers} layers x {max(1, facts.kv_heads // fit.tp)} KV heads x {facts.head_dim} x 2 B)"
+        if not facts.mla
+        else "(MLA latent)"
+    )
     out = [
         f"  {'engine share (gpu_memory_utilization x GPU)':<52} {fit.share / GIB:8.2f} GiB  {fit.util:g} x {gpu_gib:g} GiB",
         f"  {'weights (bf16, / TP)':<52} {fit.weights / GIB:8.2f} GiB  TP = {fit.tp}",
@@ -74,9 +89,17 @@ def _rollout(ctx: Context, facts: ModelFacts, gpu_gib: float) -> list[str]:
     if fit.room <= 0:
         out.append("  error: the weights exceed the engine's share; vLLM refuses to start (no memory for the KV cache)")
     elif fit.length:
-        verdict = "fits" if fit.tokens >= fit.length else "error: vLLM refuses to start (one sequence of max_model_len does not fit in the KV cache)"
-        out.append(f"  {'tokens the KV cache holds':<52} {fit.tokens:>8}      max_model_len {fit.length} ({fit.length_from}): {verdict}")
-    out.append("  assumes: vLLM's activation peak and CUDA graphs (~1-3 GiB) are not subtracted; the training state is offloaded or freed during rollout")
+        verdict = (
+            "fits"
+            if fit.tokens >= fit.length
+            else "error: vLLM refuses to start (one sequence of max_model_len does not fit in the KV cache)"
+        )
+        out.append(
+            f"  {'tokens the KV cache holds':<52} {fit.tokens:>8}      max_model_len {fit.length} ({fit.length_from}): {verdict}"
+        )
+    out.append(
+        "  assumes: vLLM's activation peak and CUDA graphs (~1-3 GiB) are not subtracted; the training state is offloaded or freed during rollout"
+    )
     return out
 
 
@@ -89,7 +112,15 @@ def model_lines(ctx: Context) -> list[str]:
         if not path or not ctx.user_set(f"{prefix}.path") or (prefix != M and path == ctx.text(f"{M}.path")):
             continue
         got = model_facts(ctx, prefix)
-        out += got.lines() if isinstance(got, ModelFacts) else [f"{path}: {got.message}" if got is not None else f"{path}: unknown (not a local directory, not in the Hugging Face cache, not in verl-lint's table)"]
+        out += (
+            got.lines()
+            if isinstance(got, ModelFacts)
+            else [
+                f"{path}: {got.message}"
+                if got is not None
+                else f"{path}: unknown (not a local directory, not in the Hugging Face cache, not in verl-lint's table)"
+            ]
+        )
     return out
 
 

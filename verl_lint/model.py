@@ -236,7 +236,8 @@ class Diagnostic:
             "argument": argument(self.span),  # on the command line: which argument (0: the program), else None
             "key": self.key,
             "related": [
-                {"key": r.key, "note": r.note, "path": r.span.path, "line": r.span.line, "column": r.span.col} for r in self.related
+                {"key": r.key, "note": r.note, "path": r.span.path, "line": r.span.line, "column": r.span.col}
+                for r in self.related
             ],
             "fix": None
             if self.fix is None
@@ -251,7 +252,6 @@ class Diagnostic:
 class Options:
     """How files are linted: from flags and settings (check.build_options)."""
 
-
     verl_tree: "VerlTree | None" = None  # from --verl-root / --verl
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -265,7 +265,9 @@ class Options:
     timeout: float = 20.0  # seconds per step (the file's shell analysis, each launch) before VL005 (0: no limit)
     max_launches: int = MAX_LAUNCHES  # launch analyses per file; the rest get VL005 (limits.py)
     cwd: str | None = None  # where the scripts are run from (--cwd); None: assumed per script
-    gpu_gib: float | None = None  # memory per GPU (--gpu / --gpu-memory, the gpu setting); None: the memory rules are silent
+    gpu_gib: float | None = (
+        None  # memory per GPU (--gpu / --gpu-memory, the gpu setting); None: the memory rules are silent
+    )
     gpu_origin: str = ""  # "--gpu H100", "[tool.verl-lint] gpu"
     models_online: bool = False  # --models online / the models setting: a model's config.json from the hub
 
@@ -317,8 +319,6 @@ def _file_text(path: str, _mtime: int) -> str | None:
         return None
 
 
-
-
 LAUNCH_CUT = "this launch was not analysed: "  # how a VL005 at one launch begins (pipeline._cut)
 
 
@@ -341,5 +341,7 @@ def stats(reports: "list[FileReport]") -> dict:
         "unanalysed": sum(1 for r in reports for d in r.diagnostics if d.code == "VL007"),
         "files_unanalysed": sum(1 for r in reports if any(d.code in ("VL004", "VL005") for d in r.diagnostics)),
         # Of those, the launches a limit cut (VL005 at a launch; the others are whole files).
-        "over_limit": sum(1 for r in reports for d in r.diagnostics if d.code == "VL005" and d.message.startswith(LAUNCH_CUT)),
+        "over_limit": sum(
+            1 for r in reports for d in r.diagnostics if d.code == "VL005" and d.message.startswith(LAUNCH_CUT)
+        ),
     }

@@ -98,8 +98,16 @@ class ModelFacts:
         h = self.hidden
         if self.mla:
             qk = self.qk_nope_head_dim + self.qk_rope_head_dim
-            q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.heads * qk if self.q_lora_rank else h * self.heads * qk
-            kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank + self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim)
+            q = (
+                h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.heads * qk
+                if self.q_lora_rank
+                else h * self.heads * qk
+            )
+            kv = (
+                h * (self.kv_lora_rank + self.qk_rope_head_dim)
+                + self.kv_lora_rank
+                + self.kv_lora_rank * self.heads * (self.qk_nope_head_dim + self.v_head_dim)
+            )
             attn = q + kv + self.heads * self.v_head_dim * h
         else:
             q, kv = self.heads * self.head_dim, self.kv_heads * self.head_dim
@@ -107,7 +115,9 @@ class ModelFacts:
         dense_mlp = 3 * h * self.intermediate
         if self.moe:
             experts = self.experts * 3 * h * self.moe_intermediate + h * self.experts
-            shared = self.shared_experts * 3 * h * self.moe_intermediate + (3 * h * self.shared_intermediate + h if self.shared_intermediate else 0)
+            shared = self.shared_experts * 3 * h * self.moe_intermediate + (
+                3 * h * self.shared_intermediate + h if self.shared_intermediate else 0
+            )
             mlps = self.dense_layers * dense_mlp + (self.layers - self.dense_layers) * (experts + shared)
         else:
             mlps = self.layers * dense_mlp
@@ -116,7 +126,11 @@ class ModelFacts:
 
     def expert_params(self) -> int:
         """The parameters in routed experts (0 for a dense model): what expert parallelism splits."""
-        return (self.layers - self.dense_layers) * self.experts * 3 * self.hidden * self.moe_intermediate if self.moe else 0
+        return (
+            (self.layers - self.dense_layers) * self.experts * 3 * self.hidden * self.moe_intermediate
+            if self.moe
+            else 0
+        )
 
     def kv_bytes_per_token(self, tp: int = 1, dtype_bytes: int = 2) -> int:
         """The KV cache one token takes on one of `tp` ranks, as vLLM sizes it: K and V per
@@ -203,7 +217,9 @@ def resolve(name: str, env: Mapping[str, str | None], online: bool = False) -> M
     sources knows it. `env` is the launch's environment where the script sets it (a value
     of None: set, but only known at run time). `online` (`--models online`): a hub id none of
     the offline sources knows is looked up on the hub, its `config.json` alone."""
-    return _resolve(name, tuple(sorted((k, env.get(k, os.environ.get(k))) for k in ("HF_HUB_CACHE", "HF_HOME", "HOME"))), online)
+    return _resolve(
+        name, tuple(sorted((k, env.get(k, os.environ.get(k))) for k in ("HF_HUB_CACHE", "HF_HOME", "HOME"))), online
+    )
 
 
 @lru_cache(maxsize=64)

@@ -16,7 +16,19 @@ from .environment import installed_versions
 from .launch import recognise as launch_mod
 from .launch.locate import ConfigNotFound, EntryPointNotFound, LocateError, NotAnalysable, locate_app, verl_tree_for
 from .limits import Timeout, time_limit
-from .model import LAUNCH_CUT, Diagnostic, EnvVar, FileReport, InputError, Launch, Options, Related, Span, Word, in_config_file
+from .model import (
+    LAUNCH_CUT,
+    Diagnostic,
+    EnvVar,
+    FileReport,
+    InputError,
+    Launch,
+    Options,
+    Related,
+    Span,
+    Word,
+    in_config_file,
+)
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
@@ -27,7 +39,12 @@ RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
 
 
 def lint_text(
-    path: str, text: str, options: Options, composer: Composer, positional: list[Word] | None = None, cwd: str | None = None,
+    path: str,
+    text: str,
+    options: Options,
+    composer: Composer,
+    positional: list[Word] | None = None,
+    cwd: str | None = None,
     step_limit: float = 0,
 ) -> FileReport:
     """Lint one script's text. `positional`: its arguments ("$@", unknown when None); `cwd`: where it
@@ -39,7 +56,9 @@ def lint_text(
     with time_limit(step_limit):
         script_dir, result, found = script_launches(path, text, options, positional, cwd)
     report.diagnostics.extend(result.diagnostics)
-    report.diagnostics.extend(broken_continuations(result.commands, found))  # before the launches: it marks those cut short
+    report.diagnostics.extend(
+        broken_continuations(result.commands, found)
+    )  # before the launches: it marks those cut short
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found, [c.words for c in result.commands if c.span.path == path]))
     variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings
@@ -136,12 +155,16 @@ def _as_config(linted: FileReport, path: str, text: str, as_script: str, note: s
         if in_config_file(d.span):
             report.diagnostics.append(replace(d, related=tuple(r for r in d.related if r.span.path != as_script)))
         elif d.code in (CONFIG_COMPOSITION_ERROR.code, LAUNCH_NOT_ANALYSABLE.code, ANALYSIS_TIMEOUT.code):
-            inside = [r.span for r in d.related if os.path.realpath(r.span.path) == os.path.realpath(path)]  # the defaults entry at fault
+            inside = [
+                r.span for r in d.related if os.path.realpath(r.span.path) == os.path.realpath(path)
+            ]  # the defaults entry at fault
             report.diagnostics.append(replace(d, span=inside[0] if inside else here, related=()))
     return report
 
 
-def _cut(rest: list[Launch], variants: dict, counted: set[Span], report: FileReport, why: str, fix: str) -> list[Diagnostic]:
+def _cut(
+    rest: list[Launch], variants: dict, counted: set[Span], report: FileReport, why: str, fix: str
+) -> list[Diagnostic]:
     """VL005 at each launch of `rest`, not analysed; a command cut between its variants is not
     reported from the variants analysed (nor counted)."""
     out = {}
@@ -154,7 +177,9 @@ def _cut(rest: list[Launch], variants: dict, counted: set[Span], report: FileRep
     return list(out.values())
 
 
-def script_launches(path: str, text: str, options: Options, positional: list[Word] | None = None, cwd: str | None = None):
+def script_launches(
+    path: str, text: str, options: Options, positional: list[Word] | None = None, cwd: str | None = None
+):
     """(the script's directory, what the shell evaluator makes of the script, its launches)."""
     cwd = cwd or options.cwd
     script_dir = Path(path).resolve().parent if not path.startswith("<") else Path(cwd or Path.cwd())
@@ -165,12 +190,20 @@ def script_launches(path: str, text: str, options: Options, positional: list[Wor
     # under `else`, run later as `$CMD`): evaluated again with that arm taken, the launch it
     # reaches is analysed, and says under which arm it holds.
     for arm in result.untaken:
-        unseen = [la for la in found if la.not_analysable and la.span.path == path and arm.span.line <= la.span.line <= arm.span.end_line]
+        unseen = [
+            la
+            for la in found
+            if la.not_analysable and la.span.path == path and arm.span.line <= la.span.line <= arm.span.end_line
+        ]
         names = {la.module or la.file for la in unseen}
         if not names:
             continue
         again = shell.evaluate(path, text, roots, positional, cwd, frozenset({arm.key}))
-        reached = [la for la in launch_mod.launches(again.commands, path) if la.not_analysable is None and la.note is None and (la.module or la.file) in names]
+        reached = [
+            la
+            for la in launch_mod.launches(again.commands, path)
+            if la.not_analysable is None and la.note is None and (la.module or la.file) in names
+        ]
         for la in reached:
             la.note = arm.note
         reached_names = {la.module or la.file for la in reached}
@@ -178,11 +211,17 @@ def script_launches(path: str, text: str, options: Options, positional: list[Wor
     return script_dir, result, found
 
 
-def launch_findings(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> tuple[list[Diagnostic], bool]:
+def launch_findings(
+    la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport
+) -> tuple[list[Diagnostic], bool]:
     """The findings of one launch, and whether it is a Hydra app that was analysed (also when what
     the analysis finds is that python or Hydra stops)."""
     if la.not_analysable:
-        return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary)], False
+        return [
+            LAUNCH_NOT_ANALYSABLE.finding(
+                f"this launch was not checked: {la.not_analysable}", la.entry_span, LAUNCH_NOT_ANALYSABLE.summary
+            )
+        ], False
     try:
         diags = lint_launch(la, options, composer, script_dir, report)
     except LocateError as ex:
@@ -192,12 +231,20 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
         return [], False
     except EntryPointNotFound as ex:
         fix = f"did you mean `{ex.guess}`?" if ex.guess else ENTRY_POINT_NOT_FOUND.summary
-        return [ENTRY_POINT_NOT_FOUND.finding(f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or "")], True  # analysed: python stops
+        return [
+            ENTRY_POINT_NOT_FOUND.finding(
+                f"{ex}: python stops with ModuleNotFoundError", la.entry_span, fix, la.module or ""
+            )
+        ], True  # analysed: python stops
     except ConfigNotFound as ex:
         message = f"Hydra cannot compose the config: {ex}" + "".join(f" ({n})" for n in (la.note, la.assumed_cwd) if n)
         return [CONFIG_COMPOSITION_ERROR.finding(message, ex.span, ex.help, ex.flag)], True  # analysed: Hydra stops
     except NotAnalysable as ex:
-        return [LAUNCH_NOT_ANALYSABLE.finding(f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary)], False
+        return [
+            LAUNCH_NOT_ANALYSABLE.finding(
+                f"this launch was not checked: {ex}", ex.word.span, LAUNCH_NOT_ANALYSABLE.summary
+            )
+        ], False
     if diags is None:
         return [], False  # not a Hydra app (a data-prep script, pip, ...)
     for note in (la.note, la.assumed_cwd):  # a branch the script's own values do not take; the cwd assumed
@@ -207,7 +254,10 @@ def launch_findings(la: Launch, options: Options, composer: Composer, script_dir
         diags = [after_cut(d, la.cut) for d in diags]
     # A finding in a project config file names the launch that composes it (the file may serve many).
     reached = Related("", la.entry_span, "the launch that composes this config file")
-    diags = [replace(d, related=(*d.related, reached)) if in_config_file(d.span) and d.span.path != la.span.path else d for d in diags]
+    diags = [
+        replace(d, related=(*d.related, reached)) if in_config_file(d.span) and d.span.path != la.span.path else d
+        for d in diags
+    ]
     return diags, True
 
 
@@ -231,19 +281,25 @@ def across_variants(variants: list[tuple[tuple[str, ...], list[Diagnostic]]]) ->
             out.append(d)
             continue
         seen = [{w[i] for w in where} for i in range(len(every))]
-        product = len(width) == 1 and len(where) == math.prod(map(len, seen))  # then a fully covered variable says nothing
+        product = len(width) == 1 and len(where) == math.prod(
+            map(len, seen)
+        )  # then a fully covered variable says nothing
         keep = [i for i in range(max(width)) if not product or seen[i] != every[i]]
         when = " or ".join(dict.fromkeys("; ".join(w[i] for i in keep if i < len(w)) for w in where))
         out.append(replace(d, message=f"{d.message} ({when})"))
     return out
 
 
-def lint_launch(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> list[Diagnostic] | None:
+def lint_launch(
+    la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport
+) -> list[Diagnostic] | None:
     ctx = launch_context(la, options, composer, script_dir, report)
     return pack.check(ctx, active_rules(options)) if isinstance(ctx, Context) else ctx
 
 
-def launch_context(la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport) -> Context | list[Diagnostic] | None:
+def launch_context(
+    la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport
+) -> Context | list[Diagnostic] | None:
     """What the rules read about a launch: its composed config, env and versions; the findings
     instead when it does not compose (or only prints); None when it is not a Hydra app."""
     tree = verl_tree_for(script_dir, options.verl_tree)

@@ -57,7 +57,9 @@ class Rule:
     # better (a renamed key explains Hydra's bare "Could not override"). `pack.check` applies it.
     supersedes: tuple[str, ...] = ()
 
-    def finding(self, message: str, span: Span, help: str = "", key: str = "", severity: Severity | None = None) -> Diagnostic:
+    def finding(
+        self, message: str, span: Span, help: str = "", key: str = "", severity: Severity | None = None
+    ) -> Diagnostic:
         """A finding of this rule at `span` (`severity` overrides the rule's default for this one)."""
         return Diagnostic(self.code, self.name, severity or self.severity, message, span, help, key)
 
@@ -73,7 +75,13 @@ class Rule:
 
     def page(self) -> str:
         """The rule's documentation page in markdown: `verl-lint rule`, docs/rules/, SARIF help."""
-        out = [f"# {self.code} {self.name}", "", self.summary, "", f"Severity: {self.severity}. verl releases: {self.verl or 'all'}."]
+        out = [
+            f"# {self.code} {self.name}",
+            "",
+            self.summary,
+            "",
+            f"Severity: {self.severity}. verl releases: {self.verl or 'all'}.",
+        ]
         for label, evs in (("Runs on a verl tree whose source has", self.evidence), ("Not where it has", self.unless)):
             if evs:
                 out.append(f"{label}: " + " or ".join(f"`/{ev.pattern}/` in {', '.join(ev.files)}" for ev in evs) + ".")
@@ -93,7 +101,14 @@ class Rule:
                 if len(script) > 2000:
                     script = script[:2000] + "\n..."
                 script = script.encode("utf-8", "backslashreplace").decode()  # an invalid-UTF-8 example, shown escaped
-                out += ["", f"## {title} example{f' (verl {spec})' if spec else ''}", "", "```bash", script.rstrip(), "```"]
+                out += [
+                    "",
+                    f"## {title} example{f' (verl {spec})' if spec else ''}",
+                    "",
+                    "```bash",
+                    script.rstrip(),
+                    "```",
+                ]
         return "\n".join(out) + "\n"
 
     def examples(self, kind: str, version: Version) -> list[str]:
@@ -155,7 +170,9 @@ class Rule:
 
 def spec_contains(spec: str, version: Version) -> bool:
     """`version` is in the packaging specifier `spec` (pre-releases count: dev checkouts)."""
-    from packaging.specifiers import SpecifierSet  # ~10 ms; a warm run answers from the cache (Registry.specs_containing)
+    from packaging.specifiers import (
+        SpecifierSet,
+    )  # ~10 ms; a warm run answers from the cache (Registry.specs_containing)
 
     return SpecifierSet(spec).contains(version, prereleases=True)
 
@@ -186,7 +203,12 @@ class Registry:
         hit = self._containing.get(key)
         if hit is None:
             specs = sorted({r.verl for r in self._rules.values() if r.verl})
-            hit = memo("specifiers", "\0".join([key, *specs]), lambda: frozenset(s for s in specs if spec_contains(s, version)), frozenset)
+            hit = memo(
+                "specifiers",
+                "\0".join([key, *specs]),
+                lambda: frozenset(s for s in specs if spec_contains(s, version)),
+                frozenset,
+            )
             self._containing[key] = hit
         return hit
 
@@ -208,21 +230,47 @@ REGISTRY = Registry()
 # Codes of rules that are gone, and what reports their findings now: a `select`/`ignore` setting
 # written for an older verl-lint that names one still loads (it matches no rule).
 RETIRED = {
-    "VL201": "VL701-VL706", "VL202": "VL701-VL706",  # vLLM's enable_expert_parallel: read from verl's engine-argument assembly
-    "VL219": "VL233", "VL220": "VL233",  # KL settings without their switch: derived from the code's conditions
+    "VL201": "VL701-VL706",
+    "VL202": "VL701-VL706",  # vLLM's enable_expert_parallel: read from verl's engine-argument assembly
+    "VL219": "VL233",
+    "VL220": "VL233",  # KL settings without their switch: derived from the code's conditions
 }
 
 
 def declare(
-    code: str, name: str, severity: str, doc: str, check=None, verl: str = "", bad=(), good=(), entry_points=(), bad_options=None,
-    evidence=(), unless=(), live: bool = False, supersedes=(),
+    code: str,
+    name: str,
+    severity: str,
+    doc: str,
+    check=None,
+    verl: str = "",
+    bad=(),
+    good=(),
+    entry_points=(),
+    bad_options=None,
+    evidence=(),
+    unless=(),
+    live: bool = False,
+    supersedes=(),
 ) -> Rule:
     """Register a rule: the one way in. Without `check` it is reported by a front end (the shell
     reader, composition, the runner, the live allocator check) through the returned `Rule`."""
     return REGISTRY.register(
         Rule(
-            code, name, Severity.parse(severity), doc, check, verl, list(bad), list(good), tuple(entry_points), dict(bad_options or {}),
-            live=live, evidence=tuple(evidence), unless=tuple(unless), supersedes=tuple(supersedes),
+            code,
+            name,
+            Severity.parse(severity),
+            doc,
+            check,
+            verl,
+            list(bad),
+            list(good),
+            tuple(entry_points),
+            dict(bad_options or {}),
+            live=live,
+            evidence=tuple(evidence),
+            unless=tuple(unless),
+            supersedes=tuple(supersedes),
         )
     )
 
@@ -260,7 +308,9 @@ ROLLOUT_NAME = "actor_rollout_ref.rollout.name=vllm"  # verl >= 0.7 ships `name:
 def main_ppo(*overrides: str, env: dict[str, str] | None = None, module: str = "verl.trainer.main_ppo") -> str:
     """An example script: optional exports, then one main_ppo launch with `overrides` (and
     `actor_rollout_ref.rollout.name=vllm` unless they name the rollout: verl >= 0.7 requires it)."""
-    if module == "verl.trainer.main_ppo" and not any(o.lstrip("+~").startswith("actor_rollout_ref.rollout.name=") for o in overrides):
+    if module == "verl.trainer.main_ppo" and not any(
+        o.lstrip("+~").startswith("actor_rollout_ref.rollout.name=") for o in overrides
+    ):
         overrides = (*overrides, ROLLOUT_NAME)
     lines = ["#!/bin/bash"] + [f"export {k}={shlex.quote(v)}" for k, v in (env or {}).items()]
     lines.append(" ".join(["python3", "-m", module, *(shlex.quote(o) for o in overrides)]))
@@ -295,4 +345,3 @@ def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict |
             d.severity = severity[d.code]
         out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
     return [out[k] for k in sorted(out)]
-

@@ -53,7 +53,11 @@ def _audit(event: str, args: tuple) -> None:
     try:
         if event == "open":
             path, mode, flags = args
-            reading = ("r" in mode and "+" not in mode) if isinstance(mode, str) else (flags or 0) & os.O_ACCMODE == os.O_RDONLY
+            reading = (
+                ("r" in mode and "+" not in mode)
+                if isinstance(mode, str)
+                else (flags or 0) & os.O_ACCMODE == os.O_RDONLY
+            )
             if reading and isinstance(path, (str, os.PathLike)):
                 _stamp(_remember(_read, path))
         elif event == "verl_lint.read":  # a file judged by its size and mtime only (a stamp): the same dependency
@@ -108,7 +112,11 @@ def _context(where: str, options: Options) -> tuple[VerlTree | None, str]:
         if tree is not None and tree.root not in _STAMPED:
             _STAMPED[tree.root] = tree_stamp(tree.root)
         ident = repr((_FORMAT, __version__, repr(options), _ENV, tree, _STAMPED[tree.root] if tree else ""))
-        _CONTEXTS[k] = (tree, hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest(), options)  # options: kept alive for id()
+        _CONTEXTS[k] = (
+            tree,
+            hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest(),
+            options,
+        )  # options: kept alive for id()
     return _CONTEXTS[k][:2]
 
 
@@ -116,7 +124,9 @@ class Entry:
     """Where one file's findings are cached, and what they were computed from."""
 
     def __init__(self, name: str, text: str, options: Options):
-        where = os.path.dirname(name) if not name.startswith("<") else (options.cwd or os.getcwd())  # as pipeline.lint_text
+        where = (
+            os.path.dirname(name) if not name.startswith("<") else (options.cwd or os.getcwd())
+        )  # as pipeline.lint_text
         self.tree, context = _context(where, options)
         text_digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
         self.path = entry(FOLDER, f"{context}\0{name}\0{text_digest}")

@@ -46,7 +46,11 @@ def _note(message: str) -> None:
 
 
 def collect(
-    paths: list[str], settings: Settings, use_ignore_files: bool = True, note: Callable[[str], None] = _note, skip_others: bool = False
+    paths: list[str],
+    settings: Settings,
+    use_ignore_files: bool = True,
+    note: Callable[[str], None] = _note,
+    skip_others: bool = False,
 ) -> tuple[list[Path], list[FileReport]]:
     """The scripts under `paths`, in a stable order; bad paths become input errors.
 
@@ -96,7 +100,10 @@ def collect(
             for primary in primaries_above(p):
                 add(primary, primary.stat())
         elif p.suffix.lower() in embedded.YAMLS:
-            error(raw, "not a primary config (no defaults list naming a verl config such as ppo_trainer) nor a workflow with a verl launch")
+            error(
+                raw,
+                "not a primary config (no defaults list naming a verl config such as ppo_trainer) nor a workflow with a verl launch",
+            )
         elif p.suffix.lower() in embedded.DOCS:
             error(raw, "no shell code block with a verl launch in this document")
         else:
@@ -110,7 +117,11 @@ def primaries_above(path: Path, levels: int = 3) -> list[Path]:
     if path.suffix.lower() not in embedded.YAMLS:
         return []
     for d in list(path.resolve().parents)[:levels]:
-        found = [f for f in sorted(d.iterdir()) if f.suffix.lower() in embedded.YAMLS and f.is_file() and embedded_kind(f) == "config"]
+        found = [
+            f
+            for f in sorted(d.iterdir())
+            if f.suffix.lower() in embedded.YAMLS and f.is_file() and embedded_kind(f) == "config"
+        ]
         if found:
             return [Path(os.path.relpath(f)) if str(f).startswith(os.getcwd() + os.sep) else f for f in found]
     return []
@@ -166,7 +177,9 @@ def _walk(root: Path, ignores: _Ignores, note: Callable[[str], None], error: Cal
         dnames[:] = sorted(n for n in dnames if n != ".git" and not ignores.ignored(rel / n, True))
         for n in sorted(fnames):
             f = d / n
-            if f.suffix.lower() not in ("", ".sh", ".bash", *embedded.DOCS, *embedded.YAMLS) or ignores.ignored(rel / n, False):
+            if f.suffix.lower() not in ("", ".sh", ".bash", *embedded.DOCS, *embedded.YAMLS) or ignores.ignored(
+                rel / n, False
+            ):
                 continue
             try:
                 fst = os.stat(f)
@@ -250,9 +263,15 @@ class _Ignores:
         self.exclude = self.compile(settings.exclude) if settings.exclude else None
         self.exclude_base = settings.root.resolve()
         self.max_bytes = int(settings.max_file_size * 2**20)
-        self.specs: dict[str, _LazySpec | None] = {}  # a directory relative to the top ("" for the top) -> its .gitignore
+        self.specs: dict[
+            str, _LazySpec | None
+        ] = {}  # a directory relative to the top ("" for the top) -> its .gitignore
         self.root_ignored = False
-        self.top = next((p for p in [self.root, *self.root.parents] if os.path.exists(p / ".git")), None) if use_ignore_files else None
+        self.top = (
+            next((p for p in [self.root, *self.root.parents] if os.path.exists(p / ".git")), None)
+            if use_ignore_files
+            else None
+        )
         if self.top is None:
             return
         gitdir, common = _git_dirs(self.top)
@@ -363,7 +382,13 @@ def read_script(path: Path, max_bytes: int) -> tuple[str | None, InputError | No
         text = data.decode("utf-8", errors="replace")
         line = data.count(b"\n", 0, ex.start) + 1
         col = ex.start - (data.rfind(b"\n", 0, ex.start) + 1) + 1
-        d = _limit_diag(path, INVALID_UTF8, f"invalid UTF-8 (byte {data[ex.start]:#04x}); decoded with replacement characters", line, col)
+        d = _limit_diag(
+            path,
+            INVALID_UTF8,
+            f"invalid UTF-8 (byte {data[ex.start]:#04x}); decoded with replacement characters",
+            line,
+            col,
+        )
         return text, None, [d]
 
 
@@ -429,7 +454,12 @@ def forget_config_files() -> None:
 
 
 def lint_file(
-    path: Path, options: Options, composer: Composer | None = None, per_file_ignores=None, use_cache: bool = False, only_cached: bool = False
+    path: Path,
+    options: Options,
+    composer: Composer | None = None,
+    per_file_ignores=None,
+    use_cache: bool = False,
+    only_cached: bool = False,
 ) -> FileReport | None:
     """Lint one script file: read it within the limits, then the pipeline; never raises on bad input.
     `composer`: None for this process's (made when needed); `use_cache`: the on-disk caches (results,
@@ -460,7 +490,10 @@ def lint_script(
     try:
         if report is None:
             lint = _pipeline().lint_source
-            report = results.computed(entry, lambda: lint(name, text, opts, composer or process_composer(use_cache), step_limit=options.timeout))
+            report = results.computed(
+                entry,
+                lambda: lint(name, text, opts, composer or process_composer(use_cache), step_limit=options.timeout),
+            )
     except Timeout as ex:  # the safety net fired: kept for this run only, never cached
         if ex.report is not None:
             report = ex.report
@@ -472,7 +505,9 @@ def lint_script(
     except Exception as ex:  # noqa: BLE001 - one broken file never stops the run
         if options.debug:
             raise
-        return FileReport(name, errors=[InputError(name, f"internal error: {type(ex).__name__}: {ex} (rerun with --debug)")])
+        return FileReport(
+            name, errors=[InputError(name, f"internal error: {type(ex).__name__}: {ex} (rerun with --debug)")]
+        )
     report.text = text
     report.diagnostics = (notes or []) + report.diagnostics
     return report
@@ -514,18 +549,27 @@ def lint_paths(
     (else the caller applies `once_per_run` to all of them)."""
     reports: list[FileReport] = []
     if command_argv:
-        reports.append(_pipeline().lint_text(COMMAND_LINE, command_text(command_argv), options, process_composer(use_cache)))
+        reports.append(
+            _pipeline().lint_text(COMMAND_LINE, command_text(command_argv), options, process_composer(use_cache))
+        )
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     results.new_pass()
     # What the result cache has is read here; only the rest is linted (on the pool for many files).
-    cached = {f: lint_file(f, options, None, per_file_ignores, True, only_cached=True) for f in files} if use_cache and timings is None else {}
+    cached = (
+        {f: lint_file(f, options, None, per_file_ignores, True, only_cached=True) for f in files}
+        if use_cache and timings is None
+        else {}
+    )
     todo = [f for f in files if cached.get(f) is None]
     done: dict[Path, FileReport] = {}
     shown = Progress("linting", len(todo), keep=False)  # on a terminal only: no note elsewhere
     if len(todo) >= POOL_MIN_FILES and jobs > 1 and timings is None:
         from concurrent.futures import ProcessPoolExecutor  # ~15 ms: only when files are linted in parallel
 
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool, shown:
+        with (
+            ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(options, use_cache)) as pool,
+            shown,
+        ):
             for f, report in zip(todo, pool.map(_pool_task, [(f, per_file_ignores) for f in todo], chunksize=4)):
                 done[f] = report
                 shown.update(shown.done + 1)
@@ -561,7 +605,9 @@ def once_per_run(reports: list[FileReport]) -> None:
                 ident = (d.code, d.span, d.key)
                 if ident not in plainest or len(d.message) < len(plainest[ident]):
                     plainest[ident] = d.message
-                launches.setdefault(ident, set()).update(rel.span for rel in d.related if rel.key == "" and rel.span.path != d.span.path)
+                launches.setdefault(ident, set()).update(
+                    rel.span for rel in d.related if rel.key == "" and rel.span.path != d.span.path
+                )
     for r in reports:
         kept = []
         for d in r.diagnostics:
@@ -587,4 +633,6 @@ def _only_for(having: set, composing: set) -> str:
     if not having or not others:
         return ""
     at = ", ".join(f"{s.path}:{s.line}" for s in sorted(having)[:3]) + (" and more" if len(having) > 3 else "")
-    return f" (for the launch at {at}; not for the {others} other launch{'es' if others > 1 else ''} this value reaches)"
+    return (
+        f" (for the launch at {at}; not for the {others} other launch{'es' if others > 1 else ''} this value reaches)"
+    )

@@ -175,9 +175,11 @@ def _severity(value: Any) -> dict[str, Severity]:
     out = {}
     for code, sev in _table(value, 'rule code = "error" | "warning" | "info"').items():
         names = rule_names()
-        rule = code if code in names else next((c for c, name in names.items() if name == code), None)  # one rule: not a prefix
+        rule = (
+            code if code in names else next((c for c, name in names.items() if name == code), None)
+        )  # one rule: not a prefix
         if rule is None:
-            prefix = f"{show(code)} is a prefix: name one rule (a code such as \"VL301\" or a rule name)"
+            prefix = f'{show(code)} is a prefix: name one rule (a code such as "VL301" or a rule name)'
             raise _Bad(code_problem(code) or prefix)
         problem = choice_problem(sev, SEVERITIES)
         if problem:

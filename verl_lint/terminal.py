@@ -84,7 +84,9 @@ class Progress:
     (erased instead with `keep=False`, or when the task fails); elsewhere `note` once, at the
     start, and nothing else. `unit="bytes"` shows MB and the rate. Silent unless `show_progress`."""
 
-    def __init__(self, label: str, total: int | None = None, unit: str = "files", note: str | None = None, keep: bool = True):
+    def __init__(
+        self, label: str, total: int | None = None, unit: str = "files", note: str | None = None, keep: bool = True
+    ):
         self.label, self.total, self.unit, self.keep = safe(label), total, unit, keep
         self.done = 0
         self._start, self._drawn = time.monotonic(), 0.0

@@ -29,7 +29,13 @@ def main(cfg) -> None:
         executed = sorted(m for m, mod in list(sys.modules.items()) if type(mod) is types.ModuleType)
         with open(marker, "w", encoding="utf-8") as f:
             json.dump(
-                {"ran": True, "train_batch_size": cfg.data.train_batch_size, "heavy_modules": loaded, "modules": executed}, f
+                {
+                    "ran": True,
+                    "train_batch_size": cfg.data.train_batch_size,
+                    "heavy_modules": loaded,
+                    "modules": executed,
+                },
+                f,
             )
     print("TASK RAN", flush=True)
 

@@ -54,7 +54,11 @@ class Accelerator(NamedTuple):
     detail: str
 
     def describe(self) -> str:
-        return "no accelerator" + (f" ({self.detail})" if self.detail else "") if self.kind == "none" else f"{self.kind.upper()} ({self.detail})"
+        return (
+            "no accelerator" + (f" ({self.detail})" if self.detail else "")
+            if self.kind == "none"
+            else f"{self.kind.upper()} ({self.detail})"
+        )
 
 
 def detect_accelerator(dev_root: str = "/") -> Accelerator:
@@ -81,7 +85,9 @@ def detect_accelerator(dev_root: str = "/") -> Accelerator:
     davinci = [n for n in dev if n.startswith("davinci") and n[7:8].isdigit()]
     if davinci or "davinci_manager" in dev:
         return Accelerator("npu", f"{len(davinci)} Ascend device file(s) under /dev")
-    nvidia = _names(root / "proc" / "driver" / "nvidia" / "gpus") or [n for n in dev if n.startswith("nvidia") and n[6:7].isdigit()]
+    nvidia = _names(root / "proc" / "driver" / "nvidia" / "gpus") or [
+        n for n in dev if n.startswith("nvidia") and n[6:7].isdigit()
+    ]
     if nvidia:
         return Accelerator("cuda", f"{len(nvidia)} NVIDIA GPU(s) found by the driver")
     if "kfd" in dev and any(n.startswith("renderD") for n in _names(root / "dev" / "dri")):
@@ -180,7 +186,9 @@ def inspect_torch_npu(pkg: Path | None = None) -> AllocatorApi:
     if pkg is None or not (pkg / "npu" / "memory.py").is_file():
         return AllocatorApi("torch_npu", None, None, setter, None)
     version = _package_version(pkg, "torch_npu") or installed_version("torch-npu")
-    return AllocatorApi("torch_npu", str(pkg), version, setter, _defines(pkg / "npu" / "memory.py", "_set_allocator_settings"))
+    return AllocatorApi(
+        "torch_npu", str(pkg), version, setter, _defines(pkg / "npu" / "memory.py", "_set_allocator_settings")
+    )
 
 
 def inspect_torch(pkg: Path | None = None) -> AllocatorApi:
@@ -193,7 +201,9 @@ def inspect_torch(pkg: Path | None = None) -> AllocatorApi:
     stub = pkg / "_C" / "__init__.pyi"
     has_getter = _per_file(stub, "getter", lambda: _mentions(stub, "def _accelerator_getAllocatorSettings"), bool)
     getter = "torch._C._accelerator_getAllocatorSettings" if has_getter else None
-    return AllocatorApi("torch", str(pkg), version, setter, _defines(pkg / "cuda" / "memory.py", "_set_allocator_settings"), getter)
+    return AllocatorApi(
+        "torch", str(pkg), version, setter, _defines(pkg / "cuda" / "memory.py", "_set_allocator_settings"), getter
+    )
 
 
 def live_allocator_settings() -> tuple[str | None, str]:
@@ -212,7 +222,10 @@ def live_allocator_settings() -> tuple[str | None, str]:
     try:
         return str(getter()), "torch._C._accelerator_getAllocatorSettings()"
     except Exception as ex:  # noqa: BLE001 - exactly what the check wants to report
-        return None, f"the allocator rejected its config: {type(ex).__name__}: {str(ex).splitlines()[0] if str(ex) else ''}"
+        return (
+            None,
+            f"the allocator rejected its config: {type(ex).__name__}: {str(ex).splitlines()[0] if str(ex) else ''}",
+        )
 
 
 # ------------------------------------------------------------- report ----
@@ -259,7 +272,15 @@ class RuntimeReport:
 
 
 def _api_json(a: AllocatorApi) -> dict:
-    return {"installed": a.installed, "dir": a.dir, "version": a.version, "setter": a.setter, "has_setter": a.has_setter, "setter_line": a.setter_line, "getter": a.getter}
+    return {
+        "installed": a.installed,
+        "dir": a.dir,
+        "version": a.version,
+        "setter": a.setter,
+        "has_setter": a.has_setter,
+        "setter_line": a.setter_line,
+        "getter": a.getter,
+    }
 
 
 def inspect_runtime(
@@ -290,4 +311,14 @@ def inspect_runtime(
     verl = analyze_verl(str(verl_tree.root), verl_tree.version) if verl_tree is not None else None
     live, how = live_allocator_settings()
     env = {k: environ.get(k) for k in ALLOC_VARS}
-    return RuntimeReport(acc, vers, env, live, how, torch_api, npu_api, verl, verl_tree.describe() if verl_tree else "verl is not installed")
+    return RuntimeReport(
+        acc,
+        vers,
+        env,
+        live,
+        how,
+        torch_api,
+        npu_api,
+        verl,
+        verl_tree.describe() if verl_tree else "verl is not installed",
+    )

@@ -141,7 +141,14 @@ def parse_conf(text: str) -> ParsedConf:
             i += 1
             continue
         if key in (":", "["):
-            problems.append(Problem("malformed", key, f"`{key}` where an option name is expected", "write `key:value` pairs separated by `,`"))
+            problems.append(
+                Problem(
+                    "malformed",
+                    key,
+                    f"`{key}` where an option name is expected",
+                    "write `key:value` pairs separated by `,`",
+                )
+            )
             break
         if "=" in key:
             name, _, val = key.partition("=")
@@ -188,7 +195,14 @@ def parse_conf(text: str) -> ParsedConf:
             while k < n and toks[k] != "]":
                 k += 1
             if k >= n:
-                problems.append(Problem("malformed", key, f"the list value of `{key}` has no closing `]`", f"close the list: `{key}:[...]`"))
+                problems.append(
+                    Problem(
+                        "malformed",
+                        key,
+                        f"the list value of `{key}` has no closing `]`",
+                        f"close the list: `{key}:[...]`",
+                    )
+                )
                 break
             inner = "".join(toks[j + 1 : k])
             entries.append(Entry(key, "[" + inner + "]", [x for x in inner.split(",") if x]))
@@ -243,7 +257,13 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
         return f"`{k}` takes a single value, not a list", f"write `{k}:<value>`"
     if t == "bool":
         if v not in ("True", "False"):
-            fix = "True" if v.lower() in ("true", "1", "yes", "on") else "False" if v.lower() in ("false", "0", "no", "off") else "True|False"
+            fix = (
+                "True"
+                if v.lower() in ("true", "1", "yes", "on")
+                else "False"
+                if v.lower() in ("false", "0", "no", "off")
+                else "True|False"
+            )
             return (
                 f"`{k}:{v}`: booleans are exactly `True` or `False` (case-sensitive); the allocator raises `Expected 'True' or 'False' ... but got '{v}'`",
                 f"write `{k}:{fix}`",
@@ -251,14 +271,23 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
     elif t == "mb":
         n = _int(v)
         if n is None:
-            return f"`{k}:{v}` is not an integer number of MB (the allocator's `stoull` raises)", f"write `{k}:<MB>`, e.g. `{k}:512`"
+            return (
+                f"`{k}:{v}` is not an integer number of MB (the allocator's `stoull` raises)",
+                f"write `{k}:<MB>`, e.g. `{k}:512`",
+            )
         if n < 20 or (n == 20 and strict_min):
             need = "> 20" if strict_min else ">= 20"
-            return f"`{k}:{v}` is too small: the allocator requires {need} MB (`CachingAllocator option {k} too small`)", f"use at least {21 if strict_min else 20}, or drop the option"
+            return (
+                f"`{k}:{v}` is too small: the allocator requires {need} MB (`CachingAllocator option {k} too small`)",
+                f"use at least {21 if strict_min else 20}, or drop the option",
+            )
     elif t == "fraction":
         x = _float(v)
         if x is None or not 0.0 < x < 1.0:
-            return f"`{k}:{v}` must be a number strictly between 0 and 1 (`garbage_collect_threshold is invalid, set it in (0.0, 1.0)`)", f"e.g. `{k}:0.6`"
+            return (
+                f"`{k}:{v}` must be a number strictly between 0 and 1 (`garbage_collect_threshold is invalid, set it in (0.0, 1.0)`)",
+                f"e.g. `{k}:0.6`",
+            )
     elif t in ("int", "float"):
         x = _int(v) if t == "int" else _float(v)
         if x is None:
@@ -274,19 +303,28 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
     elif t == "backend":
         choices = opt.params["choices"]
         if v not in choices:
-            return f"`{k}:{v}` is not an allocator backend ({', '.join(choices)})", f"write `{k}:{closest(v, choices, 0.5) or choices[0]}`"
+            return (
+                f"`{k}:{v}` is not an allocator backend ({', '.join(choices)})",
+                f"write `{k}:{closest(v, choices, 0.5) or choices[0]}`",
+            )
     elif t == "pow2_le_128":
         x = _int(v)
         if x is None or not _pow2(x) or x > 128:
             return f"`{k}:{v}` must be a power of 2 no larger than 128", f"e.g. `{k}:8`"
     elif t == "page_size":
         if v != "1g":
-            return f"`{k}:{v}`: torch-npu accepts only `page_size:1g` (`page_size requires format 'page_size:1g'`)", "write `page_size:1g` or drop it"
+            return (
+                f"`{k}:{v}`: torch-npu accepts only `page_size:1g` (`page_size requires format 'page_size:1g'`)",
+                "write `page_size:1g` or drop it",
+            )
     elif t == "roundup":
         if e.items is None:
             x = _int(v)
             if x is None or not _pow2(x):
-                return f"`{k}:{v}`: the divisions must be a power of 2 (`For roundups, the divisions has to be power of 2`)", f"e.g. `{k}:4` or `{k}:[256:1,512:2,>:4]`"
+                return (
+                    f"`{k}:{v}`: the divisions must be a power of 2 (`For roundups, the divisions has to be power of 2`)",
+                    f"e.g. `{k}:4` or `{k}:[256:1,512:2,>:4]`",
+                )
         else:
             for item in e.items:
                 if ":" not in item:
@@ -298,4 +336,3 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
                 if nd is None or not (nd == 0 or _pow2(nd)):
                     return f"`{k}` divisions `{dv}` must be a power of 2 or 0", f"e.g. `{k}:[256:1,512:2,>:4]`"
     return None
-

@@ -85,7 +85,9 @@ class VerlAllocatorCode(NamedTuple):
         if self.setter_for(platform) is not None and self.trainer_enables:
             return True
         var = "PYTORCH_NPU_ALLOC_CONF" if platform == "npu" else "PYTORCH_CUDA_ALLOC_CONF"
-        return any(w.var == var and w.value and "expandable_segments:True" in w.value.replace(" ", "") for w in self.env_writes)
+        return any(
+            w.var == var and w.value and "expandable_segments:True" in w.value.replace(" ", "") for w in self.env_writes
+        )
 
     def toggles_allocator_on(self, platform: str) -> bool:
         """verl re-parses the allocator settings at run time on `platform` (which resets options)."""
@@ -243,7 +245,12 @@ def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:
             text = f.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if "set_expandable_segments(" in text or f"{_SETTER_ATTR}(" in text or "_ALLOC_CONF\"" in text or "_ALLOC_CONF'" in text:
+        if (
+            "set_expandable_segments(" in text
+            or f"{_SETTER_ATTR}(" in text
+            or '_ALLOC_CONF"' in text
+            or "_ALLOC_CONF'" in text
+        ):
             texts[f] = text
     trees: dict[Path, ast.AST] = {}
     for f, text in texts.items():
@@ -260,7 +267,9 @@ def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:
     helper_node = helper_file = None
     for f, tree in trees.items():
         if f"{_SETTER_ATTR}(" in texts[f]:
-            for call, anc in _find_calls(tree, lambda c: _call_name(c) == _SETTER_ATTR, _lines_with(texts[f], _SETTER_ATTR)):
+            for call, anc in _find_calls(
+                tree, lambda c: _call_name(c) == _SETTER_ATTR, _lines_with(texts[f], _SETTER_ATTR)
+            ):
                 cls, func, conds, swallowed = _context(call, anc)
                 api = _dotted(call.func)
                 via = f"{cls}.{func}" if cls else (func or "<module>")
@@ -279,7 +288,15 @@ def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:
             if name == _SETTER_ATTR:
                 _, _, conds, swallowed = _context(call, anc)
                 api = _dotted(call.func)
-                setters.append(SetterPath(_platform_of(api, conds, None, rel(helper_file)), api, f"{rel(helper_file)}:{call.lineno}", "direct", swallowed))
+                setters.append(
+                    SetterPath(
+                        _platform_of(api, conds, None, rel(helper_file)),
+                        api,
+                        f"{rel(helper_file)}:{call.lineno}",
+                        "direct",
+                        swallowed,
+                    )
+                )
             elif name in direct and name != "set_expandable_segments":
                 setters.extend(direct[name])
     setters = list(dict.fromkeys(setters))
@@ -289,7 +306,9 @@ def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:
     for f, tree in trees.items():
         if "set_expandable_segments(" not in texts[f]:
             continue
-        for call, anc in _find_calls(tree, lambda c: _call_name(c) == "set_expandable_segments", _lines_with(texts[f], "set_expandable_segments")):
+        for call, anc in _find_calls(
+            tree, lambda c: _call_name(c) == "set_expandable_segments", _lines_with(texts[f], "set_expandable_segments")
+        ):
             cls, func, conds, _ = _context(call, anc)
             enable = None
             arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "enable"), None)
@@ -301,19 +320,26 @@ def _analyze_verl(root: Path, version: str | None) -> VerlAllocatorCode:
     # 4. allocator env vars that verl's code names as a string (defaults it writes).
     writes: list[EnvWrite] = []
     for f, tree in trees.items():
-        if "_ALLOC_CONF\"" not in texts[f] and "_ALLOC_CONF'" not in texts[f]:
+        if '_ALLOC_CONF"' not in texts[f] and "_ALLOC_CONF'" not in texts[f]:
             continue
         for node in ast.walk(tree):
             key = value = None
             if isinstance(node, ast.Dict):
                 for k, v in zip(node.keys, node.values, strict=True):
                     if isinstance(k, ast.Constant) and isinstance(k.value, str) and k.value in ALLOC_VARS:
-                        key, value = k.value, v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
+                        key, value = (
+                            k.value,
+                            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None,
+                        )
                         writes.append(EnvWrite(key, f"{rel(f)}:{k.lineno}", value))
             elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
                 sl = node.targets[0].slice
                 if isinstance(sl, ast.Constant) and sl.value in ALLOC_VARS:
-                    value = node.value.value if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) else None
+                    value = (
+                        node.value.value
+                        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                        else None
+                    )
                     writes.append(EnvWrite(sl.value, f"{rel(f)}:{node.lineno}", value))
             elif isinstance(node, ast.Call) and _call_name(node) == "setdefault" and node.args:
                 a0 = node.args[0]
@@ -343,6 +369,10 @@ def rollout_config_default(root: str | Path, field_name: str):
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "RolloutConfig":
             for stmt in node.body:
-                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == field_name:
+                if (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and stmt.target.id == field_name
+                ):
                     return stmt.value.value if isinstance(stmt.value, ast.Constant) else None
     return ...

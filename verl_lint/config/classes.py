@@ -218,7 +218,15 @@ def _read_class(node: ast.ClassDef, rel: str, constants: dict) -> dict:
             overwrites = _overwrites(stmt.body, rel)
     bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "?" for b in node.bases]
     is_dataclass = any(_name_of(d.func if isinstance(d, ast.Call) else d) == "dataclass" for d in node.decorator_list)
-    return {"bases": bases, "fields": fields, "choices": choices, "deprecated": deprecated, "overwrites": overwrites, "where": f"{rel}:{node.lineno}", "dataclass": is_dataclass}
+    return {
+        "bases": bases,
+        "fields": fields,
+        "choices": choices,
+        "deprecated": deprecated,
+        "overwrites": overwrites,
+        "where": f"{rel}:{node.lineno}",
+        "dataclass": is_dataclass,
+    }
 
 
 def _overwrites(body: list, rel: str) -> dict[str, Overwrite]:
@@ -239,9 +247,18 @@ def _overwrites(body: list, rel: str) -> dict[str, Overwrite]:
                 out.pop(field, None)
                 continue
             seen.add(field)
-            reads = {_self_field(n) for n in ast.walk(assign.value)} | ({_self_field(n) for n in ast.walk(test)} if test else set())
-            calls_self = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _self_field(n.func) for n in ast.walk(assign.value))
-            if field not in reads and not calls_self and (test is None or _truth(test, lambda f: UNKNOWN_VALUE, check_only=True)):
+            reads = {_self_field(n) for n in ast.walk(assign.value)} | (
+                {_self_field(n) for n in ast.walk(test)} if test else set()
+            )
+            calls_self = any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _self_field(n.func)
+                for n in ast.walk(assign.value)
+            )
+            if (
+                field not in reads
+                and not calls_self
+                and (test is None or _truth(test, lambda f: UNKNOWN_VALUE, check_only=True))
+            ):
                 out[field] = Overwrite(assign.value, test, f"{rel}:{assign.lineno}")
     return out
 
@@ -320,7 +337,11 @@ def _literal_assignments(body: list) -> dict:
 def _literals(node: ast.expr, names: dict) -> tuple | None:
     if isinstance(node, ast.Name):
         return names.get(node.id)
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and node.elts and all(isinstance(e, ast.Constant) for e in node.elts):
+    if (
+        isinstance(node, (ast.List, ast.Tuple, ast.Set))
+        and node.elts
+        and all(isinstance(e, ast.Constant) for e in node.elts)
+    ):
         return tuple(e.value for e in node.elts)
     return None
 
@@ -384,7 +405,11 @@ def _membership(test: ast.expr, names: dict, negated: bool, subject) -> tuple[st
 
 def _on_self(node: ast.expr) -> bool:
     while isinstance(node, (ast.Attribute, ast.Call)):
-        node = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else getattr(node, "value", None)
+        node = (
+            node.func.value
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            else getattr(node, "value", None)
+        )
     return isinstance(node, ast.Name) and node.id == "self"
 
 
@@ -394,7 +419,11 @@ def _own_nodes(stmt: ast.stmt):
     while todo:
         n = todo.pop()
         yield n
-        todo += [c for c in ast.iter_child_nodes(n) if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))]
+        todo += [
+            c
+            for c in ast.iter_child_nodes(n)
+            if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        ]
 
 
 def _dispatch(stmt: ast.If, names: dict, subject) -> tuple[str, tuple, str] | None:
@@ -405,8 +434,14 @@ def _dispatch(stmt: ast.If, names: dict, subject) -> tuple[str, tuple, str] | No
         t = node.test
         if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], (ast.Eq, ast.In))):
             return None
-        k = subject(t.left) if subject is _self_field or not _on_self(t.left) else None  # a worker's `self.config` is a section
-        taken = _literals(t.comparators[0], names) if isinstance(t.ops[0], ast.In) else _literals(ast.Tuple([t.comparators[0]]), names)
+        k = (
+            subject(t.left) if subject is _self_field or not _on_self(t.left) else None
+        )  # a worker's `self.config` is a section
+        taken = (
+            _literals(t.comparators[0], names)
+            if isinstance(t.ops[0], ast.In)
+            else _literals(ast.Tuple([t.comparators[0]]), names)
+        )
         if not k or not taken or field not in (None, k):
             return None
         field, values = k, values + list(taken)

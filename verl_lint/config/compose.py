@@ -44,6 +44,7 @@ from ..catalogue import (
 from .keys import closest_key
 from .user_files import FileValue, Merged, file_values, is_user_file, merged_entry
 
+
 def _hydra():
     """Hydra's internals, imported and set up when the first launch is composed."""
     from . import hydra_api  # heavy by design: importing Hydra costs ~100-300 ms; only composing needs it
@@ -99,7 +100,9 @@ class Composition:
 
     def setters(self, key: str) -> list[AppliedOverride]:
         """Settings (file values, then overrides) that set `key` or a parent of it, in order."""
-        return [o for o in self.settings if o.ok and o.kind != "group" and (key == o.key or key.startswith(o.key + "."))]
+        return [
+            o for o in self.settings if o.ok and o.kind != "group" and (key == o.key or key.startswith(o.key + "."))
+        ]
 
     def last_setter(self, key: str) -> AppliedOverride | None:
         s = self.setters(key)
@@ -267,13 +270,24 @@ class Composer:
         parsed = self.parse(line)
         if isinstance(parsed, Exception):
             comp.diagnostics.append(
-                OVERRIDE_SYNTAX_ERROR.finding(f"Hydra cannot parse this override: {_first_line(parsed)}", w.span, help="quote values containing spaces, commas or brackets for Hydra, e.g. key='[a,b]' inside single quotes", key=line.split("=", 1)[0].lstrip("+~"))
+                OVERRIDE_SYNTAX_ERROR.finding(
+                    f"Hydra cannot parse this override: {_first_line(parsed)}",
+                    w.span,
+                    help="quote values containing spaces, commas or brackets for Hydra, e.g. key='[a,b]' inside single quotes",
+                    key=line.split("=", 1)[0].lstrip("+~"),
+                )
             )
             return None, None
         return AppliedOverride(w, line, parsed.key_or_group, override_kind(parsed), unknown), parsed
 
     def _base(
-        self, app: HydraApp, base_lines: tuple[str, ...], comp: Composition, applied, anchor: Span, keep_hydra: bool = False
+        self,
+        app: HydraApp,
+        base_lines: tuple[str, ...],
+        comp: Composition,
+        applied,
+        anchor: Span,
+        keep_hydra: bool = False,
     ) -> tuple[DictConfig, tuple[FileValue, ...], tuple[str, ...]] | None:
         """The composed base, the values the project's own files chose in it and verl's own config
         files merged at its root (None: it fails)."""
@@ -339,7 +353,9 @@ class Composer:
 
     # -- on-disk cache of bases ------------------------------------------
     def _tree_digest(self, app: HydraApp) -> str:
-        dirs = tuple(app.config_dirs) + tuple(Path(s[len("file://") :]) for s in app.searchpath or () if s.startswith("file://"))
+        dirs = tuple(app.config_dirs) + tuple(
+            Path(s[len("file://") :]) for s in app.searchpath or () if s.startswith("file://")
+        )
         digest = self._tree_hash.get(dirs)
         if digest is None:
             hsh = hashlib.sha256()
@@ -365,7 +381,9 @@ class Composer:
         return entry("bases", ident, self.cache_root)
 
 
-def live_file_settings(sources: list[tuple[str, str]], config_name: str | None, group_lines: list[str], verl_root: Path | None) -> list[AppliedOverride]:
+def live_file_settings(
+    sources: list[tuple[str, str]], config_name: str | None, group_lines: list[str], verl_root: Path | None
+) -> list[AppliedOverride]:
     """The values a running job's project config files chose, located as `check` locates them:
     its defaults list rebuilt by Hydra from the job's config sources (`(provider, "file:///dir")`)
     and group overrides, only when one of those directories is the project's own (a plain verl
@@ -379,7 +397,9 @@ def live_file_settings(sources: list[tuple[str, str]], config_name: str | None, 
         csp.append(provider, url)
     repo = h.CachingConfigRepository(h.ConfigRepository(config_search_path=csp))
     overrides = h.PARSER.parse_overrides(group_lines)
-    defaults = h.create_defaults_list(repo=repo, config_name=config_name, overrides_list=overrides, prepend_hydra=False, skip_missing=False)
+    defaults = h.create_defaults_list(
+        repo=repo, config_name=config_name, overrides_list=overrides, prepend_hydra=False, skip_missing=False
+    )
     loaded = [(repo.load_config(d.config_path), d) for d in defaults.defaults if d.config_path]
     merged = [merged_entry(config.path, d, verl_root) for config, d in loaded if config is not None]
     return [file_setting(v) for v in file_values(merged, verl_root)]
@@ -408,7 +428,14 @@ def _raise_unless_config_error(ex: BaseException) -> None:
     # Hydra also trips its own asserts and attribute lookups on odd input (`critic=${oc.select:...}`
     # in a defaults list): as deterministic as its exceptions, so findings too.
     config_errors = (
-        _hydra().HydraException, OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError, LookupError, AssertionError, AttributeError
+        _hydra().HydraException,
+        OmegaConfBaseException,
+        yaml.YAMLError,
+        ValueError,
+        TypeError,
+        LookupError,
+        AssertionError,
+        AttributeError,
     )
     seen = set()
     while ex is not None and id(ex) not in seen:  # Hydra wraps errors (`raise ... from ex`): check the chain
@@ -442,16 +469,36 @@ def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> 
             parent = ao.key.rsplit(".", 1)[0] if "." in ao.key else ""
             if parent and OmegaConf.select(cfg, parent, default=None, throw_on_missing=False) is not None:
                 help = f"`{parent}` has no key `{ao.key.rsplit('.', 1)[1]}`; to add one use `{added}`"
-        d = UNKNOWN_CONFIG_KEY.finding(f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"", span, help=help, key=ao.key)
+        d = UNKNOWN_CONFIG_KEY.finding(
+            f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"",
+            span,
+            help=help,
+            key=ao.key,
+        )
         if guess and OmegaConf.select(cfg, guess, default=None, throw_on_missing=False) is not None:
             # Unsafe: the key the user meant is a guess, and the value then takes effect.
             d.fix = Fix(f"rename `{ao.key}` to `{guess}`", False, "rename-key", span, old=ao.key, new=guess)
         return d
     if text.startswith("Could not append to config"):
-        return ADD_EXISTING_KEY.finding(f"`+{ao.key}` adds a key that already exists; Hydra stops with \"Could not append to config\"", span, help=f"drop the `+` to override it (`{ao.line.lstrip('+')}`), or use `++` to add-or-override", key=ao.key)
+        return ADD_EXISTING_KEY.finding(
+            f'`+{ao.key}` adds a key that already exists; Hydra stops with "Could not append to config"',
+            span,
+            help=f"drop the `+` to override it (`{ao.line.lstrip('+')}`), or use `++` to add-or-override",
+            key=ao.key,
+        )
     if text.startswith("Could not delete"):
-        return DELETE_MISSING_KEY.finding(f"`~{ao.key}` deletes a key that is not in the config: {text}", span, help="remove this override", key=ao.key)
-    return OVERRIDE_REJECTED.finding(f"Hydra rejects this override: {_describe(ex)}", span, help="check the value's type and syntax against the config", key=ao.key)
+        return DELETE_MISSING_KEY.finding(
+            f"`~{ao.key}` deletes a key that is not in the config: {text}",
+            span,
+            help="remove this override",
+            key=ao.key,
+        )
+    return OVERRIDE_REJECTED.finding(
+        f"Hydra rejects this override: {_describe(ex)}",
+        span,
+        help="check the value's type and syntax against the config",
+        key=ao.key,
+    )
 
 
 def _base_error(ex: Exception, applied, anchor: Span, app: HydraApp) -> Diagnostic:
@@ -474,7 +521,12 @@ def _base_error(ex: Exception, applied, anchor: Span, app: HydraApp) -> Diagnost
         unsearched = _not_on_searchpath(text, app)
         if unsearched:
             return _unsearched_finding(text, anchor, *unsearched)
-    return CONFIG_COMPOSITION_ERROR.finding(f"Hydra cannot compose the config: {text}", span, help="check the config group option and --config-name against the config directory", key=key)
+    return CONFIG_COMPOSITION_ERROR.finding(
+        f"Hydra cannot compose the config: {text}",
+        span,
+        help="check the config group option and --config-name against the config directory",
+        key=key,
+    )
 
 
 _COULD_NOT_LOAD = re.compile(r"In '([^']+)': Could not load '([^']+)'")

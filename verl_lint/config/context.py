@@ -49,9 +49,13 @@ class Context:
         self.unknown_reads: list[str] | None = None  # when a list: the keys read that the script left to run time
         self.rule_runs: dict[str, tuple[list, list[str]]] = {}  # code -> (findings, unknown reads): Rule.run
         if not live:
-            OmegaConf.register_new_resolver("oc.env", _oc_env, replace=True)  # again per launch: a resolver reset elsewhere undoes it
+            OmegaConf.register_new_resolver(
+                "oc.env", _oc_env, replace=True
+            )  # again per launch: a resolver reset elsewhere undoes it
         self._cache: dict[str, object] = {}
-        self.gpu_gib: float | None = None  # memory per GPU the memory rules judge against (--gpu, the gpu setting, the live device)
+        self.gpu_gib: float | None = (
+            None  # memory per GPU the memory rules judge against (--gpu, the gpu setting, the live device)
+        )
         self.gpu_origin = ""  # where it comes from, as the findings say it ("--gpu H100")
         self.models_online = False  # --models online: a hub model's config.json may be downloaded
 
@@ -146,12 +150,25 @@ class Context:
             parent, _, name = o.key.rpartition(".")
             new_parent, _, new_name = new.rpartition(".")
             ok = parent == new_parent and self.has(new) == (o.kind == "set")
-            return Fix(f"rename `{name}` to `{new_name}` in {o.word.span.path}", True, "rename-key", o.word.span, old=name, new=new_name) if ok else None
+            return (
+                Fix(
+                    f"rename `{name}` to `{new_name}` in {o.word.span.path}",
+                    True,
+                    "rename-key",
+                    o.word.span,
+                    old=name,
+                    new=new_name,
+                )
+                if ok
+                else None
+            )
         if (o.kind == "set" and self.has(new)) or o.kind == "force_add" or (o.kind == "add" and not self.has(new)):
             return Fix(f"rename `{o.key}` to `{new}`", True, "rename-key", o.word.span, old=o.key, new=new)
         if o.kind == "add" and o.value_unknown is None:
             value = o.line.split("=", 1)[1]
-            return Fix(f"replace `{o.line}` with `{new}={value}`", True, "replace-token", o.word.span, new=f"{new}={value}")
+            return Fix(
+                f"replace `{o.line}` with `{new}={value}`", True, "replace-token", o.word.span, new=f"{new}={value}"
+            )
         return None
 
     def span(self, key: str) -> Span:
@@ -226,8 +243,18 @@ class Context:
             s = self.comp.last_setter(key)
             if s is None or s.word.span == primary or any(r.span == s.word.span for r in out):
                 continue
-            note = f"`{s.line}` set here" if s.value_unknown is None else f"`{key}` set here (value known only at run time)"
-            out.append(Related(key, s.word.span, note.replace("` set here", "` set here, in a config file", 1) if s.in_file else note))
+            note = (
+                f"`{s.line}` set here"
+                if s.value_unknown is None
+                else f"`{key}` set here (value known only at run time)"
+            )
+            out.append(
+                Related(
+                    key,
+                    s.word.span,
+                    note.replace("` set here", "` set here, in a config file", 1) if s.in_file else note,
+                )
+            )
         return tuple(out)
 
 
@@ -239,7 +266,11 @@ def config_has(cfg: DictConfig, key: str) -> bool:
     """`key` is in `cfg`, a mandatory `???` value included (`OmegaConf.select` answers such a
     key with its default, as if it were absent: verl >= 0.6 ships `rollout.name: ???`)."""
     parent, _, last = key.rpartition(".")
-    node = OmegaConf.select(cfg, parent, default=None, throw_on_missing=False, throw_on_resolution_failure=False) if parent else cfg
+    node = (
+        OmegaConf.select(cfg, parent, default=None, throw_on_missing=False, throw_on_resolution_failure=False)
+        if parent
+        else cfg
+    )
     if isinstance(node, DictConfig):
         return last in node.keys()
     return isinstance(node, ListConfig) and last.isdigit() and int(last) < len(node)
@@ -260,7 +291,7 @@ def _references(cfg: DictConfig, key: str) -> list[str]:
     for ref in _REFERENCE.findall(str(node._value())):
         dots = len(ref) - len(ref.lstrip("."))
         if dots:  # relative: `.x` is a sibling of `key`, each further dot one level up
-            base = key.split(".")[: -dots]
+            base = key.split(".")[:-dots]
             ref = ".".join([*base, ref[dots:]])
         out.append(ref)
     return out
@@ -277,7 +308,13 @@ def _plain_value(cfg, key: str):
         return _SLOW
     node = cfg
     for part in key.split("."):
-        if not part or not isinstance(node, DictConfig) or node._is_none() or node._is_missing() or node._is_interpolation():
+        if (
+            not part
+            or not isinstance(node, DictConfig)
+            or node._is_none()
+            or node._is_missing()
+            or node._is_interpolation()
+        ):
             return _SLOW
         node = node._get_node(part, validate_access=False)
         if node is None:
@@ -324,7 +361,11 @@ def _select(cfg: DictConfig, key: str, env: dict[str, EnvVar] | None = None):
     finally:
         _STATIC_ENV.reset(token)
     if unknown and isinstance(v, Unknown):
-        how = "sets it to a value only known at run time" if unknown[0] in env else "does not set it (it depends on the machine)"
+        how = (
+            "sets it to a value only known at run time"
+            if unknown[0] in env
+            else "does not set it (it depends on the machine)"
+        )
         return Unknown(f"`{key}` reads the environment variable {unknown[0]} and the script {how}")
     return v
 

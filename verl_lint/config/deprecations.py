@@ -80,7 +80,11 @@ def _how(call: ast.Call, name: str) -> str:
     if name == "print":
         return "print"
     f = call.func
-    if name != "warn" or isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and f.value.id == "warnings"):
+    if (
+        name != "warn"
+        or isinstance(f, ast.Attribute)
+        and not (isinstance(f.value, ast.Name) and f.value.id == "warnings")
+    ):
         return "log"  # logger.warning / logger.info / logger.warn
     cls = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "category"), None)
     if cls is None:
@@ -91,7 +95,12 @@ def _how(call: ast.Call, name: str) -> str:
 def _copied_to(body: list[ast.stmt], old: str) -> str:
     """`new` when `body` has `self.new = self.old` at its top level."""
     for stmt in body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and _attr_of(stmt.targets[0], "self") and _attr_of(stmt.value, "self") == old:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and _attr_of(stmt.targets[0], "self")
+            and _attr_of(stmt.value, "self") == old
+        ):
             return _attr_of(stmt.targets[0], "self") or ""
     return ""
 
@@ -123,7 +132,10 @@ def in_post_init(body: list[ast.stmt], rel: str) -> dict[str, Deprecation]:
         field = _attr_of(g[0], "self") if g else None
         warned = _warning(stmt.body) if field else None
         if g and field and warned:
-            out.setdefault(field, Deprecation(field, _copied_to(stmt.body, field), g[1], warned[0], f"{rel}:{stmt.lineno}", warned[1]))
+            out.setdefault(
+                field,
+                Deprecation(field, _copied_to(stmt.body, field), g[1], warned[0], f"{rel}:{stmt.lineno}", warned[1]),
+            )
     return out
 
 

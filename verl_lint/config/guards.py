@@ -66,10 +66,19 @@ def chain_of(node: ast.AST) -> tuple[str, ...] | None:
         if isinstance(node, ast.Attribute):
             parts.append(node.attr)
             node = node.value
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
             parts.append(node.slice.value)
             node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and _const_str(node.args[:1]):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and _const_str(node.args[:1])
+        ):
             parts.append(node.args[0].value)
             node = node.func.value
         elif isinstance(node, ast.Name):
@@ -134,7 +143,9 @@ class _Finder:
         self.writes: dict[str, list[str]] = {}
         self.counted: set[int] = set()  # nodes already judged: strings read as a key, called functions
 
-    def read(self, name: str, node: ast.AST, chain: tuple[str, ...] | None, guards: tuple, const: ast.AST | None = None) -> None:
+    def read(
+        self, name: str, node: ast.AST, chain: tuple[str, ...] | None, guards: tuple, const: ast.AST | None = None
+    ) -> None:
         self.reads.setdefault(name, []).append(Read(self.rel, getattr(node, "lineno", 0), chain, guards))
         if const is not None:
             self.counted.add(id(const))
@@ -170,7 +181,13 @@ class _Finder:
             return
         if isinstance(node, ast.AugAssign):  # `x.name += 1` reads it as well as assigning it
             target = node.target
-            name = target.attr if isinstance(target, ast.Attribute) else target.slice.value if isinstance(target, ast.Subscript) and _key([target.slice]) else None
+            name = (
+                target.attr
+                if isinstance(target, ast.Attribute)
+                else target.slice.value
+                if isinstance(target, ast.Subscript) and _key([target.slice])
+                else None
+            )
             if name is not None:
                 self.read(name, target, chain_of(target), guards)
         self._note(node, guards)
@@ -189,7 +206,11 @@ class _Finder:
         break) with no else, the rest of the block runs only when c is false."""
         for stmt in body:
             self.visit(stmt, guards)
-            if isinstance(stmt, ast.If) and not stmt.orelse and isinstance(stmt.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            if (
+                isinstance(stmt, ast.If)
+                and not stmt.orelse
+                and isinstance(stmt.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+            ):
                 guards = (*guards, _guard(stmt.test, False))
 
     def _note(self, node: ast.AST, guards: tuple) -> None:
@@ -216,7 +237,12 @@ class _Finder:
                 self.read(args[1].value, node, _extend(chain_of(args[0]), args[1].value), guards, args[1])
             elif fname == "setattr" and len(args) >= 2 and _key(args[1:]):
                 self.write(args[1].value, node, args[1])
-            elif fname == "select" and len(args) >= 2 and _const_str(args[1:]) and all(p.isidentifier() for p in args[1].value.split(".")):
+            elif (
+                fname == "select"
+                and len(args) >= 2
+                and _const_str(args[1:])
+                and all(p.isidentifier() for p in args[1].value.split("."))
+            ):
                 path = args[1].value.split(".")
                 for i, name in enumerate(path):
                     self.read(name, node, _extend(chain_of(args[0]), *path[: i + 1]), guards, args[1])
@@ -226,7 +252,12 @@ class _Finder:
                 for kw in node.keywords:
                     if kw.arg is not None:
                         self.write(kw.arg, node)
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and _key([node.left]):
+        elif (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and _key([node.left])
+        ):
             self.read(node.left.value, node, _extend(chain_of(node.comparators[0]), node.left.value), guards, node.left)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in self.counted:
             for name in set(WORD.findall(node.value)):  # a key list, a message, a dotted path: not followed
@@ -279,8 +310,12 @@ class Sources:
         if name not in self._uses:
             if self._stamp is None:  # (an installed wheel is stamped by its RECORD, a checkout by its files)
                 self._stamp = files_digest(self.root, self.files) if self.extra else tree_stamp(self.root)
-            ident = "\0".join([str(self.root), *map(str, self.extra), self._stamp, name])  # (and verl-lint's code: cache.entry)
-            self._uses[name] = memo("guards", ident, lambda: self._collect(name), lambda v: v is None or isinstance(v, Uses))
+            ident = "\0".join(
+                [str(self.root), *map(str, self.extra), self._stamp, name]
+            )  # (and verl-lint's code: cache.entry)
+            self._uses[name] = memo(
+                "guards", ident, lambda: self._collect(name), lambda v: v is None or isinstance(v, Uses)
+            )
         return self._uses[name]
 
     def _collect(self, name: str) -> Uses | None:

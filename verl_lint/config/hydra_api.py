@@ -26,8 +26,19 @@ from hydra.errors import HydraException, OverrideParseException
 from hydra.types import RunMode
 
 __all__ = [
-    "CachingConfigRepository", "ConfigLoaderImpl", "ConfigRepository", "ConfigSearchPathImpl", "HydraException", "JobRuntime", "OverrideParseException", "PARSER", "RunMode",
-    "SearchPathQuery", "create_config_search_path", "create_defaults_list", "hydra",
+    "CachingConfigRepository",
+    "ConfigLoaderImpl",
+    "ConfigRepository",
+    "ConfigSearchPathImpl",
+    "HydraException",
+    "JobRuntime",
+    "OverrideParseException",
+    "PARSER",
+    "RunMode",
+    "SearchPathQuery",
+    "create_config_search_path",
+    "create_defaults_list",
+    "hydra",
 ]
 
 

@@ -16,7 +16,12 @@ def all_keys(cfg, prefix: str = "") -> list[str]:
                 child = cfg._get_node(k)
             except Exception:  # noqa: BLE001
                 continue
-            if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none() and not child._is_interpolation():
+            if (
+                isinstance(child, DictConfig)
+                and not child._is_missing()
+                and not child._is_none()
+                and not child._is_interpolation()
+            ):
                 out.extend(all_keys(child, full))
     return out
 
@@ -35,7 +40,9 @@ def same_name_elsewhere(cfg, key: str, keys: list[str] | None = None) -> str | N
         shared = next((i for i, (a, b) in enumerate(zip(other, parts)) if a != b), min(len(parts), len(other)))
         return shared, len(other) == len(parts)
 
-    found = sorted((rank(k), k) for k in (all_keys(cfg) if keys is None else keys) if k.rsplit(".", 1)[-1] == name and k != key)
+    found = sorted(
+        (rank(k), k) for k in (all_keys(cfg) if keys is None else keys) if k.rsplit(".", 1)[-1] == name and k != key
+    )
     if not found or (len(found) > 1 and found[-1][0] == found[-2][0]):
         return None
     (shared, same_depth), best = found[-1]

@@ -101,7 +101,9 @@ _CHOICE_HINT = re.compile(r"assert [^\n]*?config\.[\w.]+ in |config\.[\w.]+ not 
 # keys as given and hands them on; nothing checks their names. A field typed `DictConfig` holds a
 # config section that is read by name later (verl 0.5.0's unused `hybrid_entrypoint.py` types
 # actor_rollout_ref, critic and data so): not free-form.
-_DICT_FIELD = re.compile(r"\n[ \t]+([A-Za-z_]\w*)[ \t]*:[ \t]*(?:Optional\[)?(?:dict|Dict|Mapping|MutableMapping)\b[^\n]*")
+_DICT_FIELD = re.compile(
+    r"\n[ \t]+([A-Za-z_]\w*)[ \t]*:[ \t]*(?:Optional\[)?(?:dict|Dict|Mapping|MutableMapping)\b[^\n]*"
+)
 # Calls that hand their first argument's keys on unchanged.
 _WRAPPERS = {"to_container", "to_object", "dict", "deepcopy", "copy", "asdict", "create"}
 
@@ -119,7 +121,9 @@ class ReaderIndex:
     used: frozenset[str] = frozenset()
     deprecated: tuple[Deprecation, ...] = ()  # keys from the root the code warns about as deprecated
     choices: tuple[tuple[str, Choice], ...] = ()  # (key from the root, the values the code allows)
-    interpolated: frozenset[str] = frozenset()  # names in the YAML files' `${...}`: read whenever the key holding them is
+    interpolated: frozenset[str] = (
+        frozenset()
+    )  # names in the YAML files' `${...}`: read whenever the key holding them is
     # "p.c": the code (or an interpolation) reaches `c` as a key of a node or variable named `p`
     # (`x.p.c`, `p["c"]`, `p.get("c")`, `getattr(p, "c")`, `"c" in x.p`, a dotted string "p.c").
     edges: frozenset[str] = frozenset()
@@ -168,7 +172,12 @@ def _node_name(node: ast.AST) -> str | None:
         f = node.func
         fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
         first = node.args[0] if node.args else None
-        if fname in ("get", "pop") and isinstance(f, ast.Attribute) and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        if (
+            fname in ("get", "pop")
+            and isinstance(f, ast.Attribute)
+            and isinstance(first, ast.Constant)
+            and isinstance(first.value, str)
+        ):
             return first.value
         if fname in ("items", "keys", "values") and isinstance(f, ast.Attribute) and not node.args:
             return _node_name(f.value)
@@ -274,7 +283,9 @@ def _edges(text: str, edges: set[str]) -> None:
     edges.update(f"{a}.{b}" for b, a in _IN_KEY.findall(text))
 
 
-def _python_reads(text: str, names: set[str], patterns: set[str], whole: set[str], used: set[str] | None, edges: set[str]) -> None:
+def _python_reads(
+    text: str, names: set[str], patterns: set[str], whole: set[str], used: set[str] | None, edges: set[str]
+) -> None:
     tokens = _NOT_CALLED.findall(text)
     names.update(tokens)  # every identifier token that is not called (see the module docstring)
     _edges(text, edges)
@@ -328,7 +339,9 @@ def _yaml_reads(text: str, names: set[str], interpolated: set[str], edges: set[s
                 edges.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
 
 
-def build(tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int, int], None] | None = None) -> ReaderIndex:
+def build(
+    tree_root: Path, extra: tuple[Path, ...] = (), progress: Callable[[int, int], None] | None = None
+) -> ReaderIndex:
     """Read the tree now (no cache), calling `progress(n, total)` as the n-th of its files is read."""
     return _scan(tree_root, source_files(source_roots(tree_root, extra)), progress)
 
@@ -364,9 +377,15 @@ def _scan(tree_root: Path, files: list[Path], progress: Callable[[int, int], Non
 def _joined(tree: ReaderIndex, more: ReaderIndex) -> ReaderIndex:
     """The index of the tree's files and then `more`'s: what `build` gives for both at once."""
     return ReaderIndex(
-        tree.names | more.names, tuple(sorted({*tree.patterns, *more.patterns})), tree.whole | more.whole,
-        tree.files + more.files, tree.used | more.used, tree.deprecated + more.deprecated, tree.choices + more.choices,
-        tree.interpolated | more.interpolated, tree.edges | more.edges,
+        tree.names | more.names,
+        tuple(sorted({*tree.patterns, *more.patterns})),
+        tree.whole | more.whole,
+        tree.files + more.files,
+        tree.used | more.used,
+        tree.deprecated + more.deprecated,
+        tree.choices + more.choices,
+        tree.interpolated | more.interpolated,
+        tree.edges | more.edges,
     )
 
 
@@ -397,7 +416,9 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     if hit is None:
         roots = source_roots(root, extra)
         n_own = len(source_roots(root, ()))
-        if len(roots) == n_own:  # nothing beyond the tree's verl/ and recipe/ (config dirs inside verl/ are read anyway)
+        if (
+            len(roots) == n_own
+        ):  # nothing beyond the tree's verl/ and recipe/ (config dirs inside verl/ are read anyway)
             hit = _LOADED.get((root, ()))  # the same index, asked without those dirs (no disk cache: built once)
             if hit is None:
                 # An installed wheel is stamped by its RECORD: the Hydra callback pays this at job start.
@@ -414,7 +435,9 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     return hit
 
 
-def key_facts(tree_root: Path, extra: tuple[Path, ...] = ()) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
+def key_facts(
+    tree_root: Path, extra: tuple[Path, ...] = ()
+) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
     """The index's facts about keys (`deprecated`, `choices`) without loading its names: kept on
     disk apart from the index, a few KB instead of its many names, which a Hydra job start
     (VL232, VL108) does not need."""
@@ -423,7 +446,9 @@ def key_facts(tree_root: Path, extra: tuple[Path, ...] = ()) -> tuple[tuple[Depr
     if hit is None:
         loaded = _LOADED.get(asked)
         root = Path(tree_root).resolve()
-        if loaded is None and len(source_roots(root, tuple(Path(p).resolve() for p in extra))) == len(source_roots(root, ())):
+        if loaded is None and len(source_roots(root, tuple(Path(p).resolve() for p in extra))) == len(
+            source_roots(root, ())
+        ):
             ident = "\0".join([_FORMAT, "key facts", str(root), tree_stamp(root)])
             hit = memo("reader", ident, lambda: _facts_of(reader_index(root)), tuple)
         else:

@@ -105,8 +105,22 @@ def file_values(merged: list[Merged | None], verl_root: Path | None) -> tuple[Fi
             end = end if same_line else k_node.end_mark
             added = key not in shipped and key not in own
             key_start = len(text[: k_node.start_mark.index].encode("utf-8", "surrogateescape"))
-            key_bytes = (key_start, key_start + len(text[k_node.start_mark.index : k_node.end_mark.index].encode("utf-8", "surrogateescape")))
-            owner[key] = FileValue(key, value.strip(), added, m.file, start.line + 1, start.column + 1, end.line + 1, end.column + 1, key_bytes)
+            key_bytes = (
+                key_start,
+                key_start
+                + len(text[k_node.start_mark.index : k_node.end_mark.index].encode("utf-8", "surrogateescape")),
+            )
+            owner[key] = FileValue(
+                key,
+                value.strip(),
+                added,
+                m.file,
+                start.line + 1,
+                start.column + 1,
+                end.line + 1,
+                end.column + 1,
+                key_bytes,
+            )
     return tuple(owner.values())
 
 

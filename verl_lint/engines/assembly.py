@@ -92,7 +92,9 @@ SERVER_FILES = {
 
 
 def _is_spread_dict(node: ast.AST, ek: str) -> bool:
-    return isinstance(node, ast.Dict) and any(k is None and isinstance(v, ast.Name) and v.id == ek for k, v in zip(node.keys, node.values))
+    return isinstance(node, ast.Dict) and any(
+        k is None and isinstance(v, ast.Name) and v.id == ek for k, v in zip(node.keys, node.values)
+    )
 
 
 class _Walker:
@@ -110,7 +112,9 @@ class _Walker:
         self.depth = 0
 
     def add(self, key, phase, kind, value, conds, line):
-        self.entries.append(ArgSet(key, phase, kind, ast.unparse(value) if isinstance(value, ast.AST) else value, tuple(conds), line))
+        self.entries.append(
+            ArgSet(key, phase, kind, ast.unparse(value) if isinstance(value, ast.AST) else value, tuple(conds), line)
+        )
 
     def block(self, stmts: Iterable[ast.stmt], conds: tuple[str, ...], ek: str) -> None:
         for s in stmts:
@@ -138,7 +142,12 @@ class _Walker:
             self.call(s.value, conds, ek, s.lineno)
 
     def assign(self, targets, value: ast.expr, conds, ek: str, line: int) -> None:
-        if _is_spread_dict(value, ek) and self.args_name is None and len(targets) == 1 and isinstance(targets[0], ast.Name):
+        if (
+            _is_spread_dict(value, ek)
+            and self.args_name is None
+            and len(targets) == 1
+            and isinstance(targets[0], ast.Name)
+        ):
             self.args_name = targets[0].id
             self.spread_line = line
             seen_spread = False
@@ -227,7 +236,9 @@ def _class_methods(tree: ast.Module) -> dict[str, dict[str, ast.FunctionDef]]:
         # bases in the same file first, so the class's own methods win
         for b in cls.bases:
             if isinstance(b, ast.Name) and b.id in classes:
-                methods.update({m.name: m for m in classes[b.id].body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))})
+                methods.update(
+                    {m.name: m for m in classes[b.id].body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                )
         methods.update({m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))})
         out[name] = methods
     return out
@@ -290,12 +301,18 @@ def assembly_of(root: str, engine: str) -> Assembly | None:
         st = p.stat()
     except OSError:
         return fallback_assembly(engine, f"{rel} does not exist in this verl tree")
+
     def read() -> Assembly | None:
         text = source_text(p)
         return read_assembly_source(text, engine, rel) if text is not None else None
 
     # Reading verl's sources with ast costs ~0.1 s: kept on disk per file version.
-    a = memo("engine_args", f"assembly\0{p.resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0{engine}", read, (Assembly, type(None)))
+    a = memo(
+        "engine_args",
+        f"assembly\0{p.resolve()}\0{st.st_mtime_ns}\0{st.st_size}\0{engine}",
+        read,
+        (Assembly, type(None)),
+    )
     return a if a is not None else fallback_assembly(engine, f"the shape of {rel} was not recognised")
 
 
@@ -325,13 +342,25 @@ def spread_calls(root: str, engine: str, version: str | None = None) -> tuple[Sp
         tree = parse_source(source_text(p))
         for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))] if tree else ():
             popped = {
-                const_str(c.args[0]) for c in ast.walk(fn)
-                if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "pop" and c.args
-                and isinstance(c.func.value, ast.Name) and "engine_kwargs" in c.func.value.id
+                const_str(c.args[0])
+                for c in ast.walk(fn)
+                if isinstance(c, ast.Call)
+                and isinstance(c.func, ast.Attribute)
+                and c.func.attr == "pop"
+                and c.args
+                and isinstance(c.func.value, ast.Name)
+                and "engine_kwargs" in c.func.value.id
             }
             for n in ast.walk(fn):
-                if isinstance(n, ast.Call) and any(k.arg is None and isinstance(k.value, ast.Name) and "engine_kwargs" in k.value.id for k in n.keywords):
-                    own = tuple((k.arg, ast.unparse(k.value), k.value.lineno) for k in n.keywords if k.arg is not None and k.arg not in popped)
+                if isinstance(n, ast.Call) and any(
+                    k.arg is None and isinstance(k.value, ast.Name) and "engine_kwargs" in k.value.id
+                    for k in n.keywords
+                ):
+                    own = tuple(
+                        (k.arg, ast.unparse(k.value), k.value.lineno)
+                        for k in n.keywords
+                        if k.arg is not None and k.arg not in popped
+                    )
                     rel = str(p.relative_to(root))
                     calls.setdefault((rel, n.lineno), SpreadCall(rel, n.lineno, ast.unparse(n.func), own))
     return tuple(calls.values())
@@ -346,13 +375,21 @@ def _imported(body: list[ast.stmt], version: Version | None) -> set[str]:
             out.add(stmt.module)
         elif isinstance(stmt, ast.If):
             taken = _version_test(stmt.test, version)
-            out |= (_imported(stmt.body, version) if taken is not False else set()) | (_imported(stmt.orelse, version) if taken is not True else set())
+            out |= (_imported(stmt.body, version) if taken is not False else set()) | (
+                _imported(stmt.orelse, version) if taken is not True else set()
+            )
     return out
 
 
 def _version_test(test: ast.expr, version: Version | None) -> bool | None:
     """`Version(x) <op> Version("0.6.3")` decided for `version`; None when unknown or not that shape."""
-    compare = {ast.LtE: Version.__le__, ast.Lt: Version.__lt__, ast.GtE: Version.__ge__, ast.Gt: Version.__gt__, ast.Eq: Version.__eq__}
+    compare = {
+        ast.LtE: Version.__le__,
+        ast.Lt: Version.__lt__,
+        ast.GtE: Version.__ge__,
+        ast.Gt: Version.__gt__,
+        ast.Eq: Version.__eq__,
+    }
     if version is None or not (isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in compare):
         return None
     right = test.comparators[0]
@@ -369,7 +406,9 @@ def fallback_assembly(engine: str, why: str) -> Assembly | None:
     if not table:
         return None
     entries = tuple(
-        ArgSet(e["key"], e["phase"], e["kind"], e.get("value"), tuple(e.get("condition") or ()), int(e.get("line") or 0))
+        ArgSet(
+            e["key"], e["phase"], e["kind"], e.get("value"), tuple(e.get("condition") or ()), int(e.get("line") or 0)
+        )
         for e in table.get("entries") or []
     )
     return Assembly(

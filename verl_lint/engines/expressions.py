@@ -248,7 +248,13 @@ class Evaluator:
                 return base.get(key, default)
             return UNKNOWN
         # version.parse("0.22.0") / version.parse(vllm.__version__)
-        if isinstance(f, ast.Attribute) and f.attr == "parse" and isinstance(f.value, ast.Name) and f.value.id == "version" and args:
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr == "parse"
+            and isinstance(f.value, ast.Name)
+            and f.value.id == "version"
+            and args
+        ):
             v = self._value(self.expr(args[0]))
             if isinstance(v, str):
                 try:
@@ -272,7 +278,9 @@ def _truthy(v) -> bool:
 
 
 def _is_self_config(n: ast.AST) -> bool:
-    return isinstance(n, ast.Attribute) and n.attr == "config" and isinstance(n.value, ast.Name) and n.value.id == "self"
+    return (
+        isinstance(n, ast.Attribute) and n.attr == "config" and isinstance(n.value, ast.Name) and n.value.id == "self"
+    )
 
 
 def _self_config_path(n: ast.Attribute) -> str | None:

@@ -67,7 +67,12 @@ def _long_options(tree: ast.Module) -> set[str]:
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument":
             for a in n.args:
-                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--") and len(a.value) > 2:
+                if (
+                    isinstance(a, ast.Constant)
+                    and isinstance(a.value, str)
+                    and a.value.startswith("--")
+                    and len(a.value) > 2
+                ):
                     out.add(a.value[2:].replace("-", "_"))
     return out
 
@@ -124,7 +129,9 @@ def vllm_arg_files(src: Source) -> list[str]:
     for rel in frontends:
         tree = parse_source(src.read(rel))
         if tree is not None:
-            files += [r for m in _imported_from(tree, lambda n: n.endswith("FrontendArgs")) if (r := _module_rel(src, m))]
+            files += [
+                r for m in _imported_from(tree, lambda n: n.endswith("FrontendArgs")) if (r := _module_rel(src, m))
+            ]
     return list(dict.fromkeys(files))
 
 
@@ -154,7 +161,9 @@ def extract_sglang(src: Source) -> EngineNames:
     # >= 0.5.20: ServerArgs = msgspec.defstruct(...) over the structs in _INPUT_NAMESPACES
     wanted: set[str] | None = None
     for n in tree.body:
-        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_INPUT_NAMESPACES" for t in n.targets):
+        if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "_INPUT_NAMESPACES" for t in n.targets
+        ):
             if isinstance(n.value, (ast.List, ast.Tuple)):
                 wanted = {e.id for e in n.value.elts if isinstance(e, ast.Name)}
     if wanted is not None:
@@ -187,7 +196,10 @@ def extract_sglang(src: Source) -> EngineNames:
 def _has_ns_path(cls: ast.ClassDef) -> bool:
     return any(
         isinstance(s, (ast.Assign, ast.AnnAssign))
-        and any(isinstance(t, ast.Name) and t.id == "_NS_PATH" for t in (s.targets if isinstance(s, ast.Assign) else [s.target]))
+        and any(
+            isinstance(t, ast.Name) and t.id == "_NS_PATH"
+            for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+        )
         for s in cls.body
     )
 
@@ -441,7 +453,6 @@ def schema_for(engine: str, requested: Version) -> Schema | None:
         confident=confident,
         snapshot=snap,
     )
-
 
 
 def accepts(engine: str, key: str, names: frozenset[str]) -> bool:

@@ -93,7 +93,9 @@ class Evidence(NamedTuple):
         """Like `admits`, a post release counting as its release: the 0.8.5.post1 snapshot stands
         for `vllm<=0.8.5`, the 0.5.12.post1 one for `sglang==0.5.12`."""
         base = Version(v.base_version)
-        return all(any(s.contains(v, prereleases=True) or s.contains(base, prereleases=True) for s in g) for g in self.groups)
+        return all(
+            any(s.contains(v, prereleases=True) or s.contains(base, prereleases=True) for s in g) for g in self.groups
+        )
 
     @property
     def pinned(self) -> Version | None:
@@ -123,13 +125,15 @@ def _version(text: str) -> Version | None:
 def version_problem(text: object) -> str | None:
     """None if `text` is a release version (`0.8.5`, `0.10.2rc1`), else what is wrong with it."""
     if not isinstance(text, str) or not text:
-        return "must be a version string such as \"0.8.5\"" + (" (quote it)" if isinstance(text, (int, float)) else "")
+        return 'must be a version string such as "0.8.5"' + (" (quote it)" if isinstance(text, (int, float)) else "")
     if _version(text) is None:
         return f"{text!r} is not a version (e.g. 0.8.5, 0.10.2rc1)"
     return None
 
 
-def resolve(given: dict[str, tuple[str, str]], verl_root: Path | None, project_root: Path | None) -> dict[str, Evidence]:
+def resolve(
+    given: dict[str, tuple[str, str]], verl_root: Path | None, project_root: Path | None
+) -> dict[str, Evidence]:
     """The evidence for every engine. `given`: {key: (version text, where: "--vllm" / "[tool.verl-lint] vllm")}."""
     roots = tuple(dict.fromkeys(str(r) for r in (project_root, verl_root) if r is not None))
     stamps: tuple | None = None
@@ -146,7 +150,9 @@ def resolve(given: dict[str, tuple[str, str]], verl_root: Path | None, project_r
     return out
 
 
-def live_evidence(installed: dict[str, Version | None], verl_root: Path | None, project_root: Path | None) -> dict[str, Evidence]:
+def live_evidence(
+    installed: dict[str, Version | None], verl_root: Path | None, project_root: Path | None
+) -> dict[str, Evidence]:
     """`resolve` for the Hydra callback: the installed engines, else what the verl tree and the
     project declare, as `check` reads them, so both report from the same evidence. The declared
     ranges are kept on disk by the requirement files' stamps: a job start reads them back without
@@ -276,7 +282,9 @@ def _stamp(root: str) -> tuple:
 # METADATA's older `vllm (>=0.7)`); the marker is not evaluated (an engine's extra is the engine's
 # requirement) and a URL requirement (`name @ url`) names no release. Read without
 # packaging.requirements, whose markers import platform and subprocess at a Hydra job's start.
-_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*\(?\s*([^;@()\s][^;@()]*?)?\s*\)?\s*(?:;.*)?$")
+_REQUIREMENT = re.compile(
+    r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*\(?\s*([^;@()\s][^;@()]*?)?\s*\)?\s*(?:;.*)?$"
+)
 
 
 def declarations(root: str) -> dict[str, tuple[Declared, ...]]:
@@ -338,7 +346,11 @@ def _string_constants(text: str) -> Iterable[str]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 200]
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) < 200
+    ]
 
 
 def _pyproject_requirements(p: Path) -> list[str]:
@@ -374,7 +386,10 @@ def _docker_files(base: Path) -> list[Path]:
     return out
 
 
-_PIN = re.compile(r"""(?<![\w./-])((?:vllm|sglang|vllm[-_]ascend|torch[-_]npu)(?:\[[^\]\s]*\])?\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[\w.*+!]+(?:\s*,\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[\w.*+!]+)*)""", re.I)
+_PIN = re.compile(
+    r"""(?<![\w./-])((?:vllm|sglang|vllm[-_]ascend|torch[-_]npu)(?:\[[^\]\s]*\])?\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[\w.*+!]+(?:\s*,\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[\w.*+!]+)*)""",
+    re.I,
+)
 
 
 def _docker_pins(text: str) -> list[str]:
@@ -438,7 +453,11 @@ def judge(
         if known:
             from packaging.specifiers import SpecifierSet  # heavy; not at Hydra job start (see Spec)
 
-            ev = Evidence(ev.engine, groups=((SpecifierSet(f"=={known[0]}"),),), source=f"{ev.source}; checked against the bundled {known[0]}")
+            ev = Evidence(
+                ev.engine,
+                groups=((SpecifierSet(f"=={known[0]}"),),),
+                source=f"{ev.source}; checked against the bundled {known[0]}",
+            )
     hold = tuple(r for r in known if holds_at(r))
     regions: list[tuple[str, bool | None]] = []
     if releases:

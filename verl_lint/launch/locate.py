@@ -40,7 +40,13 @@ class LocateError(Exception):
 class ConfigNotFound(Exception):
     """`--config-name` names a config that the config directory does not have."""
 
-    def __init__(self, span, message: str, help: str = "use one of the config files in that directory", flag: str = "--config-name"):
+    def __init__(
+        self,
+        span,
+        message: str,
+        help: str = "use one of the config files in that directory",
+        flag: str = "--config-name",
+    ):
         super().__init__(message)
         self.span = span  # the word that names the missing config, else the entry point
         self.help = help
@@ -142,7 +148,9 @@ def release_tree(version: str) -> VerlTree:
     try:
         tmp = new_entry(make_dir(releases))
     except OSError as ex:
-        raise LocateError(f"cannot download verl {version}: no usable cache directory ({why_unusable(ex)}){hint}") from None
+        raise LocateError(
+            f"cannot download verl {version}: no usable cache directory ({why_unusable(ex)}){hint}"
+        ) from None
     try:
         wheel = download.wheel("verl", version, tmp)
         with zipfile.ZipFile(wheel) as zf:
@@ -169,7 +177,9 @@ def _put_release(tmp: Path, dest: Path, hint: str) -> None:
             if (dest / "verl" / "trainer").is_dir():
                 return
             if not is_marked(dest):
-                raise LocateError(f"{dest} exists and is not a verl release verl-lint downloaded; remove it{hint}") from None
+                raise LocateError(
+                    f"{dest} exists and is not a verl release verl-lint downloaded; remove it{hint}"
+                ) from None
             # A damaged release verl-lint wrote: moved aside atomically (onto an empty temp dir), removed.
             aside = tempfile.mkdtemp(dir=dest.parent)
             os.rename(dest, aside)
@@ -236,7 +246,9 @@ def stamp_covers(tree_root: Path) -> Callable[[str], bool]:
         if wheel or os.path.isdir(path):  # a directory's .py/.yaml names are in the stamp
             return True
         parts = Path(path[len(top) :]).parts
-        return path.endswith((".py", ".yaml", ".yml")) and not any(p in _SOURCE_SKIP or p.startswith(".") for p in parts[:-1])
+        return path.endswith((".py", ".yaml", ".yml")) and not any(
+            p in _SOURCE_SKIP or p.startswith(".") for p in parts[:-1]
+        )
 
     return covers
 
@@ -330,9 +342,15 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
         file = _module_file(launch.module, roots)
         if file is None:
             if tree is not None and (tree.root / launch.module.split(".")[0]).is_dir():
-                raise EntryPointNotFound(launch, f"module {launch.module} is not in {tree.describe()}", _nearest_module(launch.module, tree.root))
+                raise EntryPointNotFound(
+                    launch,
+                    f"module {launch.module} is not in {tree.describe()}",
+                    _nearest_module(launch.module, tree.root),
+                )
             if launch.module.split(".")[0] in ("verl", "recipe"):
-                raise LocateError(f"module {launch.module} not found: no verl tree found (verl is not installed here and no verl checkout holds the script): pass --verl VERSION, --verl-root DIR or set verl-version in [tool.verl-lint]")
+                raise LocateError(
+                    f"module {launch.module} not found: no verl tree found (verl is not installed here and no verl checkout holds the script): pass --verl VERSION, --verl-root DIR or set verl-version in [tool.verl-lint]"
+                )
             return None
     else:
         file = next((r / launch.file for r in roots if (r / launch.file).is_file()), None)
@@ -342,9 +360,15 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     main = read_hydra_main(file)
     if main is None:
         return None
-    for flag, word in (("--config-path", launch.config_path), ("--config-name", launch.config_name), ("--config-dir", launch.config_dir)):
+    for flag, word in (
+        ("--config-path", launch.config_path),
+        ("--config-name", launch.config_name),
+        ("--config-dir", launch.config_dir),
+    ):
         if word is not None and word.text is None:
-            raise NotAnalysable(word, f"{flag} is only known at run time ({word.unknown.reason if word.unknown else 'unknown'})")
+            raise NotAnalysable(
+                word, f"{flag} is only known at run time ({word.unknown.reason if word.unknown else 'unknown'})"
+            )
     config_name = launch.config_name.text if launch.config_name is not None else main["config_name"]
     config_path = main["config_path"]
     if launch.config_path is not None:  # relative: from the app's file, as Hydra resolves it
@@ -354,7 +378,12 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
     if launch.config_dir is not None and launch.config_dir.text:
         d = Path(_placed(launch.config_dir, launch, config_name))
         if not d.is_dir():
-            raise ConfigNotFound(launch.config_dir.span, f"--config-dir {launch.config_dir.text} not found", "point --config-dir at an existing directory", "--config-dir")
+            raise ConfigNotFound(
+                launch.config_dir.span,
+                f"--config-dir {launch.config_dir.text} not found",
+                "point --config-dir at an existing directory",
+                "--config-dir",
+            )
         dirs.append(d.resolve())
     if config_path is not None:
         try:
@@ -362,11 +391,14 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
         except LocateError as ex:
             if launch.config_path is None:  # the app's own @hydra.main config_path: Hydra stops all the same
                 raise ConfigNotFound(
-                    launch.entry_span, str(ex),
-                    f"restore the config directory {file.name} names, or launch an entry point whose config exists", "config_path",
+                    launch.entry_span,
+                    str(ex),
+                    f"restore the config directory {file.name} names, or launch an entry point whose config exists",
+                    "config_path",
                 ) from None
             raise ConfigNotFound(
-                launch.config_path.span, f"Primary config directory not found: {ex}",
+                launch.config_path.span,
+                f"Primary config directory not found: {ex}",
                 "point --config-path at an existing directory (a relative one is resolved from the app's file, as Hydra does)",
                 "--config-path",
             ) from None
@@ -404,12 +436,17 @@ def _placed(word: Word, launch: Launch, config_name: str | None) -> str:
     have = [(d, c) for d, c in zip(found, launch.run_from) if os.path.isdir(d)]
     if not have:
         tried = ", ".join(launch.run_from)
-        raise NotAnalysable(word, f"config directory {rel} not found relative to any assumed working directory (tried {tried}); pass --cwd")
+        raise NotAnalysable(
+            word,
+            f"config directory {rel} not found relative to any assumed working directory (tried {tried}); pass --cwd",
+        )
     d, c = next(((d, c) for d, c in have if config_name and _config_file(Path(d), config_name)), have[0])
     first, script_dir = launch.run_from[0], launch.run_from[-1]
     where = (
-        "its own directory" if c == script_dir
-        else "the repository root" if c == first
+        "its own directory"
+        if c == script_dir
+        else "the repository root"
+        if c == first
         else f"{os.path.relpath(c, first)}/ in the repository"
     )
     launch.assumed_cwd = f"assuming the script runs from {where}, where {rel} is; pass --cwd to say"
@@ -465,7 +502,9 @@ def map_searchpath(entries, cwd: str, roots: list[Path]) -> tuple[str, ...]:
         if e.startswith("pkg://"):
             d = map_pkg(e[len("pkg://") :], roots)
             if d is None:
-                raise SearchPathError(f"hydra.searchpath entry {e}: package not found in the verl tree, the repository or sys.path")
+                raise SearchPathError(
+                    f"hydra.searchpath entry {e}: package not found in the verl tree, the repository or sys.path"
+                )
             out.append(f"file://{d}")
         elif e.startswith("file://") or "://" not in e:
             rel = e[len("file://") :] if e.startswith("file://") else e
@@ -473,7 +512,9 @@ def map_searchpath(entries, cwd: str, roots: list[Path]) -> tuple[str, ...]:
             # Hydra skips a directory that does not exist (with a warning), as it would here.
             out.append(f"file://{d.resolve() if d else Path(cwd, rel)}")
         else:
-            raise SearchPathError(f"hydra.searchpath entry {e}: verl-lint reads only file:// and pkg:// entries (others import code)")
+            raise SearchPathError(
+                f"hydra.searchpath entry {e}: verl-lint reads only file:// and pkg:// entries (others import code)"
+            )
     return tuple(out)
 
 
@@ -487,7 +528,9 @@ def _primary_searchpath(dirs: list[Path], config_name: str | None, launch: Launc
                 entries = _declared_searchpath(f)
                 return None if entries is None else map_searchpath(entries, launch.cwd, roots)
             except SearchPathError as ex:
-                raise NotAnalysable(launch.config_name or Word(config_name, launch.entry_span), f"{ex} (in {f.name})") from None
+                raise NotAnalysable(
+                    launch.config_name or Word(config_name, launch.entry_span), f"{ex} (in {f.name})"
+                ) from None
     return None
 
 

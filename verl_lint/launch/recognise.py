@@ -26,8 +26,21 @@ _WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "setsid", "command", "nu
 # Launchers whose options may take separate values (`srun -N 2`, `apptainer exec IMAGE`): the
 # launch starts at the first interpreter after them.
 _PREFIX_LAUNCHERS = {
-    "srun", "mpirun", "mpiexec", "apptainer", "singularity", "docker", "podman", "uv", "conda", "mamba",
-    "micromamba", "pixi", "poetry", "timeout", "sudo",
+    "srun",
+    "mpirun",
+    "mpiexec",
+    "apptainer",
+    "singularity",
+    "docker",
+    "podman",
+    "uv",
+    "conda",
+    "mamba",
+    "micromamba",
+    "pixi",
+    "poetry",
+    "timeout",
+    "sudo",
 }
 # A verl entry point named in a command: `-m verl.x` / `-m recipe.x` / `-m pkg.main_x` (a
 # project's own trainer, `verl_tool.trainer.main_ppo`), or a `main_*.py` file.
@@ -148,8 +161,12 @@ def _parsed_again(words: list[Word]) -> list[Word] | None:
 def _head(words: list[Word]) -> list[str | None]:
     """The command's words after wrappers and `VAR=value` prefixes (basename of the program)."""
     i = 0
-    while i < len(words) and words[i].text is not None and (
-        os.path.basename(words[i].text) in _WRAPPERS | {"env", "sudo"} or re.match(r"^[A-Za-z_]\w*=", words[i].text)
+    while (
+        i < len(words)
+        and words[i].text is not None
+        and (
+            os.path.basename(words[i].text) in _WRAPPERS | {"env", "sudo"} or re.match(r"^[A-Za-z_]\w*=", words[i].text)
+        )
     ):
         i += 1
     out = [w.text for w in words[i:]]
@@ -172,7 +189,11 @@ def _job_submit(cmd: Command) -> RayAttach:
             break
         t = w.text if w.text is not None else w.prefix  # `--runtime-env=$ENV`: still the flag
         if t.startswith("--runtime-env"):
-            val = (t.split("=", 1)[1] if w.text is not None else None) if "=" in t else (words[j + 1].text if j + 1 < len(words) else None)
+            val = (
+                (t.split("=", 1)[1] if w.text is not None else None)
+                if "=" in t
+                else (words[j + 1].text if j + 1 < len(words) else None)
+            )
             if val is None or not t.startswith("--runtime-env-json"):
                 unknown = True
             else:
@@ -243,7 +264,10 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
         return None
     if t is not None and os.path.basename(t) in ("torchrun",):
         return _torchrun(words[i + 1 :], env, cmd, path)
-    if t is not None and (os.path.basename(t) == "deepspeed" or (os.path.basename(t) == "accelerate" and words[i + 1 : i + 2] and words[i + 1].text == "launch")):
+    if t is not None and (
+        os.path.basename(t) == "deepspeed"
+        or (os.path.basename(t) == "accelerate" and words[i + 1 : i + 2] and words[i + 1].text == "launch")
+    ):
         return _script_launcher(words[i + 1 :], env, cmd, path)
     is_python = t is not None and _PYTHON.match(os.path.basename(t))
     # `$PYTHON -m ...` where the interpreter variable is unknown
@@ -302,7 +326,9 @@ def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
             flag, eq, inline = a.partition("=")
             name = flag.lstrip("-").replace("-", "_")
             if name in ("nproc_per_node", "nnodes"):
-                processes[name] = words[j]._replace(text=inline) if eq else (words[j + 1] if j + 1 < len(words) else words[j])
+                processes[name] = (
+                    words[j]._replace(text=inline) if eq else (words[j + 1] if j + 1 < len(words) else words[j])
+                )
             elif name == "standalone":
                 processes["nnodes"] = words[j]._replace(text="1")
             j += 1 if eq or a in _TORCHRUN_FLAGS else 2
@@ -336,7 +362,11 @@ def _interpreter_after(words: list[Word], start: int) -> int | None:
         if t is None:
             continue
         base = os.path.basename(t)
-        if _PYTHON.match(base) or base in ("torchrun", "deepspeed", "accelerate") or (base == "ray" and [w.text for w in words[k + 1 : k + 3]] == ["job", "submit"]):
+        if (
+            _PYTHON.match(base)
+            or base in ("torchrun", "deepspeed", "accelerate")
+            or (base == "ray" and [w.text for w in words[k + 1 : k + 3]] == ["job", "submit"])
+        ):
             return k
     return None
 
@@ -368,8 +398,15 @@ def _unreadable(cmd: Command, env, path: str) -> Launch | None:
                 else "verl-lint does not recognise this way of starting it"
             )
         la = Launch(
-            path=path, span=cmd.span, entry_span=w.span, module=module, file=file or (name if m else None),
-            env=dict(env), cwd=cmd.state.cwd or "", run_from=cmd.state.run_from, note=cmd.note,
+            path=path,
+            span=cmd.span,
+            entry_span=w.span,
+            module=module,
+            file=file or (name if m else None),
+            env=dict(env),
+            cwd=cmd.state.cwd or "",
+            run_from=cmd.state.run_from,
+            note=cmd.note,
         )
         la.not_analysable = f"{name} is started here, but {why}"
         return la
@@ -425,5 +462,3 @@ def _prefix_flag(flag: str) -> str | None:
         return None
     matches = {v for k, v in _HYDRA_VALUE_FLAGS.items() if k.startswith("--") and k.startswith(flag)}
     return matches.pop() if len(matches) == 1 else None
-
-

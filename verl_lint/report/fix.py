@@ -71,7 +71,14 @@ def _structure(data: bytes, path: str = "") -> tuple:
     stack = [root]
     while stack:
         n = stack.pop()
-        if n.type in ("command", "variable_assignment", "declaration_command", "function_definition", "if_statement", "for_statement"):
+        if n.type in (
+            "command",
+            "variable_assignment",
+            "declaration_command",
+            "function_definition",
+            "if_statement",
+            "for_statement",
+        ):
             kinds.append(n.type)
         stack.extend(n.children)
     return root.has_error, tuple(sorted(kinds))
@@ -83,7 +90,9 @@ def _yaml_keys(data: bytes) -> tuple:
     import yaml  # only when a fix edits a config file
 
     try:
-        root = yaml.compose(data.decode("utf-8", "surrogateescape"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        root = yaml.compose(
+            data.decode("utf-8", "surrogateescape"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
     except yaml.YAMLError:
         return (True,)
     counts, stack = [], [root]
@@ -121,9 +130,7 @@ def apply_fixes(path: str, original: str, diags: list[Diagnostic], unsafe: bool,
     if _structure(new, path) != _structure(data, path):
         return FixResult(path, 0, "the fixed file would not parse the same way; left unchanged")
     text = new.decode("utf-8", "surrogatepass")
-    diff = "".join(
-        difflib.unified_diff(original.splitlines(True), text.splitlines(True), *_diff_names(path))
-    )
+    diff = "".join(difflib.unified_diff(original.splitlines(True), text.splitlines(True), *_diff_names(path)))
     if write:
         try:
             write_atomic(path, new, expect=data)

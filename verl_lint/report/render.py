@@ -90,7 +90,10 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
             )
         elif n_err and not s["launches"]:  # not "no findings": nothing was looked at
             why = {e.message for r in reports for e in r.errors}
-            out.append(f"Nothing could be analysed in {plural(linted, noun)}: " + (safe(why.pop()) if len(why) == 1 else "see the input errors above"))
+            out.append(
+                f"Nothing could be analysed in {plural(linted, noun)}: "
+                + (safe(why.pop()) if len(why) == 1 else "see the input errors above")
+            )
         elif n_err:
             out.append(f"No findings in {scope}")  # never "All clean" when some input was not linted
         else:
@@ -112,9 +115,15 @@ def accounting(reports: list[FileReport]) -> str:
         line += " (" + ", ".join(f"{n} {why}" for why, n in reasons(reports).items()) + ")"
     if s["over_limit"]:
         line += f", {s['over_limit']} cut by a limit (VL005)"
-    whole = sum(1 for r in reports if any(d.code == "VL004" or (d.code == "VL005" and not d.message.startswith(LAUNCH_CUT)) for d in r.diagnostics))
+    whole = sum(
+        1
+        for r in reports
+        if any(d.code == "VL004" or (d.code == "VL005" and not d.message.startswith(LAUNCH_CUT)) for d in r.diagnostics)
+    )
     if whole:
-        line += f"; {plural(whole, 'file')} not analysed at all (VL004 too large, VL005 its shell code over the time limit)"
+        line += (
+            f"; {plural(whole, 'file')} not analysed at all (VL004 too large, VL005 its shell code over the time limit)"
+        )
     return line
 
 
@@ -145,8 +154,17 @@ def summary(reports: list[FileReport]) -> dict:
             by_file[r.path] = {"analysed": r.launches, "not_analysable": skipped}
     out = {
         "type": "summary",
-        "files": {"linted": s["files"] - s["files_unreadable"], "unreadable": s["files_unreadable"], "not_analysed": s["files_unanalysed"]},
-        "launches": {"analysed": s["launches"], "not_analysable": s["unanalysed"], "reasons": reasons(reports), "by_file": by_file},
+        "files": {
+            "linted": s["files"] - s["files_unreadable"],
+            "unreadable": s["files_unreadable"],
+            "not_analysed": s["files_unanalysed"],
+        },
+        "launches": {
+            "analysed": s["launches"],
+            "not_analysable": s["unanalysed"],
+            "reasons": reasons(reports),
+            "by_file": by_file,
+        },
     }
     if s["over_limit"]:  # launches cut by a limit (VL005), neither analysed nor not analysable
         out["launches"]["over_limit"] = s["over_limit"]
@@ -210,7 +228,9 @@ _DOCUMENTATION = re.compile(r'^\[project\.urls\]\s*\n(?:(?!\[).*\n)*?Documentati
 def _checkout_documentation() -> str | None:
     """`[project.urls] Documentation` of the pyproject.toml of the checkout this package runs from,
     for an editable install made before its metadata had the address (metadata is written at install)."""
-    pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "pyproject.toml")
+    pyproject = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "pyproject.toml"
+    )
     try:
         with open(pyproject, encoding="utf-8") as f:
             m = _DOCUMENTATION.search(f.read())
@@ -286,7 +306,8 @@ def render_sarif(reports: list[FileReport], docs: str | None = None) -> str:
                 res["ruleIndex"] = index[d.code]
             if d.related:
                 res["relatedLocations"] = [
-                    {"id": i, "physicalLocation": _physical(rel.span), "message": {"text": rel.note}} for i, rel in enumerate(d.related, 1)
+                    {"id": i, "physicalLocation": _physical(rel.span), "message": {"text": rel.note}}
+                    for i, rel in enumerate(d.related, 1)
                 ]
             if d.key:
                 res["properties"] = {"key": d.key}
@@ -297,7 +318,13 @@ def render_sarif(reports: list[FileReport], docs: str | None = None) -> str:
         "version": "2.1.0",
         "runs": [
             {
-                "tool": {"driver": {"name": "verl-lint", "version": __version__, "rules": [_sarif_rule(r, level, docs) for r in rules]}},
+                "tool": {
+                    "driver": {
+                        "name": "verl-lint",
+                        "version": __version__,
+                        "rules": [_sarif_rule(r, level, docs) for r in rules],
+                    }
+                },
                 "results": results,
                 "properties": {"verlLintVersion": __version__, "verlVersions": verls, **_sarif_accounting(reports)},
             }
@@ -357,18 +384,29 @@ def render_junit(reports: list[FileReport]) -> str:
     for r in reports:
         # Control characters are not allowed in XML 1.0, escaped or not.
         items = [str(e) for e in r.errors] + [
-            safe(f"{d.span.line}:{d.span.col} {d.code} [{d.severity}] {d.message}" + (f" (help: {d.help})" if d.help else ""))
+            safe(
+                f"{d.span.line}:{d.span.col} {d.code} [{d.severity}] {d.message}"
+                + (f" (help: {d.help})" if d.help else "")
+            )
             for d in r.diagnostics
         ]
         name = quoteattr(safe(_rel(r.path)))
         if items:
             failures += 1
             body = escape("\n".join(items))
-            cases.append(f'    <testcase classname="verl-lint" name={name}><failure message="{len(items)} finding(s)">{body}</failure></testcase>')
+            cases.append(
+                f'    <testcase classname="verl-lint" name={name}><failure message="{len(items)} finding(s)">{body}</failure></testcase>'
+            )
         else:
             cases.append(f'    <testcase classname="verl-lint" name={name}/>')
     head = f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="verl-lint" tests="{len(reports)}" failures="{failures}">'
     return "\n".join([head, *cases, "  </testsuite>", "</testsuites>"]) + "\n"
 
 
-RENDERERS = {"text": render_text, "json": render_json, "github": render_github, "sarif": render_sarif, "junit": render_junit}
+RENDERERS = {
+    "text": render_text,
+    "json": render_json,
+    "github": render_github,
+    "sarif": render_sarif,
+    "junit": render_junit,
+}

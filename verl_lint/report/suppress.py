@@ -56,7 +56,11 @@ def apply_suppressions(diags: list[Diagnostic], text: str, path: str, report_unu
         for c in codes:
             if (line, c) not in used:
                 message = f"this suppression of {c} suppressed nothing"
-                kept.append(UNUSED_SUPPRESSION.finding(message, Span(path, line, col, line, end), help=f"remove `{c}` from the comment", key=c))
+                kept.append(
+                    UNUSED_SUPPRESSION.finding(
+                        message, Span(path, line, col, line, end), help=f"remove `{c}` from the comment", key=c
+                    )
+                )
     return kept
 
 
@@ -84,7 +88,14 @@ def baseline_entries(reports) -> list[dict]:
     out = []
     for r in reports:
         for d in r.diagnostics:
-            out.append({"path": _rel(d.span.path), "code": d.code, "key": d.key, "fingerprint": fingerprint(d, r.text_of(d.span.path))})
+            out.append(
+                {
+                    "path": _rel(d.span.path),
+                    "code": d.code,
+                    "key": d.key,
+                    "fingerprint": fingerprint(d, r.text_of(d.span.path)),
+                }
+            )
     return out
 
 

@@ -174,7 +174,9 @@ def bad_value(ctx):
     "error",
     bad=[
         main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments"}),
-        main_ppo("actor_rollout_ref.rollout.name=sglang", env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True:False"}),
+        main_ppo(
+            "actor_rollout_ref.rollout.name=sglang", env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True:False"}
+        ),
     ],
     good=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments: False,"})],
 )
@@ -205,7 +207,12 @@ def malformed(ctx):
     "alloc-conf-var-ignored",
     "warning",
     bad=[
-        main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False", "PYTORCH_ALLOC_CONF": "expandable_segments:True"}),
+        main_ppo(
+            env={
+                "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False",
+                "PYTORCH_ALLOC_CONF": "expandable_segments:True",
+            }
+        ),
         main_ppo(NPU, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
     ],
     good=[
@@ -243,7 +250,14 @@ def var_ignored(ctx):
     "VL605",
     "npu-alloc-conf-both-set",
     "error",
-    bad=[main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False", "PYTORCH_ALLOC_CONF": "expandable_segments:False"})],
+    bad=[
+        main_ppo(
+            env={
+                "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False",
+                "PYTORCH_ALLOC_CONF": "expandable_segments:False",
+            }
+        )
+    ],
     good=[main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False"})],
 )
 def npu_both_set(ctx):
@@ -271,8 +285,18 @@ def npu_both_set(ctx):
     "VL606",
     "npu-expandable-segments-with-max-split",
     "error",
-    bad=[main_ppo("actor_rollout_ref.rollout.name=sglang", env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,max_split_size_mb:512"})],
-    good=[main_ppo("actor_rollout_ref.rollout.name=sglang", env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,base_addr_aligned_kb:16"})],
+    bad=[
+        main_ppo(
+            "actor_rollout_ref.rollout.name=sglang",
+            env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,max_split_size_mb:512"},
+        )
+    ],
+    good=[
+        main_ppo(
+            "actor_rollout_ref.rollout.name=sglang",
+            env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,base_addr_aligned_kb:16"},
+        )
+    ],
 )
 def npu_expandable_conflict(ctx):
     """NPU `expandable_segments:True` together with `max_split_size_mb` or `garbage_collection_threshold`.
@@ -308,7 +332,11 @@ def npu_expandable_conflict(ctx):
     ],
     good=[
         main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}),
-        main_ppo(VLLM, "+actor_rollout_ref.rollout.enable_sleep_mode=False", env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+        main_ppo(
+            VLLM,
+            "+actor_rollout_ref.rollout.enable_sleep_mode=False",
+            env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+        ),
     ],
     bad_options={"versions": {"vllm": "0.12.0"}},  # verl 0.9.1 pins vllm==0.24.0, which no longer asserts
 )

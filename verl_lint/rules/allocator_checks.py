@@ -89,7 +89,7 @@ class Finding(NamedTuple):
 
 
 def _allocator_of(var: str, inp: AllocInput) -> str:
-    """"cuda", "npu" or "either" (PYTORCH_ALLOC_CONF on an unknown accelerator)."""
+    """ "cuda", "npu" or "either" (PYTORCH_ALLOC_CONF on an unknown accelerator)."""
     if var == NPU_VAR:
         return "npu"
     if var == "PYTORCH_ALLOC_CONF":
@@ -162,7 +162,9 @@ def check_ignored(inp: AllocInput) -> Iterator[Finding]:
     torch_v, npu_v = inp.v("torch"), inp.v("torch_npu")
     if alloc_conf is not None and inp.device != "npu" and not inp.has(NPU_VAR):
         cuda = inp.value("PYTORCH_CUDA_ALLOC_CONF")
-        if inp.has("PYTORCH_CUDA_ALLOC_CONF") and (cuda is None or cuda.replace(" ", "") != alloc_conf.replace(" ", "")):
+        if inp.has("PYTORCH_CUDA_ALLOC_CONF") and (
+            cuda is None or cuda.replace(" ", "") != alloc_conf.replace(" ", "")
+        ):
             yield Finding(
                 "VL604",
                 "PYTORCH_ALLOC_CONF is ignored on CUDA because PYTORCH_CUDA_ALLOC_CONF is also set: torch <= 2.9 reads only "
@@ -180,7 +182,12 @@ def check_ignored(inp: AllocInput) -> Iterator[Finding]:
                 "rename it to PYTORCH_CUDA_ALLOC_CONF (read by every torch release)",
                 inp.span("PYTORCH_ALLOC_CONF"),
             )
-    if alloc_conf is not None and inp.device == "npu" and not inp.has(NPU_VAR) and (npu_v is None or npu_v < NPU_ALLOC_CONF):
+    if (
+        alloc_conf is not None
+        and inp.device == "npu"
+        and not inp.has(NPU_VAR)
+        and (npu_v is None or npu_v < NPU_ALLOC_CONF)
+    ):
         which = f"torch-npu {npu_v}" if npu_v is not None else "torch-npu < 2.13"
         yield Finding(
             "VL604",
@@ -251,7 +258,9 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
     cuda = inp.value("PYTORCH_CUDA_ALLOC_CONF")
     alloc = inp.value("PYTORCH_ALLOC_CONF")
     npu = inp.value(NPU_VAR)
-    vllm_v, vasc_v, tms_v, sgl_v, torch_v = (inp.v(k) for k in ("vllm", "vllm_ascend", "torch_memory_saver", "sglang", "torch"))
+    vllm_v, vasc_v, tms_v, sgl_v, torch_v = (
+        inp.v(k) for k in ("vllm", "vllm_ascend", "torch_memory_saver", "sglang", "torch")
+    )
     exact = cuda is not None and EXPANDABLE_ON in cuda
     cuda_p = parse_conf(cuda) if cuda is not None else None
     spaced = cuda_p is not None and cuda_p.expandable and not exact
@@ -298,7 +307,12 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
                 inp.span(var),
             )
         # NPU: vllm-ascend's CaMemAllocator.
-        if npu is not None and EXPANDABLE_ON in npu and inp.device != "cuda" and (vasc_v is None or vasc_v >= VLLM_ASCEND_NPU_VAR):
+        if (
+            npu is not None
+            and EXPANDABLE_ON in npu
+            and inp.device != "cuda"
+            and (vasc_v is None or vasc_v >= VLLM_ASCEND_NPU_VAR)
+        ):
             which = f"vllm-ascend {vasc_v}" if vasc_v is not None else "vllm-ascend >= 0.10.0rc1"
             yield Finding(
                 "VL607",
@@ -327,7 +341,9 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
             raises = True
         if exact and raises:
             which = (
-                f"torch_memory_saver {tms_v}" if tms_v is not None else f"SGLang {sgl_v} (torch_memory_saver >= 0.0.9)"
+                f"torch_memory_saver {tms_v}"
+                if tms_v is not None
+                else f"SGLang {sgl_v} (torch_memory_saver >= 0.0.9)"
                 if sgl_v is not None
                 else "torch_memory_saver >= 0.0.9 (SGLang >= 0.5.4)"
             )

@@ -101,7 +101,9 @@ def runtime_findings(report: RuntimeReport, rollout_config=None) -> list[Diagnos
     rs = rollout_settings(rollout_config)
     npu_env = (env.get("PYTORCH_NPU_ALLOC_CONF") or "").replace(" ", "")
     npu_env_expandable = "expandable_segments:True" in npu_env
-    vllm_sleep = rs.get("name") == "vllm" and rs.get("engine_kwargs_sleep", rs.get("enable_sleep_mode", True)) is not False
+    vllm_sleep = (
+        rs.get("name") == "vllm" and rs.get("engine_kwargs_sleep", rs.get("enable_sleep_mode", True)) is not False
+    )
     sleep_note = (
         " (not with vllm-ascend sleep mode: its CaMemAllocator asserts when PYTORCH_NPU_ALLOC_CONF contains expandable_segments:True)"
         if vllm_sleep or rs.get("name") is None
@@ -139,11 +141,17 @@ def runtime_findings(report: RuntimeReport, rollout_config=None) -> list[Diagnos
                     f"lacks _set_allocator_settings ({report.npu_api.dir}/npu/memory.py), which verl calls; {swallow}",
                     RUNTIME_SPAN,
                     key="PYTORCH_NPU_ALLOC_CONF",
-                    help="set PYTORCH_NPU_ALLOC_CONF=expandable_segments:True" + sleep_note
+                    help="set PYTORCH_NPU_ALLOC_CONF=expandable_segments:True"
+                    + sleep_note
                     + " or upgrade torch-npu (>= 2.6.0.post5 / 2.7.1.post2 / 2.8.0.post2 / 2.9.0)",
                 )
             )
-    if acc.kind == "cuda" and v is not None and v.setter_for("cuda") is not None and report.torch_api.has_setter is False:
+    if (
+        acc.kind == "cuda"
+        and v is not None
+        and v.setter_for("cuda") is not None
+        and report.torch_api.has_setter is False
+    ):
         sp = v.setter_for("cuda")
         diags.append(
             SETTER_MISSING.finding(
@@ -156,7 +164,9 @@ def runtime_findings(report: RuntimeReport, rollout_config=None) -> list[Diagnos
     # The static allocator rules, on the env this process (and the workers it starts) has. Every
     # one of them needs an allocator variable, so their module is imported only when one is set.
     if any(v is not None for v in env.values()):
-        from .allocator import runtime_env_findings  # heavy (omegaconf through the config context): only when a variable is set
+        from .allocator import (
+            runtime_env_findings,
+        )  # heavy (omegaconf through the config context): only when a variable is set
 
         diags.extend(runtime_env_findings(report, rs))
     return diags

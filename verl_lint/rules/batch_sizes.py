@@ -13,7 +13,17 @@ from ..evidence import Evidence
 from ..model import Severity
 from ..registry import main_ppo, rule
 from .sizes import (
-    A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app,
+    A,
+    GPUS,
+    MEGATRON_PARALLEL,
+    R,
+    VALIDATION,
+    VLLM_SERVER,
+    anchor_key,
+    gpu_count,
+    parallel_size,
+    report_unless_default,
+    validating_app,
 )
 
 
@@ -22,8 +32,24 @@ from .sizes import (
     "train-batch-not-divisible-by-gpus",
     "error",
     evidence=[Evidence(VALIDATION, r"must be divisible by minimal possible batch size")],
-    bad=[main_ppo("data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=48")],
-    good=[main_ppo("data.train_batch_size=960", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8", "trainer.nnodes=6", "actor_rollout_ref.actor.ppo_mini_batch_size=192")],
+    bad=[
+        main_ppo(
+            "data.train_batch_size=1000",
+            "actor_rollout_ref.rollout.n=5",
+            "trainer.n_gpus_per_node=8",
+            "trainer.nnodes=6",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=48",
+        )
+    ],
+    good=[
+        main_ppo(
+            "data.train_batch_size=960",
+            "actor_rollout_ref.rollout.n=5",
+            "trainer.n_gpus_per_node=8",
+            "trainer.nnodes=6",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=192",
+        )
+    ],
 )
 @validating_app
 def train_batch_divisible(ctx):
@@ -83,7 +109,10 @@ def _round_to(bsz: int, n: int, minimal: int) -> int:
 MINI_CHECKS = {
     A: (
         Evidence(("verl/workers/config/actor.py",), r"train_batch_size\s*<\s*self\.ppo_mini_batch_size"),
-        Evidence(("verl/trainer/ppo/ray_trainer.py",), r"train_batch_size\s*>=\s*config\.actor_rollout_ref\.actor\.ppo_mini_batch_size"),
+        Evidence(
+            ("verl/trainer/ppo/ray_trainer.py",),
+            r"train_batch_size\s*>=\s*config\.actor_rollout_ref\.actor\.ppo_mini_batch_size",
+        ),
     ),
     "critic": (
         Evidence(("verl/workers/config/critic.py",), r"train_batch_size\s*<\s*self\.ppo_mini_batch_size"),
@@ -100,11 +129,21 @@ MINI_CHECKS = {
     evidence=[*MINI_CHECKS[A], *MINI_CHECKS["critic"]],
     bad=[
         main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
-        main_ppo("algorithm.adv_estimator=gae", "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128"),
+        main_ppo(
+            "algorithm.adv_estimator=gae",
+            "data.train_batch_size=64",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+            "critic.ppo_mini_batch_size=128",
+        ),
     ],
     good=[
         main_ppo("data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
-        main_ppo("algorithm.adv_estimator=grpo", "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=32", "critic.ppo_mini_batch_size=128"),
+        main_ppo(
+            "algorithm.adv_estimator=grpo",
+            "data.train_batch_size=64",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+            "critic.ppo_mini_batch_size=128",
+        ),
     ],
 )
 @validating_app
@@ -140,7 +179,11 @@ def train_batch_vs_mini(ctx):
         if ctx.flag(f"{section}.use_dynamic_bsz") is not False or not ctx.verl_has(*MINI_CHECKS[section]):
             continue
         mini = ctx.int(f"{section}.ppo_mini_batch_size")
-        if mini is None or bsz >= mini or (mini == reported and not ctx.set_by_override(f"{section}.ppo_mini_batch_size")):
+        if (
+            mini is None
+            or bsz >= mini
+            or (mini == reported and not ctx.set_by_override(f"{section}.ppo_mini_batch_size"))
+        ):
             continue  # the critic's value, when it only follows the actor's, is the actor's finding
         reported = mini
         yield report_unless_default(
@@ -159,16 +202,26 @@ def train_batch_vs_mini(ctx):
 # actor's mini batch by rollout.n and floor-divides it by the ranks, then asserts it is positive
 # (0.3+) and, for `ppo_micro_batch_size_per_gpu`, a multiple of it (0.4+; 0.3 asserts that only
 # for the deprecated global micro batch); its critic (0.4-0.7) does the same with critic.rollout_n.
-ENGINE_DP_ASSERT = Evidence(("verl/workers/engine_workers.py",), r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0")
-ENGINE_MICRO = Evidence(("verl/workers/engine/utils.py",), r"assert total_data_size % \(force_group_size \* micro_batch_size_per_gpu\) == 0")
+ENGINE_DP_ASSERT = Evidence(
+    ("verl/workers/engine_workers.py",), r"mini_batch_size % self\.engine\.get_data_parallel_size\(\) == 0"
+)
+ENGINE_MICRO = Evidence(
+    ("verl/workers/engine/utils.py",), r"assert total_data_size % \(force_group_size \* micro_batch_size_per_gpu\) == 0"
+)
 FSDP_WORKERS = ("verl/workers/fsdp_workers.py",)
-ACTOR_SPLIT = Evidence(FSDP_WORKERS, r"self\.config\.actor\.ppo_mini_batch_size \*= self\.config\.rollout\.n\s*self\.config\.actor\.ppo_mini_batch_size //=")
+ACTOR_SPLIT = Evidence(
+    FSDP_WORKERS,
+    r"self\.config\.actor\.ppo_mini_batch_size \*= self\.config\.rollout\.n\s*self\.config\.actor\.ppo_mini_batch_size //=",
+)
 ACTOR_POSITIVE = Evidence(FSDP_WORKERS, r"assert self\.config\.actor\.ppo_mini_batch_size > 0")
 ACTOR_MICRO = Evidence(
     FSDP_WORKERS,
     r"if self\.config\.actor\.ppo_micro_batch_size_per_gpu is not None:\s*assert self\.config\.actor\.ppo_mini_batch_size % self\.config\.actor\.ppo_micro_batch_size_per_gpu == 0",
 )
-CRITIC_SPLIT = Evidence(FSDP_WORKERS, r"self\.config\.ppo_mini_batch_size \*= self\.config\.rollout_n\s*self\.config\.ppo_mini_batch_size //=")
+CRITIC_SPLIT = Evidence(
+    FSDP_WORKERS,
+    r"self\.config\.ppo_mini_batch_size \*= self\.config\.rollout_n\s*self\.config\.ppo_mini_batch_size //=",
+)
 CRITIC_MICRO = Evidence(
     FSDP_WORKERS,
     r"if self\.config\.ppo_micro_batch_size_per_gpu is not None:\s*assert self\.config\.ppo_mini_batch_size % self\.config\.ppo_micro_batch_size_per_gpu == 0"
@@ -179,11 +232,13 @@ LEGACY_IMPORT = Evidence(("verl/trainer/main_ppo.py",), r"verl\.workers\.fsdp_wo
 
 
 def actor_worker(ctx) -> str | None:
-    """"engine" (verl/workers/engine_workers.py), "legacy" (verl/workers/{fsdp,megatron}_workers.py)
+    """ "engine" (verl/workers/engine_workers.py), "legacy" (verl/workers/{fsdp,megatron}_workers.py)
     or None (unknown), as the tree's main_ppo chooses it."""
     if ctx.verl_has(LEGACY_CHOICE):
         choice = ctx.get("trainer.use_legacy_worker_impl", "auto")
-        return {"auto": "legacy", "enable": "legacy", "disable": "engine"}.get(choice) if isinstance(choice, str) else None
+        return (
+            {"auto": "legacy", "enable": "legacy", "disable": "engine"}.get(choice) if isinstance(choice, str) else None
+        )
     if ctx.verl_has(LEGACY_IMPORT):
         return "legacy"  # verl <= 0.5: the legacy workers are the only ones
     return "engine" if ctx.verl_has(ENGINE_DP_ASSERT) else None
@@ -194,12 +249,30 @@ def actor_worker(ctx) -> str | None:
     "mini-batch-not-divisible-by-dp",
     "error",
     bad=[
-        (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"), ">=0.8"),  # engine worker
-        (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=4", "data.train_batch_size=96"), "<0.8"),  # legacy: 4 // 8 GPUs = 0
-        (main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"), "<0.8"),  # legacy: truncated to 1 (a warning)
-        (main_ppo("algorithm.adv_estimator=gae", "data.train_batch_size=96", "actor_rollout_ref.actor.ppo_mini_batch_size=16",
-                  "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
-                  "critic.ppo_mini_batch_size=16", "critic.ppo_micro_batch_size_per_gpu=4"), "<0.8"),  # the legacy critic: 16 / 8 = 2 per GPU
+        (
+            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"),
+            ">=0.8",
+        ),  # engine worker
+        (
+            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=4", "data.train_batch_size=96"),
+            "<0.8",
+        ),  # legacy: 4 // 8 GPUs = 0
+        (
+            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"),
+            "<0.8",
+        ),  # legacy: truncated to 1 (a warning)
+        (
+            main_ppo(
+                "algorithm.adv_estimator=gae",
+                "data.train_batch_size=96",
+                "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+                "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+                "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
+                "critic.ppo_mini_batch_size=16",
+                "critic.ppo_micro_batch_size_per_gpu=4",
+            ),
+            "<0.8",
+        ),  # the legacy critic: 16 / 8 = 2 per GPU
     ],
     good=[
         main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=96"),
@@ -254,7 +327,11 @@ def mini_batch_dp(ctx):
     multiplying by `n`: nothing to mirror there.
     """
     worker = actor_worker(ctx)
-    if uses_critic(ctx) and ctx.text("critic.strategy") in ("fsdp", "fsdp2") and ctx.verl_has(CRITIC_SPLIT if worker == "legacy" else ENGINE_DP_ASSERT):
+    if (
+        uses_critic(ctx)
+        and ctx.text("critic.strategy") in ("fsdp", "fsdp2")
+        and ctx.verl_has(CRITIC_SPLIT if worker == "legacy" else ENGINE_DP_ASSERT)
+    ):
         yield from _critic_mini_batch(ctx, worker)
     strategy = ctx.text(f"{A}.strategy")
     if strategy not in ("fsdp", "fsdp2", "megatron"):
@@ -334,8 +411,10 @@ def _unchecked_split(worker: str, share: int, micro: int) -> str:
     if share < micro:
         return f": this verl does not check it; its actor divides the loss by {share} // {micro} = 0 accumulation steps (an inf/NaN loss)"
     steps = -(-share // micro)
-    return (f": this verl does not check it; its actor runs {steps} micro batches but divides their loss by {share} // {micro} = "
-            f"{share // micro} accumulation steps, so each update's gradient is too large")
+    return (
+        f": this verl does not check it; its actor runs {steps} micro batches but divides their loss by {share} // {micro} = "
+        f"{share // micro} accumulation steps, so each update's gradient is too large"
+    )
 
 
 def _critic_mini_batch(ctx, worker):
@@ -356,14 +435,29 @@ def _critic_mini_batch(ctx, worker):
         return  # the critic's sizes follow the actor's (verl's critic config): the actor's finding says it
     dp, total = n_gpus // sp, mini * n
     per_gpu = total // dp
-    inputs = ["critic.ppo_mini_batch_size", f"{R}.n", *GPUS, "critic.ulysses_sequence_parallel_size", "critic.ppo_micro_batch_size_per_gpu"]
+    inputs = [
+        "critic.ppo_mini_batch_size",
+        f"{R}.n",
+        *GPUS,
+        "critic.ulysses_sequence_parallel_size",
+        "critic.ppo_micro_batch_size_per_gpu",
+    ]
     split = f"critic.ppo_mini_batch_size={mini} × rollout.n={n} = {total} over {dp} data-parallel ranks (n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})"
     if worker == "engine" and total % dp:
         yield report_unless_default(
-            ctx, "VL304", f"{split} does not split evenly: verl asserts on it at the first critic update",
-            inputs, anchor_key(ctx, "critic.ppo_mini_batch_size", f"{R}.n", *GPUS), f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp}",
+            ctx,
+            "VL304",
+            f"{split} does not split evenly: verl asserts on it at the first critic update",
+            inputs,
+            anchor_key(ctx, "critic.ppo_mini_batch_size", f"{R}.n", *GPUS),
+            f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp}",
         )
-    elif micro and (worker == "legacy" or ctx.flag("critic.use_dynamic_bsz") is False) and (per_gpu % micro or per_gpu // micro == 0) and ctx.verl_has(CRITIC_MICRO if worker == "legacy" else ENGINE_MICRO):
+    elif (
+        micro
+        and (worker == "legacy" or ctx.flag("critic.use_dynamic_bsz") is False)
+        and (per_gpu % micro or per_gpu // micro == 0)
+        and ctx.verl_has(CRITIC_MICRO if worker == "legacy" else ENGINE_MICRO)
+    ):
         yield report_unless_default(
             ctx,
             "VL304",
@@ -392,7 +486,10 @@ BUDGET_SCALE = {
         Evidence(("verl/workers/engine/utils.py",), r"max_token_len_per_gpu\s*\*\s*sp_size"),
     ),
     "megatron": (
-        Evidence(("verl/workers/actor/megatron_actor.py",), r"max_token_len\w*\s*\*\s*self\.config\.megatron\.context_parallel_size"),
+        Evidence(
+            ("verl/workers/actor/megatron_actor.py",),
+            r"max_token_len\w*\s*\*\s*self\.config\.megatron\.context_parallel_size",
+        ),
         Evidence(("verl/workers/engine/megatron/*.py",), r"sp_size\s*=\s*self\.engine_config\.context_parallel_size"),
     ),
 }
@@ -402,8 +499,22 @@ BUDGET_SCALE = {
     "VL305",
     "max-token-len-below-sequence-length",
     "error",
-    bad=[main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=4096", "data.max_prompt_length=2048", "data.max_response_length=4096")],
-    good=[main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "data.max_prompt_length=2048", "data.max_response_length=4096")],
+    bad=[
+        main_ppo(
+            f"{A}.use_dynamic_bsz=True",
+            f"{A}.ppo_max_token_len_per_gpu=4096",
+            "data.max_prompt_length=2048",
+            "data.max_response_length=4096",
+        )
+    ],
+    good=[
+        main_ppo(
+            f"{A}.use_dynamic_bsz=True",
+            f"{A}.ppo_max_token_len_per_gpu=8192",
+            "data.max_prompt_length=2048",
+            "data.max_response_length=4096",
+        )
+    ],
     evidence=[Evidence(("verl/utils/seqlen_balancing.py",), r"assert max_token_len >= max_seq_len")],
 )
 def max_token_len(ctx):
@@ -448,13 +559,21 @@ def max_token_len(ctx):
         if budget is not None and budget * scale < seq:
             key = f"{section}.{budget_key}"
             if not ctx.set_by_override(key):
-                key = anchor_key(ctx, f"{A}.ppo_max_token_len_per_gpu", "data.max_response_length", "data.max_prompt_length")
+                key = anchor_key(
+                    ctx, f"{A}.ppo_max_token_len_per_gpu", "data.max_response_length", "data.max_prompt_length"
+                )
             yield report_unless_default(
                 ctx,
                 "VL305",
                 f"{section}.{budget_key}={budget} × {scale_name}={scale} is below "
                 f"max_prompt_length + max_response_length = {seq}; verl asserts once a long sample arrives",
-                [f"{section}.{budget_key}", f"{section}.{flag}", "data.max_prompt_length", "data.max_response_length", scale_key],
+                [
+                    f"{section}.{budget_key}",
+                    f"{section}.{flag}",
+                    "data.max_prompt_length",
+                    "data.max_response_length",
+                    scale_key,
+                ],
                 key,
                 f"set {budget_key} to at least {-(-seq // scale)}",
             )
@@ -504,11 +623,22 @@ def batched_tokens(ctx):
     if ctx.flag(f"{R}.enable_chunked_prefill") is not False or ctx.text(f"{R}.name") not in (None, "vllm"):
         return  # (SGLang takes no max_num_batched_tokens from verl)
     tokens, (max_len, how) = ctx.int(f"{R}.max_num_batched_tokens"), model_len(ctx)
-    inputs = [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill", "data.max_prompt_length", "data.max_response_length", f"{R}.prompt_length", f"{R}.response_length"]
+    inputs = [
+        f"{R}.max_num_batched_tokens",
+        f"{R}.max_model_len",
+        f"{R}.enable_chunked_prefill",
+        "data.max_prompt_length",
+        "data.max_response_length",
+        f"{R}.prompt_length",
+        f"{R}.response_length",
+    ]
     if max_len is None and ctx.get(f"{R}.max_model_len", 0) is None and ctx.verl_has(CONTEXT_RAISE):
         facts = known(ctx)  # verl 0.7-0.8 sets an unset max_model_len to the model's max_position_embeddings
         if facts is not None and facts.max_positions:
-            max_len, how = facts.max_positions, f"max_model_len={facts.max_positions} (the max_position_embeddings of {facts.name}, as verl sets it)"
+            max_len, how = (
+                facts.max_positions,
+                f"max_model_len={facts.max_positions} (the max_position_embeddings of {facts.name}, as verl sets it)",
+            )
             inputs.append("actor_rollout_ref.model.path")
     if tokens is not None and max_len is not None and tokens < max_len:
         yield report_unless_default(

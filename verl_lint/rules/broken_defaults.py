@@ -11,11 +11,15 @@ from .sizes import R, VLLM_SERVER, anchor_key, evidence_at, report_unless_defaul
 
 # verl 0.3-0.6's synchronous vLLM rollout (vllm_rollout_spmd.py, and 0.3-0.5's vllm_rollout.py)
 # refuses a batched-token budget below the model length while chunked prefill is on.
-CHUNKED_PREFILL_CHECK = Evidence(("verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "verl/workers/rollout/vllm_rollout/vllm_rollout.py"), r"Enable chunked prefill, max_num_batched_tokens is smaller than max_model_len")
+CHUNKED_PREFILL_CHECK = Evidence(
+    ("verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "verl/workers/rollout/vllm_rollout/vllm_rollout.py"),
+    r"Enable chunked prefill, max_num_batched_tokens is smaller than max_model_len",
+)
 # Where verl takes the model length from the data's lengths when rollout.max_model_len is null
 # (0.3-0.6; from 0.7 it is the model's max_position_embeddings, which the config does not hold).
 MODEL_LEN_FROM_DATA = Evidence(
-    VLLM_SERVER, r"config\.max_model_len or config\.prompt_length \+ config\.response_length|config\.max_model_len if config\.max_model_len else config\.prompt_length"
+    VLLM_SERVER,
+    r"config\.max_model_len or config\.prompt_length \+ config\.response_length|config\.max_model_len if config\.max_model_len else config\.prompt_length",
 )
 
 
@@ -34,7 +38,10 @@ def model_len(ctx: Context) -> tuple[int | None, str]:
     prompt, response = ctx.int(f"{R}.prompt_length"), ctx.int(f"{R}.response_length")
     if prompt is None or response is None:
         return None, ""
-    return prompt + response, f"max_model_len (null: the rollout's prompt_length + response_length = {prompt} + {response} = {prompt + response})"
+    return (
+        prompt + response,
+        f"max_model_len (null: the rollout's prompt_length + response_length = {prompt} + {response} = {prompt + response})",
+    )
 
 
 @rule(
@@ -44,7 +51,9 @@ def model_len(ctx: Context) -> tuple[int | None, str]:
     evidence=[CHUNKED_PREFILL_CHECK],
     verl=">=0.3,<0.7",
     bad=[main_ppo("data.max_prompt_length=2048", "data.max_response_length=8192")],
-    good=[main_ppo("data.max_prompt_length=2048", "data.max_response_length=8192", f"{R}.max_num_batched_tokens=10240")],
+    good=[
+        main_ppo("data.max_prompt_length=2048", "data.max_response_length=8192", f"{R}.max_num_batched_tokens=10240")
+    ],
 )
 def batched_tokens_chunked(ctx: Context):
     """The synchronous vLLM rollout's batched-token budget is below the model length.
@@ -88,12 +97,20 @@ def batched_tokens_chunked(ctx: Context):
         where = shipped_at(ctx, key)
         budget = f"{key} is left at verl's default {tokens}" + (f" ({where})" if where else "")
     check = evidence_at(ctx, CHUNKED_PREFILL_CHECK)
-    inputs = [key, f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length", f"{R}.prompt_length", f"{R}.response_length", f"{R}.enable_chunked_prefill"]
+    inputs = [
+        key,
+        f"{R}.max_model_len",
+        "data.max_prompt_length",
+        "data.max_response_length",
+        f"{R}.prompt_length",
+        f"{R}.response_length",
+        f"{R}.enable_chunked_prefill",
+    ]
     yield report_unless_default(
         ctx,
         "VL317",
         f"{budget}, below the {how}: with chunked prefill on, verl's vLLM rollout raises ValueError "
-        f"(\"max_num_batched_tokens is smaller than max_model_len\"{', ' + check if check else ''}) when the worker starts",
+        f'("max_num_batched_tokens is smaller than max_model_len"{", " + check if check else ""}) when the worker starts',
         inputs,
         anchor_key(ctx, *inputs),
         f"set {key}={length} (or more)",

@@ -124,7 +124,9 @@ def deprecated_key(ctx: Context):
         for fact, new in facts:
             setter = ctx.comp.last_setter(key)
             unknown = setter is not None and setter.value_unknown is not None
-            if not (unknown and fact.guard == "not-none") and not (ctx.user_set(key) and _warns(fact, ctx.get(key, None))):
+            if not (unknown and fact.guard == "not-none") and not (
+                ctx.user_set(key) and _warns(fact, ctx.get(key, None))
+            ):
                 continue
             yield _finding(ctx, key, fact, new, root)
             break  # one finding per key
@@ -146,9 +148,18 @@ def _finding(ctx: Context, key: str, fact: Deprecation, new: str, root: str) -> 
         help = f"keep only `{new}`"
     else:
         help = f"write `{new}` instead" if new else "remove the override, or set what verl's warning names instead"
-    d = ctx.diag("VL232", f"`{key}` is deprecated in {where} ({_says(fact)}){maps}", key=key, help=help, related=[new] if both else ())
+    d = ctx.diag(
+        "VL232",
+        f"`{key}` is deprecated in {where} ({_says(fact)}){maps}",
+        key=key,
+        help=help,
+        related=[new] if both else (),
+    )
     span = Span(str(Path(root, file)), int(line), 1, int(line), 1)
-    d.related = (*d.related, Related(key, span, "verl's deprecation " + ("comment" if fact.how == "comment" else "warning")))
+    d.related = (
+        *d.related,
+        Related(key, span, "verl's deprecation " + ("comment" if fact.how == "comment" else "warning")),
+    )
     if new and not both and not unread:
         o = ctx.comp.last_setter(key)
         d.fix = ctx.rename_fix(o, new) if o is not None else None
@@ -157,7 +168,16 @@ def _finding(ctx: Context, key: str, fact: Deprecation, new: str, root: str) -> 
 
 # Warning classes Python's default filters ignore (outside `__main__`), and the built-in ones they show.
 _HIDDEN = {"DeprecationWarning", "PendingDeprecationWarning", "ImportWarning", "ResourceWarning"}
-_SHOWN = {"Warning", "UserWarning", "FutureWarning", "RuntimeWarning", "SyntaxWarning", "BytesWarning", "UnicodeWarning", "EncodingWarning"}
+_SHOWN = {
+    "Warning",
+    "UserWarning",
+    "FutureWarning",
+    "RuntimeWarning",
+    "SyntaxWarning",
+    "BytesWarning",
+    "UnicodeWarning",
+    "EncodingWarning",
+}
 
 
 def _says(fact: Deprecation) -> str:

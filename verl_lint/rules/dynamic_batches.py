@@ -31,7 +31,10 @@ ROLE_KEYS = {
 PACKS_BY_TOKENS = Evidence(("verl/workers/actor/dp_actor.py", "verl/workers/engine/utils.py"), r"use_dynamic_bsz")
 FSDP = ("fsdp", "fsdp2")
 # verl 0.9's V1 trainer sizes the critic's updates with ppo_infer_max_token_len_per_gpu (VL212).
-V1_CRITIC_BUDGET = Evidence(("verl/trainer/ppo/v1/trainer_base.py",), r"engine\.max_token_len_per_gpu = critic_cfg\.ppo_infer_max_token_len_per_gpu")
+V1_CRITIC_BUDGET = Evidence(
+    ("verl/trainer/ppo/v1/trainer_base.py",),
+    r"engine\.max_token_len_per_gpu = critic_cfg\.ppo_infer_max_token_len_per_gpu",
+)
 
 
 @rule(
@@ -42,11 +45,18 @@ V1_CRITIC_BUDGET = Evidence(("verl/trainer/ppo/v1/trainer_base.py",), r"engine\.
     supersedes=("VL232",),  # a global size verl declares deprecated is, here, not used at all
     bad=[
         main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_micro_batch_size_per_gpu=4"),
-        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "critic.ppo_micro_batch_size_per_gpu=2"),
+        main_ppo(
+            f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "critic.ppo_micro_batch_size_per_gpu=2"
+        ),
     ],
     good=[
         main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=16384"),
-        main_ppo(f"{A}.use_dynamic_bsz=False", f"{A}.ppo_micro_batch_size_per_gpu=4", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo"),
+        main_ppo(
+            f"{A}.use_dynamic_bsz=False",
+            f"{A}.ppo_micro_batch_size_per_gpu=4",
+            f"{R}.log_prob_micro_batch_size_per_gpu=8",
+            "algorithm.adv_estimator=grpo",
+        ),
     ],
 )
 def micro_batch_under_dynamic_bsz(ctx: Context):
@@ -90,11 +100,21 @@ def micro_batch_under_dynamic_bsz(ctx: Context):
         if keys is None or not section:
             continue
         switch, budget = (f"{section}.{k}" for k in keys)
-        if not ctx.has(switch) or not ctx.has(budget) or ctx.flag(switch) is not True or _strategy(ctx, section) not in FSDP:
+        if (
+            not ctx.has(switch)
+            or not ctx.has(budget)
+            or ctx.flag(switch) is not True
+            or _strategy(ctx, section) not in FSDP
+        ):
             continue
         if not o.value_unknown and ctx.get(o.key, None) in (None, ""):
             continue  # `=null` says "not set"; an empty value is VL112's
-        if section == "critic" and ctx.flag("trainer.use_v1") is True and ctx.has("critic.ppo_infer_max_token_len_per_gpu") and ctx.verl_has(V1_CRITIC_BUDGET):
+        if (
+            section == "critic"
+            and ctx.flag("trainer.use_v1") is True
+            and ctx.has("critic.ppo_infer_max_token_len_per_gpu")
+            and ctx.verl_has(V1_CRITIC_BUDGET)
+        ):
             budget = "critic.ppo_infer_max_token_len_per_gpu"
         value = "<unknown>" if o.value_unknown else o.line.split("=", 1)[1]
         limit = ctx.get(budget, None)

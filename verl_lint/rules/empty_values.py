@@ -16,11 +16,11 @@ _KIND = {bool: "a bool", int: "an int", float: "a float"}
     "empty-override-value",
     "warning",
     bad=[
-        f'#!/bin/bash\nDYN=\npython3 -m verl.trainer.main_ppo {A}.use_dynamic_bsz=$DYN actor_rollout_ref.rollout.name=vllm\n',
+        f"#!/bin/bash\nDYN=\npython3 -m verl.trainer.main_ppo {A}.use_dynamic_bsz=$DYN actor_rollout_ref.rollout.name=vllm\n",
         main_ppo(f"{A}.ppo_epochs="),
     ],
     good=[
-        f'#!/bin/bash\nDYN=${{DYN:-True}}\npython3 -m verl.trainer.main_ppo {A}.use_dynamic_bsz=$DYN actor_rollout_ref.rollout.name=vllm\n',
+        f"#!/bin/bash\nDYN=${{DYN:-True}}\npython3 -m verl.trainer.main_ppo {A}.use_dynamic_bsz=$DYN actor_rollout_ref.rollout.name=vllm\n",
         main_ppo("trainer.experiment_name="),
     ],
 )

@@ -47,7 +47,14 @@ def _emit(ctx: Context, code: str):
             continue
         under = [o for o in ctx.comp.settings if o.ok and (o.key or "").startswith(f.kwarg.path + ".")]
         span = under[0].word.span if under and not ctx.set_by_override(f.kwarg.path) else None
-        yield ctx.diag(code, f.message, key=f.kwarg.path, help=f.help, span=span, severity=Severity.parse(f.severity) if f.severity else None)
+        yield ctx.diag(
+            code,
+            f.message,
+            key=f.kwarg.path,
+            help=f.help,
+            span=span,
+            severity=Severity.parse(f.severity) if f.severity else None,
+        )
 
 
 # ------------------------------------------------------------------ rules ----
@@ -162,13 +169,34 @@ def engine_kwarg_breaks_mapping(ctx: Context):
     verl=">=0.6.0",
     bad=[
         # the vLLM argument only exists from vLLM 0.14, newer than verl 0.7 declares
-        (main_ppo(_V, "actor_rollout_ref.rollout.enable_rollout_routing_replay=True", f"{_EK}.vllm.enable_return_routed_experts=False"), ">=0.8"),
+        (
+            main_ppo(
+                _V,
+                "actor_rollout_ref.rollout.enable_rollout_routing_replay=True",
+                f"{_EK}.vllm.enable_return_routed_experts=False",
+            ),
+            ">=0.8",
+        ),
         # ... and the SGLang one from SGLang 0.5.7 (verl 0.7 declares sglang==0.5.6)
-        (main_ppo(_S, "actor_rollout_ref.rollout.enable_rollout_routing_replay=True", f"{_EK}.sglang.enable_return_routed_experts=False"), ">=0.8"),
+        (
+            main_ppo(
+                _S,
+                "actor_rollout_ref.rollout.enable_rollout_routing_replay=True",
+                f"{_EK}.sglang.enable_return_routed_experts=False",
+            ),
+            ">=0.8",
+        ),
     ],
     good=[
         main_ppo(_V, f"{_EK}.vllm.limit_mm_per_prompt.image=4"),
-        (main_ppo(_S, f"{_EK}.sglang.enable_return_routed_experts=True", "actor_rollout_ref.rollout.enable_rollout_routing_replay=True"), ">=0.8"),
+        (
+            main_ppo(
+                _S,
+                f"{_EK}.sglang.enable_return_routed_experts=True",
+                "actor_rollout_ref.rollout.enable_rollout_routing_replay=True",
+            ),
+            ">=0.8",
+        ),
     ],
 )
 def engine_kwarg_overwritten(ctx: Context):
@@ -252,7 +280,10 @@ def engine_kwarg_bypasses_verl(ctx: Context):
     "engine-kwarg-passed-twice",
     "error",
     bad=[(main_ppo(_V, f"{_EK}.vllm.enable_prefix_caching=False"), ">=0.5,<0.7")],
-    good=[main_ppo(_V, f"{_EK}.vllm.kv_cache_dtype=fp8"), (main_ppo(_V, "actor_rollout_ref.rollout.enforce_eager=True"), ">=0.5,<0.7")],
+    good=[
+        main_ppo(_V, f"{_EK}.vllm.kv_cache_dtype=fp8"),
+        (main_ppo(_V, "actor_rollout_ref.rollout.enforce_eager=True"), ">=0.5,<0.7"),
+    ],
 )
 def engine_kwarg_passed_twice(ctx: Context):
     """An engine kwarg that verl's synchronous rollout already passes as a keyword of the same call.

@@ -62,7 +62,9 @@ def kwargs_of(ctx: Context) -> list[Kwarg]:
     for sec in _sections(ctx):
         for engine in KW_ENGINES:
             path = f"{sec}.engine_kwargs.{engine}"
-            node = OmegaConf.select(ctx.cfg, path, default=None, throw_on_missing=False, throw_on_resolution_failure=False)
+            node = OmegaConf.select(
+                ctx.cfg, path, default=None, throw_on_missing=False, throw_on_resolution_failure=False
+            )
             if not isinstance(node, DictConfig):
                 continue
             for k in node.keys():
@@ -165,12 +167,20 @@ def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     if snap is None or not snap.versions:
         return None
     typo = not snap.history("args", kw.key)  # no bundled release has it: a misspelling on any release
-    verdict = versions.judge(ev, snap.versions, lambda r: not schemas.accepts(kw.engine, kw.key, snap.at("args", r)), typo or None, typo or None)
+    verdict = versions.judge(
+        ev,
+        snap.versions,
+        lambda r: not schemas.accepts(kw.engine, kw.key, snap.at("args", r)),
+        typo or None,
+        typo or None,
+    )
     if verdict.level == "skipped":
         versions.skipped(ctx, kw.engine)
     if verdict.level not in ("all", "some"):
         return None
-    schema = schemas.schema_for(kw.engine, schemas.lenient_version(verdict.holds[-1] if verdict.holds else snap.versions[-1]))
+    schema = schemas.schema_for(
+        kw.engine, schemas.lenient_version(verdict.holds[-1] if verdict.holds else snap.versions[-1])
+    )
     return _unknown_kwarg(kw, schema, verdict.note, "warning" if verdict.level == "some" else None)
 
 
@@ -208,14 +218,20 @@ def _passed_twice(ctx: Context, kw: Kwarg) -> Finding | None:
     if not calls or None in given:
         return None
     c, (value, line) = calls[0], given[0]
-    knob = value.split("config.", 1)[1] if value.startswith(("config.", "self.config.")) and value.count("(") == 0 else None
+    knob = (
+        value.split("config.", 1)[1]
+        if value.startswith(("config.", "self.config.")) and value.count("(") == 0
+        else None
+    )
     return Finding(
         "VL706",
         kw,
         f"`{kw.key}={expressions.show(kw.value)}` is passed twice: verl calls `{c.callee}(..., {kw.key}={value}, ..., **engine_kwargs)` "
         f"({c.path}:{line}), so Python raises `TypeError: {c.callee}() got multiple values for keyword argument '{kw.key}'` "
         "when the rollout starts",
-        f"remove the engine kwarg and set `{kw.section}.{knob}` instead" if knob else f"remove the engine kwarg: verl always passes `{kw.key}` itself",
+        f"remove the engine kwarg and set `{kw.section}.{knob}` instead"
+        if knob
+        else f"remove the engine kwarg: verl always passes `{kw.key}` itself",
     )
 
 
@@ -267,7 +283,9 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
                 verl_says = f"verl always passes `{kw.key}={expressions.show(expected)}`"
             else:
                 verl_says = f"verl passes `{asm.value_text(e.value, kw.section)}`" + (
-                    f" = {expressions.show(expected)}" if expected is not expressions.UNKNOWN else ", computed per replica"
+                    f" = {expressions.show(expected)}"
+                    if expected is not expressions.UNKNOWN
+                    else ", computed per replica"
                 )
         else:
             # verl sets it itself only under a condition that does not (or may not) hold here:
@@ -286,7 +304,11 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
                 verl_says += ", and computes it per replica"
         if expected is not expressions.UNKNOWN and expressions.same_value(expected, kw.value):
             return None
-        maybe = f"; verl replaces it only when {over_unknown[-1].condition_text(kw.section)}" if (over_unknown and e is not None) else ""
+        maybe = (
+            f"; verl replaces it only when {over_unknown[-1].condition_text(kw.section)}"
+            if (over_unknown and e is not None)
+            else ""
+        )
         where = f" ({asm.where(anchor.line)})" if anchor is not None and anchor.line else ""
         msg = (
             f"`{kw.key}={user}` reaches the {title} server in place of verl's own value: {verl_says}{where}{maybe}. "
@@ -294,7 +316,9 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
             f"workers disagree (hang, wrong GPU/weight mapping, or a crash at start-up)"
         )
         if knobs and kw.key != "enable_memory_saver":
-            hint = ", ".join(_set_hint(ctx, kw.section, k, kw.value) if len(knobs) == 1 else f"`{kw.section}.{k}`" for k in knobs)
+            hint = ", ".join(
+                _set_hint(ctx, kw.section, k, kw.value) if len(knobs) == 1 else f"`{kw.section}.{k}`" for k in knobs
+            )
             help = f"remove the engine kwarg and set {hint} instead"
         else:
             help = "remove the engine kwarg: verl sets it itself"
@@ -323,7 +347,9 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
             )
             help = (
                 "set "
-                + ", ".join(_set_hint(ctx, kw.section, k, kw.value) if len(knobs) == 1 else f"`{kw.section}.{k}`" for k in knobs)
+                + ", ".join(
+                    _set_hint(ctx, kw.section, k, kw.value) if len(knobs) == 1 else f"`{kw.section}.{k}`" for k in knobs
+                )
                 + " instead of the engine kwarg"
             )
         else:
@@ -339,7 +365,9 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
         # its data-parallel wiring) is a bypass; a lone conditional default (limit_mm_per_prompt
         # from limit_images) is a legitimate engine kwarg when verl's condition does not hold.
         e = over_false[-1]
-        siblings = sorted({x.key for x in asm.entries if x.condition == e.condition and x.key != kw.key and x.overwrites})
+        siblings = sorted(
+            {x.key for x in asm.entries if x.condition == e.condition and x.key != kw.key and x.overwrites}
+        )
         if not siblings:
             return None
         along = f" (together with {', '.join(siblings)})"

@@ -150,8 +150,22 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
     at = {r: _at(ctx, var, engine, r) for r in releases}
     probes = [p for p in versions.probes(ev) if ev.admits(p)] if ev.known else []
     for code in _RANK:
-        older = _region(ctx, var, engine, code, [p for p in probes if releases and p.release < schemas.lenient_version(releases[0]).release] or [Version("0")])
-        newer = _region(ctx, var, engine, code, [p for p in probes if releases and p.release > schemas.lenient_version(releases[-1]).release] or [Version("9999")])
+        older = _region(
+            ctx,
+            var,
+            engine,
+            code,
+            [p for p in probes if releases and p.release < schemas.lenient_version(releases[0]).release]
+            or [Version("0")],
+        )
+        newer = _region(
+            ctx,
+            var,
+            engine,
+            code,
+            [p for p in probes if releases and p.release > schemas.lenient_version(releases[-1]).release]
+            or [Version("9999")],
+        )
         verdict = versions.judge(ev, releases, lambda r: at[r] is not None and at[r].code == code, older, newer)
         if verdict.level == "none":
             continue
@@ -159,8 +173,17 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
             versions.skipped(ctx, engine)
             return None
         # the message of the newest release it holds on (or of a release older/newer than the snapshots)
-        f = at[verdict.holds[-1]] if verdict.holds else next(
-            (g for p in probes or [Version("0"), Version("9999")] if (g := _at(ctx, var, engine, str(p))) and g.code == code), None
+        f = (
+            at[verdict.holds[-1]]
+            if verdict.holds
+            else next(
+                (
+                    g
+                    for p in probes or [Version("0"), Version("9999")]
+                    if (g := _at(ctx, var, engine, str(p))) and g.code == code
+                ),
+                None,
+            )
         )
         if f is None:
             return None
@@ -225,7 +248,11 @@ def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Finding | None:
     if engine == "vllm" and schemas.lenient_version(schema.version) >= schemas.lenient_version("0.17.0"):
         msg += "; vLLM >= 0.17 logs `Unknown vLLM environment variable detected` for it and otherwise ignores it"
     return Finding(
-        "VL504", msg, f"did you mean `{guess[0]}`?" if guess else "check the spelling against the engine's envs.py, or delete the export"
+        "VL504",
+        msg,
+        f"did you mean `{guess[0]}`?"
+        if guess
+        else "check the spelling against the engine's envs.py, or delete the export",
     )
 
 
@@ -247,7 +274,14 @@ def _findings(ctx: Context, code: str):
         f = classify(ctx, var)
         if f is None or f.code != code:
             continue
-        yield ctx.diag(code, f.message, key=name, help=f.help, span=var.span, severity=Severity.parse(f.severity) if f.severity else None)
+        yield ctx.diag(
+            code,
+            f.message,
+            key=name,
+            help=f.help,
+            span=var.span,
+            severity=Severity.parse(f.severity) if f.severity else None,
+        )
 
 
 # ------------------------------------------------------------------ rules ----
@@ -483,11 +517,15 @@ def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
             loop = n.target.id
             if re.search(rf"os\.environ(\.get\(|\[){loop}\b", src) and re.search(rf"\]\[{loop}\]\s*=", src):
                 forwarded.update(names)
-        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PPO_RAY_RUNTIME_ENV" for t in n.targets):
+        if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "PPO_RAY_RUNTIME_ENV" for t in n.targets
+        ):
             if isinstance(n.value, ast.Dict):
                 for k, v in zip(n.value.keys, n.value.values):
                     if isinstance(k, ast.Constant) and k.value == "env_vars" and isinstance(v, ast.Dict):
-                        defaults |= {kk.value for kk in v.keys if isinstance(kk, ast.Constant) and isinstance(kk.value, str)}
+                        defaults |= {
+                            kk.value for kk in v.keys if isinstance(kk, ast.Constant) and isinstance(kk.value, str)
+                        }
     return frozenset(forwarded), frozenset(defaults)
 
 
@@ -496,11 +534,14 @@ def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
     "env-not-propagated-to-ray",
     "warning",
     bad=[
-        "#!/bin/bash\nray start --head --num-gpus 8\nexport NCCL_IB_DISABLE=1\n" + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
-        "#!/bin/bash\nexport RAY_ADDRESS=10.0.0.1:6379\nexport VLLM_LOGGING_LEVEL=DEBUG\n" + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
+        "#!/bin/bash\nray start --head --num-gpus 8\nexport NCCL_IB_DISABLE=1\n"
+        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
+        "#!/bin/bash\nexport RAY_ADDRESS=10.0.0.1:6379\nexport VLLM_LOGGING_LEVEL=DEBUG\n"
+        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
     ],
     good=[
-        "#!/bin/bash\nexport NCCL_IB_DISABLE=1\nray start --head --num-gpus 8\n" + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
+        "#!/bin/bash\nexport NCCL_IB_DISABLE=1\nray start --head --num-gpus 8\n"
+        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
         "#!/bin/bash\nray start --head --num-gpus 8\n"
         + main_ppo("trainer.nnodes=1", "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_IB_DISABLE=1").split("\n", 1)[1],
         main_ppo("trainer.nnodes=1", env={"NCCL_IB_DISABLE": "1"}),

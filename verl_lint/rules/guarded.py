@@ -63,7 +63,9 @@ class _Judge:
         v = ctx.get(key)
         return v if isinstance(v, (bool, int, float, str, type(None))) else Unknown("not a scalar")
 
-    def holds(self, cond: Cond, anchor: tuple[int, tuple[str, ...]], chain: tuple[str, ...], used: list[str]) -> bool | None:
+    def holds(
+        self, cond: Cond, anchor: tuple[int, tuple[str, ...]], chain: tuple[str, ...], used: list[str]
+    ) -> bool | None:
         """The condition's truth at the read (None: not known), appending the keys it read to `used`."""
         kind = cond[0]
         if kind == "not":
@@ -187,7 +189,12 @@ def key_read_only_under_off_condition(ctx: Context):
         if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None:
             continue
         parts = tuple(o.key.split("."))
-        if len(parts) < 2 or not all(p.isidentifier() for p in parts) or read_unseen(ctx, list(parts), index) or silent_value(ctx.get(o.key, None)):
+        if (
+            len(parts) < 2
+            or not all(p.isidentifier() for p in parts)
+            or read_unseen(ctx, list(parts), index)
+            or silent_value(ctx.get(o.key, None))
+        ):
             continue
         if interpolated is None:
             interpolated = _interpolated_names(ctx, index)
@@ -203,7 +210,9 @@ def key_read_only_under_off_condition(ctx: Context):
                 break
 
 
-def _all_off(judge: _Judge, reads: tuple[Read, ...], q: tuple[str, ...]) -> list[tuple[Read, str, list[str], bool]] | None:
+def _all_off(
+    judge: _Judge, reads: tuple[Read, ...], q: tuple[str, ...]
+) -> list[tuple[Read, str, list[str], bool]] | None:
     """Each read that may be of `q`, with the false condition it runs under; None when one may run."""
     out = []
     for r in reads:
@@ -222,7 +231,9 @@ def _finding(ctx: Context, o, q: tuple[str, ...], found: list[tuple[Read, str, l
     keys = list(dict.fromkeys(k for _, _, used, _ in found for k in used))
     values = ", ".join(f"`{k}={_show(ctx.get(k))}`" + ("" if ctx.user_set(k) else " (the default)") for k in keys)
     r, cond, _, _ = found[0]
-    places = f"{r.file}:{r.line}" + (f" and {len(found) - 1} more place{'s' * (len(found) > 2)}" if len(found) > 1 else "")
+    places = f"{r.file}:{r.line}" + (
+        f" and {len(found) - 1} more place{'s' * (len(found) > 2)}" if len(found) > 1 else ""
+    )
     where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
     help = "set " + ", ".join(f"`{k}`" for k in keys) + f" so that `{cond}` holds, or remove the override"
     if any(ambiguous for *_, ambiguous in found):

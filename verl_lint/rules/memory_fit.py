@@ -40,15 +40,32 @@ QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 7.6B parameters: 14.2 GiB of bf1
 VLLM_SHARE = Evidence(ROLLOUT_FILES, r"gpu_memory_utilization")  # verl hands the share to the engine
 # verl up to 0.5 ships its own vLLM workers, used with vLLM <= 0.6.3, that size the KV cache as the
 # share of the memory left free after loading, not of the whole GPU: the arithmetic here is not theirs.
-OWN_VLLM_WORKER = Evidence(("verl/third_party/vllm/*/worker.py",), r"free_gpu_memory \* (self\.cache_config\.)?gpu_memory_utilization")
+OWN_VLLM_WORKER = Evidence(
+    ("verl/third_party/vllm/*/worker.py",), r"free_gpu_memory \* (self\.cache_config\.)?gpu_memory_utilization"
+)
 H100 = {"gpu_gib": 80.0, "gpu_origin": "--gpu H100"}
 # Model types whose every layer attends over the whole sequence: the KV cache of one sequence is
 # what `kv_bytes_per_token` says. Sliding-window and hybrid models (Gemma 2/3, Mistral with a
 # window, Qwen3-Next...) need less, which vLLM's hybrid KV cache manager counts: not judged.
-FULL_ATTENTION = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "llama", "deepseek_v2", "deepseek_v3", "phi3", "glm4", "mixtral")
+FULL_ATTENTION = (
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "llama",
+    "deepseek_v2",
+    "deepseek_v3",
+    "phi3",
+    "glm4",
+    "mixtral",
+)
 # A rollout whose weights or cache are not plain bf16/fp16 per TP rank: the arithmetic would not be vLLM's.
-_NOT_PLAIN = (f"{R}.quantization", f"{R}.engine_kwargs.vllm.quantization", f"{R}.engine_kwargs.vllm.kv_cache_dtype",
-              f"{R}.engine_kwargs.vllm.cpu_offload_gb")
+_NOT_PLAIN = (
+    f"{R}.quantization",
+    f"{R}.engine_kwargs.vllm.quantization",
+    f"{R}.engine_kwargs.vllm.kv_cache_dtype",
+    f"{R}.engine_kwargs.vllm.cpu_offload_gb",
+)
 
 
 def gpu_of(ctx) -> float | None:
@@ -84,7 +101,9 @@ def rollout_fit(ctx, facts: ModelFacts, gpu_gib: float) -> RolloutFit | None:
     if util is None or tp < 1:
         return None
     length, length_from = max_model_len(ctx, facts)
-    return RolloutFit(tp, util, util * gpu_gib * GIB, 2 * facts.params() / tp, facts.kv_bytes_per_token(tp), length, length_from)
+    return RolloutFit(
+        tp, util, util * gpu_gib * GIB, 2 * facts.params() / tp, facts.kv_bytes_per_token(tp), length, length_from
+    )
 
 
 def max_model_len(ctx, facts: ModelFacts) -> tuple[int | None, str]:
@@ -96,7 +115,9 @@ def max_model_len(ctx, facts: ModelFacts) -> tuple[int | None, str]:
     if ctx.verl_has(CONTEXT_RAISE):
         return facts.max_positions, "the model's max_position_embeddings (verl 0.7+)"
     prompt, response = ctx.int("data.max_prompt_length"), ctx.int("data.max_response_length")
-    return (prompt + response, "max_prompt_length + max_response_length") if None not in (prompt, response) else (None, "")
+    return (
+        (prompt + response, "max_prompt_length + max_response_length") if None not in (prompt, response) else (None, "")
+    )
 
 
 def _own_vllm_worker(ctx) -> bool:
@@ -114,7 +135,11 @@ def _own_vllm_worker(ctx) -> bool:
 
 def _plain_vllm(ctx, facts: ModelFacts) -> bool:
     """A vLLM rollout whose weights are bf16/fp16 split over TP alone, as `rollout_fit` counts them."""
-    if ctx.text(f"{R}.name") != "vllm" or _own_vllm_worker(ctx) or (ctx.text(f"{R}.dtype") or "bfloat16") not in ("bfloat16", "float16", "half", "bf16", "fp16"):
+    if (
+        ctx.text(f"{R}.name") != "vllm"
+        or _own_vllm_worker(ctx)
+        or (ctx.text(f"{R}.dtype") or "bfloat16") not in ("bfloat16", "float16", "half", "bf16", "fp16")
+    ):
         return False
     if any(ctx.get(k, None) is not None for k in _NOT_PLAIN):
         return False
@@ -150,8 +175,13 @@ def training_state(ctx, facts: ModelFacts, gpus: int) -> tuple[list, list[str]]:
         states = 12 * p / max(split * dp, 1) if not experts else 12 * p / gpus
         opt = f"{A}.optim.override_optimizer_config"
         on_cpu = ctx.num(f"{opt}.optimizer_offload_fraction") if ctx.flag(f"{opt}.optimizer_cpu_offload") else 0
-        rows.append(("actor fp32 master + Adam (12 B/param)", states * (1 - (on_cpu or 0)),
-                     "/ every rank (distributed optimizer)" + (f", {on_cpu:g} kept on the CPU" if on_cpu else "")))
+        rows.append(
+            (
+                "actor fp32 master + Adam (12 B/param)",
+                states * (1 - (on_cpu or 0)),
+                "/ every rank (distributed optimizer)" + (f", {on_cpu:g} kept on the CPU" if on_cpu else ""),
+            )
+        )
     else:
         size = ctx.int(f"{A}.fsdp_config.fsdp_size") or -1
         shards = gpus if size <= 0 else min(size, gpus)
@@ -161,25 +191,68 @@ def training_state(ctx, facts: ModelFacts, gpus: int) -> tuple[list, list[str]]:
             notes.append("LoRA: the adapters' weights, gradients and Adam moments are left out (small)")
         else:
             rows.append(("actor fp32 weights, grads, Adam (16 B/param)", 16 * p / shards, f"/ {shards} FSDP ranks"))
-    if (ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward")) and not lora:  # LoRA: the actor without adapters is the reference
-        rows.append(("ref bf16 weights (2 B/param)", 0 if ref_off else 2 * p / shards, f"/ {shards} ranks" + (", offloaded" if ref_off else "")))
+    if (
+        ctx.flag(f"{A}.use_kl_loss") or ctx.flag("algorithm.use_kl_in_reward")
+    ) and not lora:  # LoRA: the actor without adapters is the reference
+        rows.append(
+            (
+                "ref bf16 weights (2 B/param)",
+                0 if ref_off else 2 * p / shards,
+                f"/ {shards} ranks" + (", offloaded" if ref_off else ""),
+            )
+        )
     if ctx.text("algorithm.adv_estimator") == "gae":
         critic = known(ctx, "critic.model") if _path(ctx, "critic.model") else facts
         if critic is None:
             notes.append("the critic's model is not known: its state is left out")
-        elif ctx.text("critic.strategy") == "megatron":  # bf16 weights + fp32 grad buffer over its TP x PP, Adam over every rank
+        elif (
+            ctx.text("critic.strategy") == "megatron"
+        ):  # bf16 weights + fp32 grad buffer over its TP x PP, Adam over every rank
             cm = "critic.megatron"
-            split = (ctx.int(f"{cm}.tensor_model_parallel_size") or 1) * (ctx.int(f"{cm}.pipeline_model_parallel_size") or 1)
+            split = (ctx.int(f"{cm}.tensor_model_parallel_size") or 1) * (
+                ctx.int(f"{cm}.pipeline_model_parallel_size") or 1
+            )
             cp = critic.params()
-            held = (0 if _on(ctx, f"{cm}.param_offload") else 6 * cp / split) + (0 if _on(ctx, f"{cm}.optimizer_offload") else 12 * cp / gpus)
-            rows.append((f"critic state left on the GPU (Megatron, {cp / 1e9:.2f}B)", held, f"6 B/param / TP x PP = {split}, 12 B/param / {gpus} ranks"))
+            held = (0 if _on(ctx, f"{cm}.param_offload") else 6 * cp / split) + (
+                0 if _on(ctx, f"{cm}.optimizer_offload") else 12 * cp / gpus
+            )
+            rows.append(
+                (
+                    f"critic state left on the GPU (Megatron, {cp / 1e9:.2f}B)",
+                    held,
+                    f"6 B/param / TP x PP = {split}, 12 B/param / {gpus} ranks",
+                )
+            )
         else:
-            off_p, off_o = _on(ctx, "critic.model.fsdp_config.param_offload"), _on(ctx, "critic.model.fsdp_config.optimizer_offload")
-            resident = (0 if off_p else 4) + (0 if off_o else 8)  # fp32 weights, Adam; its gradients left out (freed or not)
-            rows.append((f"critic state left on the GPU ({resident} B/param of {critic.params() / 1e9:.2f}B)", resident * critic.params() / shards, f"/ {shards} ranks"))
-    if any(_on(ctx, f"{A}.{k}") for k in ("fsdp_config.param_offload", "fsdp_config.optimizer_offload", "megatron.param_offload", "megatron.optimizer_offload")):
+            off_p, off_o = (
+                _on(ctx, "critic.model.fsdp_config.param_offload"),
+                _on(ctx, "critic.model.fsdp_config.optimizer_offload"),
+            )
+            resident = (0 if off_p else 4) + (
+                0 if off_o else 8
+            )  # fp32 weights, Adam; its gradients left out (freed or not)
+            rows.append(
+                (
+                    f"critic state left on the GPU ({resident} B/param of {critic.params() / 1e9:.2f}B)",
+                    resident * critic.params() / shards,
+                    f"/ {shards} ranks",
+                )
+            )
+    if any(
+        _on(ctx, f"{A}.{k}")
+        for k in (
+            "fsdp_config.param_offload",
+            "fsdp_config.optimizer_offload",
+            "megatron.param_offload",
+            "megatron.optimizer_offload",
+        )
+    ):
         notes.append("the actor's offload frees its state during rollout, not during its update (verl loads it back)")
-    kept = "Megatron keeps bf16 weights and fp32 main grads" if ctx.text(f"{A}.strategy") == "megatron" else "verl's FSDP keeps the actor in fp32"
+    kept = (
+        "Megatron keeps bf16 weights and fp32 main grads"
+        if ctx.text(f"{A}.strategy") == "megatron"
+        else "verl's FSDP keeps the actor in fp32"
+    )
     notes.append(f"assumes: {kept}; the all-gathered layer, activations and allocator slack come on top")
     return rows, notes
 
@@ -234,10 +307,14 @@ def rollout_weights(ctx) -> Iterator:
         return
     inputs = [f"{R}.gpu_memory_utilization", f"{R}.tensor_model_parallel_size", f"{M}.path"]
     yield report_unless_default(
-        ctx, "VL325", f"the rollout's bf16 weights of {facts.name} ({fit.weights / GIB:.1f} GiB per TP rank, TP {fit.tp}) exceed "
+        ctx,
+        "VL325",
+        f"the rollout's bf16 weights of {facts.name} ({fit.weights / GIB:.1f} GiB per TP rank, TP {fit.tp}) exceed "
         f"gpu_memory_utilization {fit.util:g} x {gpu:g} GiB = {fit.share / GIB:.1f} GiB; vLLM finds no memory for the KV cache and refuses to start "
         f"(assumes {ctx.gpu_origin}; activations not counted)",
-        inputs, anchor_key(ctx, *inputs), f"raise gpu_memory_utilization above {min(fit.weights / (gpu * GIB) + 0.05, 0.95):.2f} or the rollout TP",
+        inputs,
+        anchor_key(ctx, *inputs),
+        f"raise gpu_memory_utilization above {min(fit.weights / (gpu * GIB) + 0.05, 0.95):.2f} or the rollout TP",
     )
 
 
@@ -246,8 +323,28 @@ def rollout_weights(ctx) -> Iterator:
     "kv-cache-cannot-hold-one-sequence",
     "error",
     evidence=[VLLM_SHARE],
-    bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.19", f"{R}.max_model_len=32768", "data.max_prompt_length=1024", "data.max_response_length=2048", f"{R}.max_num_batched_tokens=32768")],
-    good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.19", f"{R}.max_model_len=16384", "data.max_prompt_length=1024", "data.max_response_length=2048", f"{R}.max_num_batched_tokens=16384")],
+    bad=[
+        main_ppo(
+            QWEN7,
+            f"{R}.tensor_model_parallel_size=1",
+            f"{R}.gpu_memory_utilization=0.19",
+            f"{R}.max_model_len=32768",
+            "data.max_prompt_length=1024",
+            "data.max_response_length=2048",
+            f"{R}.max_num_batched_tokens=32768",
+        )
+    ],
+    good=[
+        main_ppo(
+            QWEN7,
+            f"{R}.tensor_model_parallel_size=1",
+            f"{R}.gpu_memory_utilization=0.19",
+            f"{R}.max_model_len=16384",
+            "data.max_prompt_length=1024",
+            "data.max_response_length=2048",
+            f"{R}.max_num_batched_tokens=16384",
+        )
+    ],
     bad_options=H100,
 )
 def kv_room(ctx) -> Iterator:
@@ -282,12 +379,20 @@ def kv_room(ctx) -> Iterator:
     fit = rollout_fit(ctx, facts, gpu)
     if fit is None or fit.room <= 0 or not fit.length or fit.tokens >= fit.length:
         return
-    inputs = [f"{R}.gpu_memory_utilization", f"{R}.max_model_len" if ctx.user_set(f"{R}.max_model_len") else "data.max_response_length", f"{M}.path"]
+    inputs = [
+        f"{R}.gpu_memory_utilization",
+        f"{R}.max_model_len" if ctx.user_set(f"{R}.max_model_len") else "data.max_response_length",
+        f"{M}.path",
+    ]
     yield report_unless_default(
-        ctx, "VL326", f"one sequence of max_model_len {fit.length} ({fit.length_from}) needs {fit.length * fit.per_token / GIB:.1f} GiB of KV cache "
+        ctx,
+        "VL326",
+        f"one sequence of max_model_len {fit.length} ({fit.length_from}) needs {fit.length * fit.per_token / GIB:.1f} GiB of KV cache "
         f"but at most {fit.room / GIB:.1f} GiB is left of gpu_memory_utilization {fit.util:g} x {gpu:g} GiB after {fit.weights / GIB:.1f} GiB of weights "
         f"(TP {fit.tp}); vLLM refuses to start (assumes {ctx.gpu_origin}; bf16 KV cache, activations not counted)",
-        inputs, anchor_key(ctx, *inputs), f"the KV cache holds at most {fit.tokens} tokens: raise gpu_memory_utilization or TP, or lower max_model_len",
+        inputs,
+        anchor_key(ctx, *inputs),
+        f"the KV cache holds at most {fit.tokens} tokens: raise gpu_memory_utilization or TP, or lower max_model_len",
     )
 
 
@@ -296,7 +401,14 @@ def kv_room(ctx) -> Iterator:
     "training-state-exceeds-gpu",
     "warning",
     bad=[main_ppo(f"{M}.path=Qwen/Qwen2.5-32B-Instruct", "trainer.n_gpus_per_node=4", f"{A}.use_kl_loss=True")],
-    good=[main_ppo(f"{M}.path=Qwen/Qwen2.5-32B-Instruct", "trainer.n_gpus_per_node=8", "trainer.nnodes=2", f"{A}.use_kl_loss=True")],
+    good=[
+        main_ppo(
+            f"{M}.path=Qwen/Qwen2.5-32B-Instruct",
+            "trainer.n_gpus_per_node=8",
+            "trainer.nnodes=2",
+            f"{A}.use_kl_loss=True",
+        )
+    ],
     bad_options=H100,
 )
 def training_memory(ctx) -> Iterator:
@@ -327,7 +439,9 @@ def training_memory(ctx) -> Iterator:
     facts, gpu, gpus = known(ctx), gpu_of(ctx), _gpus(ctx)
     if facts is None or gpu is None or gpus is None or ctx.text(f"{A}.strategy") not in ("fsdp", "fsdp2", "megatron"):
         return
-    if _on(ctx, f"{A}.fsdp_config.offload_policy") or (ctx.has("trainer.val_only") and ctx.flag("trainer.val_only") is not False):
+    if _on(ctx, f"{A}.fsdp_config.offload_policy") or (
+        ctx.has("trainer.val_only") and ctx.flag("trainer.val_only") is not False
+    ):
         return  # FSDP2's CPUOffloadPolicy steps the optimizer on the CPU; a validation-only run (or one unknown) never updates
     rows, _ = training_state(ctx, facts, gpus)
     total = sum(b for _, b, _ in rows)
@@ -337,9 +451,13 @@ def training_memory(ctx) -> Iterator:
     key = f"{A}.fsdp_config.fsdp_size" if ctx.user_set(f"{A}.fsdp_config.fsdp_size") else "trainer.n_gpus_per_node"
     inputs = [key, f"{M}.path"]
     yield report_unless_default(
-        ctx, "VL327", f"the training state alone takes at least {total / GIB:.1f} GiB per GPU ({parts}), more than the {gpu:g} GiB GPU "
+        ctx,
+        "VL327",
+        f"the training state alone takes at least {total / GIB:.1f} GiB per GPU ({parts}), more than the {gpu:g} GiB GPU "
         f"({ctx.gpu_origin}): out of memory at the first update (lower bound: activations and allocator slack come on top)",
-        inputs, anchor_key(ctx, *inputs), "shard over more GPUs, offload the reference policy or critic, use LoRA or Megatron",
+        inputs,
+        anchor_key(ctx, *inputs),
+        "shard over more GPUs, offload the reference policy or critic, use LoRA or Megatron",
     )
 
 
@@ -366,7 +484,11 @@ def no_gpu(ctx) -> Iterator:
     `[tool.verl-lint]`.
     """
     if gpu_of(ctx) is None and known(ctx) is not None:
-        d = ctx.diag("VL330", f"the memory checks ({', '.join(MEMORY_RULES)}) did not run: the GPU's memory is not known",
-                     key=f"{M}.path", help="give --gpu NAME or --gpu-memory GIB, or set gpu in [tool.verl-lint]")
+        d = ctx.diag(
+            "VL330",
+            f"the memory checks ({', '.join(MEMORY_RULES)}) did not run: the GPU's memory is not known",
+            key=f"{M}.path",
+            help="give --gpu NAME or --gpu-memory GIB, or set gpu in [tool.verl-lint]",
+        )
         d.once = True
         yield d

@@ -14,17 +14,32 @@ MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)
 MICRO_ROLLOUT = (f"{R}.log_prob_micro_batch_size_per_gpu=16",)
 GRPO = "algorithm.adv_estimator=grpo"
 # verl 0.2-0.6 also check the reward model's pair (0.4-0.6: in validate_config's list of sections).
-REWARD_MODEL_PAIR = Evidence(VALIDATION, r'"reward_model": "micro_batch_size"|config\.reward_model\.micro_batch_size_per_gpu,\s*"reward_model"\)')
+REWARD_MODEL_PAIR = Evidence(
+    VALIDATION, r'"reward_model": "micro_batch_size"|config\.reward_model\.micro_batch_size_per_gpu,\s*"reward_model"\)'
+)
 
 
 @rule(
     "VL303",
     "micro-batch-set-twice",
     "error",
-    evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"You have set both")],
+    evidence=[
+        Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"You have set both")
+    ],
     bad=[
-        main_ppo(f"{R}.log_prob_micro_batch_size=64", f"{R}.log_prob_micro_batch_size_per_gpu=8", *MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
-        main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=64", "critic.ppo_micro_batch_size_per_gpu=8", *MICRO_ACTOR, *MICRO_ROLLOUT),
+        main_ppo(
+            f"{R}.log_prob_micro_batch_size=64",
+            f"{R}.log_prob_micro_batch_size_per_gpu=8",
+            *MICRO_ACTOR,
+            "algorithm.adv_estimator=grpo",
+        ),
+        main_ppo(
+            "algorithm.adv_estimator=gae",
+            "critic.ppo_micro_batch_size=64",
+            "critic.ppo_micro_batch_size_per_gpu=8",
+            *MICRO_ACTOR,
+            *MICRO_ROLLOUT,
+        ),
     ],
     good=[
         main_ppo(*MICRO_ROLLOUT, *MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
@@ -60,12 +75,16 @@ def micro_batch_twice(ctx):
         glob, per_gpu = ctx.get(f"{section}.{name}", None), ctx.get(f"{section}.{name}_per_gpu", None)
         if isinstance(glob, int) and isinstance(per_gpu, int) and not isinstance(glob, bool):
             # verl's critic config makes `_per_gpu` follow the global key (`${oc.select:.ppo_micro_batch_size,null}`)
-            follows = not ctx.set_by_override(f"{section}.{name}_per_gpu") and ctx.provenance(f"{section}.{name}_per_gpu") == "script"
+            follows = (
+                not ctx.set_by_override(f"{section}.{name}_per_gpu")
+                and ctx.provenance(f"{section}.{name}_per_gpu") == "script"
+            )
             yield report_unless_default(
                 ctx,
                 "VL303",
                 f"both {section}.{name}={glob} and {section}.{name}_per_gpu={per_gpu} are set"
-                + (f" (verl's config makes {name}_per_gpu follow {name})" if follows else "") + "; verl raises ValueError",
+                + (f" (verl's config makes {name}_per_gpu follow {name})" if follows else "")
+                + "; verl raises ValueError",
                 [f"{section}.{name}", f"{section}.{name}_per_gpu"],
                 f"{section}.{name}",
                 f"remove {section}.{name} (deprecated) and keep {name}_per_gpu",
@@ -86,7 +105,11 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
             pairs.append(("actor_rollout_ref.ref", "log_prob_micro_batch_size"))
     if uses_critic(ctx) and ctx.flag("critic.use_dynamic_bsz") is False:
         pairs.append(("critic", "ppo_micro_batch_size"))
-    if ctx.flag("reward_model.enable") and ctx.flag("reward_model.use_dynamic_bsz") is False and ctx.verl_has(REWARD_MODEL_PAIR):
+    if (
+        ctx.flag("reward_model.enable")
+        and ctx.flag("reward_model.use_dynamic_bsz") is False
+        and ctx.verl_has(REWARD_MODEL_PAIR)
+    ):
         pairs.append(("reward_model", "micro_batch_size"))
     return pairs
 
@@ -95,7 +118,12 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     "VL315",
     "micro-batch-unset",
     "error",
-    evidence=[Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"Please set at least one of")],
+    evidence=[
+        Evidence(
+            (*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"),
+            r"Please set at least one of",
+        )
+    ],
     bad=[
         main_ppo(*MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
         main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, f"{A}.use_kl_loss=True", "algorithm.adv_estimator=grpo"),
@@ -103,7 +131,12 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     ],
     good=[
         main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=grpo"),
-        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.use_kl_loss=True", "critic.use_dynamic_bsz=False", "critic.ppo_micro_batch_size_per_gpu=8"),
+        main_ppo(
+            f"{A}.use_dynamic_bsz=True",
+            f"{A}.use_kl_loss=True",
+            "critic.use_dynamic_bsz=False",
+            "critic.ppo_micro_batch_size_per_gpu=8",
+        ),
         main_ppo(f"{A}.use_kl_loss=True"),  # no micro batch size set at all: not judged
     ],
 )
@@ -136,7 +169,9 @@ def micro_batch_unset(ctx):
     `verl/trainer/ppo/ray_trainer.py:422-493` (every role).
     """
     pairs = micro_batch_pairs(ctx)
-    if ctx.launch.caller_args is not None or not any(ctx.user_set(f"{s}.{n}{gpu}") for s, n in pairs for gpu in ("", "_per_gpu")):
+    if ctx.launch.caller_args is not None or not any(
+        ctx.user_set(f"{s}.{n}{gpu}") for s, n in pairs for gpu in ("", "_per_gpu")
+    ):
         return
     for section, name in pairs:
         # None: null in the composed config; an absent key or an unknown value is not None
@@ -145,7 +180,7 @@ def micro_batch_unset(ctx):
             yield ctx.diag(
                 "VL315",
                 f"neither {section}.{name} nor {name}_per_gpu is set and dynamic batch size is off: verl raises "
-                f"ValueError \"[{section}] Please set at least one of ...\" when the trainer starts",
+                f'ValueError "[{section}] Please set at least one of ..." when the trainer starts',
                 key=f"{section}.{name}_per_gpu",
                 span=ctx.launch.entry_span,
                 help=f"set {section}.{name}_per_gpu=..., or use_dynamic_bsz=True",
@@ -153,7 +188,10 @@ def micro_batch_unset(ctx):
 
 
 # validate_config's checks of the deprecated global micro batch (0.3-0.5: ray_trainer asserts; 0.6+: the config dataclasses).
-GLOBAL_MICRO = Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"ppo_micro_batch_size \* sp_size (<|>=) n_gpus")
+GLOBAL_MICRO = Evidence(
+    (*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"),
+    r"ppo_micro_batch_size \* sp_size (<|>=) n_gpus",
+)
 
 
 @rule(
@@ -164,10 +202,36 @@ GLOBAL_MICRO = Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/work
     evidence=[GLOBAL_MICRO],
     # verl 0.8+'s engine worker does not take the global actor micro batch at all (VL318)
     bad=[
-        (main_ppo(f"{A}.ppo_micro_batch_size=4", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO), "<0.8"),
-        (main_ppo(f"{A}.ppo_micro_batch_size=12", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO), "<0.8"),
+        (
+            main_ppo(
+                f"{A}.ppo_micro_batch_size=4",
+                *MICRO_ROLLOUT,
+                "trainer.n_gpus_per_node=8",
+                f"{A}.ppo_mini_batch_size=16",
+                GRPO,
+            ),
+            "<0.8",
+        ),
+        (
+            main_ppo(
+                f"{A}.ppo_micro_batch_size=12",
+                *MICRO_ROLLOUT,
+                "trainer.n_gpus_per_node=8",
+                f"{A}.ppo_mini_batch_size=16",
+                GRPO,
+            ),
+            "<0.8",
+        ),
     ],
-    good=[main_ppo(f"{A}.ppo_micro_batch_size_per_gpu=2", *MICRO_ROLLOUT, "trainer.n_gpus_per_node=8", f"{A}.ppo_mini_batch_size=16", GRPO)],
+    good=[
+        main_ppo(
+            f"{A}.ppo_micro_batch_size_per_gpu=2",
+            *MICRO_ROLLOUT,
+            "trainer.n_gpus_per_node=8",
+            f"{A}.ppo_mini_batch_size=16",
+            GRPO,
+        )
+    ],
 )
 @validating_app
 def global_micro(ctx):
@@ -203,14 +267,20 @@ def global_micro(ctx):
         keys = [f"{section}.ppo_micro_batch_size", f"{section}.ppo_mini_batch_size"]
         if mini is not None and mini % micro:
             yield report_unless_default(
-                ctx, "VL332", f"{section}.ppo_mini_batch_size={mini} is not divisible by ppo_micro_batch_size={micro}; verl raises ValueError in its config validation",
-                keys, keys[0], f"use a {section}.ppo_micro_batch_size_per_gpu instead, a divisor of each GPU's share of {mini}",
+                ctx,
+                "VL332",
+                f"{section}.ppo_mini_batch_size={mini} is not divisible by ppo_micro_batch_size={micro}; verl raises ValueError in its config validation",
+                keys,
+                keys[0],
+                f"use a {section}.ppo_micro_batch_size_per_gpu instead, a divisor of each GPU's share of {mini}",
             )
         elif n_gpus is not None and sp is not None and micro * sp < n_gpus:
             yield report_unless_default(
-                ctx, "VL332",
+                ctx,
+                "VL332",
                 f"{section}.ppo_micro_batch_size={micro} × ulysses_sequence_parallel_size={sp} is less than the {n_gpus} GPUs ({gpus_text}) "
                 "it is split over; verl raises ValueError in its config validation",
-                [keys[0], f"{section}.ulysses_sequence_parallel_size", *GPUS], keys[0],
+                [keys[0], f"{section}.ulysses_sequence_parallel_size", *GPUS],
+                keys[0],
                 f"set {section}.ppo_micro_batch_size_per_gpu instead (the global key is deprecated)",
             )

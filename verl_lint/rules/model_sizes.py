@@ -26,10 +26,21 @@ ROLLOUT_FILES = ("verl/workers/rollout/*/*.py", "verl/workers/rollout/*.py")
 MONKEY_PATCH = ("verl/models/transformers/monkey_patch.py",)
 # The model's context checked where the rollout is built: verl <= 0.6 asserts, 0.7+ raises on an explicit larger max_model_len.
 CONTEXT_ASSERT = Evidence(ROLLOUT_FILES, r"model context length should be greater than total sequence length")
-CONTEXT_RAISE = Evidence(ROLLOUT_FILES, r"max_model_len \(\{self\.config\.max_model_len\}\) should be less than or equal to")
+CONTEXT_RAISE = Evidence(
+    ROLLOUT_FILES, r"max_model_len \(\{self\.config\.max_model_len\}\) should be less than or equal to"
+)
 MEGATRON = Evidence(("verl/workers/megatron_workers.py",), r"tensor_model_parallel_size")
 # Fields of the model's config a launch may override (`model.override_config`) that the checks read.
-_STRUCTURE = ("num_attention_heads", "num_key_value_heads", "num_hidden_layers", "hidden_size", "head_dim", "num_experts", "num_local_experts", "n_routed_experts")
+_STRUCTURE = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "hidden_size",
+    "head_dim",
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+)
 
 _facts: WeakKeyDictionary = WeakKeyDictionary()  # Context -> {model key prefix: facts}
 
@@ -153,7 +164,11 @@ def rollout_tp_heads(ctx) -> Iterator:
         problem = f"its {facts.kv_heads} KV heads (neither a multiple of TP nor a divisor of it)"
     if problem:
         inputs = [f"{R}.tensor_model_parallel_size", f"{M}.path"]
-        fits = [n for n in range(1, facts.heads + 1) if facts.heads % n == 0 and (facts.mla or _divides_kv(facts.kv_heads, n))]
+        fits = [
+            n
+            for n in range(1, facts.heads + 1)
+            if facts.heads % n == 0 and (facts.mla or _divides_kv(facts.kv_heads, n))
+        ]
         yield report_unless_default(
             ctx,
             "VL320",
@@ -241,8 +256,16 @@ def ulysses_heads(ctx) -> Iterator:
     "error",
     evidence=[CONTEXT_ASSERT, CONTEXT_RAISE],
     # (a batched-token budget that holds the sequence: verl 0.3-0.6 also checks that, VL317)
-    bad=[main_ppo(QWEN7, "data.max_prompt_length=4096", "data.max_response_length=32768", f"{R}.max_num_batched_tokens=40960")],
-    good=[main_ppo(QWEN7, "data.max_prompt_length=4096", "data.max_response_length=28672", f"{R}.max_num_batched_tokens=40960")],
+    bad=[
+        main_ppo(
+            QWEN7, "data.max_prompt_length=4096", "data.max_response_length=32768", f"{R}.max_num_batched_tokens=40960"
+        )
+    ],
+    good=[
+        main_ppo(
+            QWEN7, "data.max_prompt_length=4096", "data.max_response_length=28672", f"{R}.max_num_batched_tokens=40960"
+        )
+    ],
 )
 def context_length(ctx) -> Iterator:
     """Prompt plus response length (or rollout.max_model_len) exceeds the model's context.
@@ -281,9 +304,13 @@ def context_length(ctx) -> Iterator:
         if budget is not None and budget > limit and (ctx.text(f"{R}.mode") or "sync") == "sync":
             scaled = f" × rope factor {facts.rope_factor:g}" if facts.rope_factor else ""
             yield report_unless_default(
-                ctx, "VL322", f"max_prompt_length + max_response_length = {budget} exceeds the context of {facts.name} "
+                ctx,
+                "VL322",
+                f"max_prompt_length + max_response_length = {budget} exceeds the context of {facts.name} "
                 f"(max_position_embeddings {p}{scaled} = {limit}); verl asserts when the rollout is built",
-                lengths, anchor_key(ctx, *lengths), f"keep max_prompt_length + max_response_length <= {limit}",
+                lengths,
+                anchor_key(ctx, *lengths),
+                f"keep max_prompt_length + max_response_length <= {limit}",
             )
         return
     if not ctx.verl_has(CONTEXT_RAISE):
@@ -292,18 +319,31 @@ def context_length(ctx) -> Iterator:
     if isinstance(max_len, int) and not isinstance(max_len, bool) and max_len > p:
         inputs = [f"{R}.max_model_len", f"{M}.path"]
         yield report_unless_default(
-            ctx, "VL322", f"rollout.max_model_len={max_len} exceeds max_position_embeddings {p} of {facts.name}; "
-            "the rollout server raises ValueError at start", inputs, anchor_key(ctx, *inputs), f"set {R}.max_model_len={p} or less",
+            ctx,
+            "VL322",
+            f"rollout.max_model_len={max_len} exceeds max_position_embeddings {p} of {facts.name}; "
+            "the rollout server raises ValueError at start",
+            inputs,
+            anchor_key(ctx, *inputs),
+            f"set {R}.max_model_len={p} or less",
         )
     elif max_len is None and budget is not None and budget > p:
         yield report_unless_default(
-            ctx, "VL322", f"max_prompt_length + max_response_length = {budget} exceeds max_position_embeddings {p} of {facts.name}, "
+            ctx,
+            "VL322",
+            f"max_prompt_length + max_response_length = {budget} exceeds max_position_embeddings {p} of {facts.name}, "
             f"which becomes rollout.max_model_len; responses are cut to {p} - prompt tokens",
-            lengths, anchor_key(ctx, *lengths), f"keep max_prompt_length + max_response_length <= {p}", severity=Severity.WARNING,
+            lengths,
+            anchor_key(ctx, *lengths),
+            f"keep max_prompt_length + max_response_length <= {p}",
+            severity=Severity.WARNING,
         )
 
 
-MEGATRON_TP = {"actor": f"{A}.megatron.tensor_model_parallel_size", "ref": "actor_rollout_ref.ref.megatron.tensor_model_parallel_size"}
+MEGATRON_TP = {
+    "actor": f"{A}.megatron.tensor_model_parallel_size",
+    "ref": "actor_rollout_ref.ref.megatron.tensor_model_parallel_size",
+}
 
 
 @rule(
@@ -313,11 +353,17 @@ MEGATRON_TP = {"actor": f"{A}.megatron.tensor_model_parallel_size", "ref": "acto
     evidence=[MEGATRON],
     bad=[
         (main_ppo("model_engine=megatron", QWEN7, f"{A}.megatron.tensor_model_parallel_size=8"), ">=0.8"),
-        (f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} {A}.megatron.tensor_model_parallel_size=8\n", "<0.8"),
+        (
+            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} {A}.megatron.tensor_model_parallel_size=8\n",
+            "<0.8",
+        ),
     ],
     good=[
         (main_ppo("model_engine=megatron", QWEN7, f"{A}.megatron.tensor_model_parallel_size=4"), ">=0.8"),
-        (f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} {A}.megatron.tensor_model_parallel_size=4\n", "<0.8"),
+        (
+            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} {A}.megatron.tensor_model_parallel_size=4\n",
+            "<0.8",
+        ),
     ],
 )
 def megatron_tp_heads(ctx) -> Iterator:
@@ -348,13 +394,22 @@ def megatron_tp_heads(ctx) -> Iterator:
         tp = ctx.int(key)
         if tp is None or tp <= 1 or (role == "ref" and not ctx.set_by_override(key)):
             continue
-        bad = [f"{n} {what}" for n, what in ((facts.heads, "attention heads"), (facts.kv_heads, "query groups (KV heads)")) if n % tp]
+        bad = [
+            f"{n} {what}"
+            for n, what in ((facts.heads, "attention heads"), (facts.kv_heads, "query groups (KV heads)"))
+            if n % tp
+        ]
         if bad:
             fits = [n for n in range(1, facts.kv_heads + 1) if facts.heads % n == 0 and facts.kv_heads % n == 0]
             inputs = [key, f"{M}.path"]
             yield report_unless_default(
-                ctx, "VL323", f"{role} megatron.tensor_model_parallel_size={tp} does not divide the {' and '.join(bad)} of {facts.name}; "
-                "Megatron-Core raises when the model is built", inputs, anchor_key(ctx, *inputs), f"use a TP among {', '.join(map(str, fits))}",
+                ctx,
+                "VL323",
+                f"{role} megatron.tensor_model_parallel_size={tp} does not divide the {' and '.join(bad)} of {facts.name}; "
+                "Megatron-Core raises when the model is built",
+                inputs,
+                anchor_key(ctx, *inputs),
+                f"use a TP among {', '.join(map(str, fits))}",
             )
 
 
@@ -366,8 +421,18 @@ EXPERT_PARALLEL = (f"{R}.expert_parallel_size", f"{A}.megatron.expert_model_para
     "expert-parallel-on-dense-model",
     "warning",
     evidence=[Evidence(("verl/workers/config/rollout.py",), r"expert_parallel_size")],
-    bad=[main_ppo(QWEN7, f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")],
-    good=[main_ppo(f"{M}.path=Qwen/Qwen3-30B-A3B", "algorithm.adv_estimator=grpo", f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")],
+    bad=[
+        main_ppo(QWEN7, f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")
+    ],
+    good=[
+        main_ppo(
+            f"{M}.path=Qwen/Qwen3-30B-A3B",
+            "algorithm.adv_estimator=grpo",
+            f"{R}.expert_parallel_size=2",
+            f"{R}.tensor_model_parallel_size=2",
+            f"{R}.data_parallel_size=1",
+        )
+    ],
 )
 def expert_parallel_dense(ctx) -> Iterator:
     """Expert parallelism asked for a model without experts.
@@ -392,10 +457,18 @@ def expert_parallel_dense(ctx) -> Iterator:
         return
     for key in EXPERT_PARALLEL:
         ep = ctx.int(key)
-        if ep is not None and ep > 1 and ctx.user_set(key) and (key.startswith(R) or ctx.text(f"{A}.strategy") == "megatron"):
+        if (
+            ep is not None
+            and ep > 1
+            and ctx.user_set(key)
+            and (key.startswith(R) or ctx.text(f"{A}.strategy") == "megatron")
+        ):
             yield ctx.diag(
-                "VL324", f"{key.rsplit('.', 1)[-1]}={ep} but {facts.name} is a dense model (no experts): expert parallelism has no effect",
-                key=key, help=f"set {key}=1", related=[f"{M}.path"],
+                "VL324",
+                f"{key.rsplit('.', 1)[-1]}={ep} but {facts.name} is a dense model (no experts): expert parallelism has no effect",
+                key=key,
+                help=f"set {key}=1",
+                related=[f"{M}.path"],
             )
 
 
@@ -430,8 +503,12 @@ def unreadable(ctx) -> Iterator:
     for prefix in (M, "critic.model"):
         got = model_facts(ctx, prefix)
         if isinstance(got, ModelProblem):
-            yield ctx.diag("VL328", f"{got.message}; the checks against the model ({', '.join(MODEL_RULES)}) do not run", key=f"{prefix}.path",
-                           help="point the model path at a Hugging Face model directory")
+            yield ctx.diag(
+                "VL328",
+                f"{got.message}; the checks against the model ({', '.join(MODEL_RULES)}) do not run",
+                key=f"{prefix}.path",
+                help="point the model path at a Hugging Face model directory",
+            )
 
 
 @rule(
@@ -460,8 +537,12 @@ def unknown_model(ctx) -> Iterator:
         if path and _resolved(ctx, prefix)[0] is None:
             skipped = [r.code for r in REGISTRY if r.code in MODEL_RULES and r.runs_on(ctx)]
             # One line per run, whatever the models: the message names no model, the help the first one met.
-            d = ctx.diag("VL329", f"the checks against the model ({', '.join(skipped)}) did not run: a launch's model is not a local directory, "
-                         "not in the Hugging Face cache and not in verl-lint's table", key=f"{prefix}.path",
-                         help=f"lint where the directory or Hugging Face cache of {path} is")
+            d = ctx.diag(
+                "VL329",
+                f"the checks against the model ({', '.join(skipped)}) did not run: a launch's model is not a local directory, "
+                "not in the Hugging Face cache and not in verl-lint's table",
+                key=f"{prefix}.path",
+                help=f"lint where the directory or Hugging Face cache of {path} is",
+            )
             d.once = True
             yield d

@@ -25,7 +25,10 @@ _TP = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"
     "key-overwritten-by-post-init",
     "warning",
     bad=[(main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=True"), ">=0.8")],
-    good=[(main_ppo(_MEGATRON, f"{_TP}=2", f"{_SP}=True"), ">=0.8"), (main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=False"), ">=0.8")],
+    good=[
+        (main_ppo(_MEGATRON, f"{_TP}=2", f"{_SP}=True"), ">=0.8"),
+        (main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=False"), ">=0.8"),
+    ],
 )
 def key_overwritten(ctx: Context):
     """A key you set that the config dataclass built from its section replaces when it is created.
@@ -60,7 +63,12 @@ def key_overwritten(ctx: Context):
     if not root or actor_worker(ctx) != "engine":
         return
     for o in ctx.comp.settings:
-        if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None or not ctx.user_set(o.key):
+        if (
+            not o.ok
+            or o.kind not in ("set", "add", "force_add")
+            or o.value_unknown is not None
+            or not ctx.user_set(o.key)
+        ):
             continue
         path, _, field = o.key.rpartition(".")
         cls = config_classes.of_node(root, path, ctx.get(f"{path}._target_", None) if path else None)
@@ -77,7 +85,11 @@ def key_overwritten(ctx: Context):
             continue
         if isinstance(over.value, ast.Constant) and over.value.value == yours:
             continue
-        tested = sorted({n.attr for n in ast.walk(over.condition) if isinstance(n, ast.Attribute)} & set(cls.fields)) if over.condition is not None else []
+        tested = (
+            sorted({n.attr for n in ast.walk(over.condition) if isinstance(n, ast.Attribute)} & set(cls.fields))
+            if over.condition is not None
+            else []
+        )
         when = ""
         if over.condition is not None:
             here = ", ".join(f"{name}={lookup(name)!r}" for name in tested)

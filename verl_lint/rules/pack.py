@@ -39,7 +39,9 @@ from . import (  # noqa: F401 - each registers its rules
 )
 
 
-def check(ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Exception], None] | None = None) -> list[Diagnostic]:
+def check(
+    ctx: Context, rules: Iterable[Rule], on_error: Callable[[Rule, Exception], None] | None = None
+) -> list[Diagnostic]:
     """The findings of `rules` on the launch of `ctx`, with its composition's own findings.
 
     A rule that raises propagates, unless `on_error(rule, exception)` is given: then it is

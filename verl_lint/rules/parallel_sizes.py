@@ -6,19 +6,44 @@ from __future__ import annotations
 from ..evidence import Evidence
 from .roles import uses_critic
 from ..registry import main_ppo, rule
-from .sizes import A, GPUS, MEGATRON_PARALLEL, R, VALIDATION, VLLM_SERVER, anchor_key, gpu_count, parallel_size, report_unless_default, shipped_at, ulysses_size, validating_app
+from .sizes import (
+    A,
+    GPUS,
+    MEGATRON_PARALLEL,
+    R,
+    VALIDATION,
+    VLLM_SERVER,
+    anchor_key,
+    gpu_count,
+    parallel_size,
+    report_unless_default,
+    shipped_at,
+    ulysses_size,
+    validating_app,
+)
 
 ROLLOUT_CONFIG = ("verl/workers/config/rollout.py",)
 WORKERS = ("verl/workers/*_workers.py",)
 # The rollout's world size the workers assert on: TP alone (0.2-0.5), TP × DP × PP (0.6+).
 WORLD_TP = Evidence(WORKERS, r"is not divisible by infer_tp")
-WORLD_ALL = Evidence(WORKERS, r"infer_tp = [\w.]+\.tensor_model_parallel_size \* [\w.]+\.data_parallel_size\s*infer_pp = [\w.]+\.pipeline_model_parallel_size")
+WORLD_ALL = Evidence(
+    WORKERS,
+    r"infer_tp = [\w.]+\.tensor_model_parallel_size \* [\w.]+\.data_parallel_size\s*infer_pp = [\w.]+\.pipeline_model_parallel_size",
+)
 # The async rollout's replicas (0.6+) assert a replica spanning nodes fills whole nodes.
-REPLICA = Evidence(("verl/workers/rollout/replica.py",), r"assert self\.world_size % self\.gpus_per(?:_replica)?_node == 0")
+REPLICA = Evidence(
+    ("verl/workers/rollout/replica.py",), r"assert self\.world_size % self\.gpus_per(?:_replica)?_node == 0"
+)
 # Where the tree's Megatron check sits under `if not ...actor.use_dynamic_bsz:` (0.6+).
-MEGATRON_CHECK_STATIC = Evidence(VALIDATION, r"if not config\.actor_rollout_ref\.actor\.use_dynamic_bsz:\s*if config\.actor_rollout_ref\.actor\.strategy == \"megatron\"")
+MEGATRON_CHECK_STATIC = Evidence(
+    VALIDATION,
+    r"if not config\.actor_rollout_ref\.actor\.use_dynamic_bsz:\s*if config\.actor_rollout_ref\.actor\.strategy == \"megatron\"",
+)
 # verl 0.2-0.4 check Ulysses SP against remove-padding only for strategy "fsdp" (0.5+: fsdp and fsdp2).
-SP_FSDP_ONLY = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"actor\.strategy == [\'\"]fsdp[\'\"][\s\S]{0,600}?sequence parallelism for actor")
+SP_FSDP_ONLY = Evidence(
+    ("verl/trainer/ppo/ray_trainer.py",),
+    r"actor\.strategy == [\'\"]fsdp[\'\"][\s\S]{0,600}?sequence parallelism for actor",
+)
 
 
 @rule(
@@ -52,7 +77,10 @@ def rollout_world(ctx):
     """
     n_gpus, gpus_text = gpu_count(ctx)
     per_node = ctx.int(GPUS[0])
-    tp, dp, pp = (parallel_size(ctx, f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    tp, dp, pp = (
+        parallel_size(ctx, f"{R}.{k}")
+        for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")
+    )
     if not ctx.verl_has(WORLD_ALL):
         if not ctx.verl_has(WORLD_TP):
             return
@@ -60,8 +88,12 @@ def rollout_world(ctx):
     if None in (n_gpus, tp, dp, pp) or tp * dp * pp <= 0:
         return
     size = tp * dp * pp
-    inputs = [f"{R}.{k}" for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")] + list(GPUS)
-    key = anchor_key(ctx, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", f"{R}.pipeline_model_parallel_size", *GPUS)
+    inputs = [
+        f"{R}.{k}" for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")
+    ] + list(GPUS)
+    key = anchor_key(
+        ctx, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", f"{R}.pipeline_model_parallel_size", *GPUS
+    )
     if n_gpus % size:
         tp_key = f"{R}.tensor_model_parallel_size"
         where = "" if ctx.user_set(tp_key) else shipped_at(ctx, tp_key)
@@ -74,7 +106,9 @@ def rollout_world(ctx):
             key,
             f"use rollout parallel sizes whose product divides {n_gpus}",
         )
-    elif per_node and size > per_node and size % per_node and ctx.verl_has(REPLICA) and ctx.text(f"{R}.mode") == "async":
+    elif (
+        per_node and size > per_node and size % per_node and ctx.verl_has(REPLICA) and ctx.text(f"{R}.mode") == "async"
+    ):
         yield report_unless_default(
             ctx,
             "VL306",
@@ -89,7 +123,11 @@ def rollout_world(ctx):
     "VL307",
     "rollout-ep-not-tp-times-dp",
     "error",
-    evidence=[Evidence(ROLLOUT_CONFIG, r"expert_parallel_size must be equal to tensor_model_parallel_size \* data_parallel_size")],
+    evidence=[
+        Evidence(
+            ROLLOUT_CONFIG, r"expert_parallel_size must be equal to tensor_model_parallel_size \* data_parallel_size"
+        )
+    ],
     bad=[main_ppo(f"{R}.expert_parallel_size=4", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")],
     good=[main_ppo(f"{R}.expert_parallel_size=4", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=2")],
 )
@@ -111,7 +149,9 @@ def rollout_ep(ctx):
     """
     if ctx.text(f"{R}.name") == "trtllm":
         return
-    ep, tp, dp = (ctx.int(f"{R}.{k}") for k in ("expert_parallel_size", "tensor_model_parallel_size", "data_parallel_size"))
+    ep, tp, dp = (
+        ctx.int(f"{R}.{k}") for k in ("expert_parallel_size", "tensor_model_parallel_size", "data_parallel_size")
+    )
     if None in (ep, tp, dp) or ep <= 1 or ep == tp * dp:
         return
     yield report_unless_default(
@@ -168,13 +208,19 @@ def rollout_pp(ctx):
     evidence=[Evidence(VALIDATION, r"must be divisible by model_parallel_size")],
     bad=[
         (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=3"), ">=0.8"),
-        ("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
-         f"{A}.megatron.tensor_model_parallel_size=3\n", "<0.8"),
+        (
+            "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
+            f"{A}.megatron.tensor_model_parallel_size=3\n",
+            "<0.8",
+        ),
     ],
     good=[
         (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=4"), ">=0.8"),
-        ("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
-         f"{A}.megatron.tensor_model_parallel_size=4\n", "<0.8"),
+        (
+            "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
+            f"{A}.megatron.tensor_model_parallel_size=4\n",
+            "<0.8",
+        ),
     ],
 )
 @validating_app
@@ -222,13 +268,25 @@ def megatron_parallel(ctx):
     # verl 0.7+ declares actor.ulysses_sequence_parallel_size deprecated (VL232) but still checks it
     bad=[
         (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False"), "<0.7"),
-        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False").replace("\npython3", "\n# verl-lint: disable=VL232\npython3"), ">=0.7"),
+        (
+            main_ppo(
+                f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False"
+            ).replace("\npython3", "\n# verl-lint: disable=VL232\npython3"),
+            ">=0.7",
+        ),
     ],
     good=[
         (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True"), "<0.7"),
-        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True").replace("\npython3", "\n# verl-lint: disable=VL232\npython3"), ">=0.7"),
+        (
+            main_ppo(
+                f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True"
+            ).replace("\npython3", "\n# verl-lint: disable=VL232\npython3"),
+            ">=0.7",
+        ),
     ],
-    evidence=[Evidence(("verl/workers/config/actor.py", "verl/trainer/ppo/ray_trainer.py"), r"sequence parallelism for actor")],
+    evidence=[
+        Evidence(("verl/workers/config/actor.py", "verl/trainer/ppo/ray_trainer.py"), r"sequence parallelism for actor")
+    ],
 )
 def ulysses_padding(ctx):
     """Ulysses sequence parallelism needs `use_remove_padding=True`.
@@ -267,9 +325,29 @@ def ulysses_padding(ctx):
     "vllm-dp-needs-gpus-per-node-multiple-of-tp",
     "error",
     # Older servers assert this only with expert parallelism (where VL307 covers TP × DP).
-    evidence=[Evidence(VLLM_SERVER, r"data_parallel_size > 1:\s*\n\s*assert self\.gpus_per_node % self\.config\.tensor_model_parallel_size == 0")],
-    bad=[main_ppo(f"{R}.name=vllm", f"{R}.data_parallel_size=2", f"{R}.tensor_model_parallel_size=8", "trainer.n_gpus_per_node=4", "trainer.nnodes=4")],
-    good=[main_ppo(f"{R}.name=vllm", f"{R}.data_parallel_size=2", f"{R}.tensor_model_parallel_size=2", "trainer.n_gpus_per_node=8")],
+    evidence=[
+        Evidence(
+            VLLM_SERVER,
+            r"data_parallel_size > 1:\s*\n\s*assert self\.gpus_per_node % self\.config\.tensor_model_parallel_size == 0",
+        )
+    ],
+    bad=[
+        main_ppo(
+            f"{R}.name=vllm",
+            f"{R}.data_parallel_size=2",
+            f"{R}.tensor_model_parallel_size=8",
+            "trainer.n_gpus_per_node=4",
+            "trainer.nnodes=4",
+        )
+    ],
+    good=[
+        main_ppo(
+            f"{R}.name=vllm",
+            f"{R}.data_parallel_size=2",
+            f"{R}.tensor_model_parallel_size=2",
+            "trainer.n_gpus_per_node=8",
+        )
+    ],
 )
 def vllm_dp_tp(ctx):
     """vLLM data parallelism needs the GPUs per node to hold whole TP groups.
@@ -290,7 +368,10 @@ def vllm_dp_tp(ctx):
     if ctx.text(f"{R}.name") != "vllm":
         return
     per_node = ctx.int(GPUS[0])
-    tp, dp, pp = (ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    tp, dp, pp = (
+        ctx.int(f"{R}.{k}")
+        for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")
+    )
     if None in (per_node, tp, dp, pp) or dp <= 1 or tp <= 0:
         return
     local = min(per_node, tp * dp * pp)
@@ -300,14 +381,22 @@ def vllm_dp_tp(ctx):
             "VL314",
             f"vLLM with data_parallel_size={dp}: min(n_gpus_per_node={per_node}, TP×DP×PP={tp * dp * pp}) = {local} "
             f"is not a multiple of tensor_model_parallel_size={tp}; the rollout server asserts at launch",
-            [f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", f"{R}.pipeline_model_parallel_size", GPUS[0]],
+            [
+                f"{R}.tensor_model_parallel_size",
+                f"{R}.data_parallel_size",
+                f"{R}.pipeline_model_parallel_size",
+                GPUS[0],
+            ],
             anchor_key(ctx, f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", GPUS[0]),
             f"use a tensor_model_parallel_size that divides {per_node}",
         )
 
 
 # The FSDP worker's Ulysses mesh: (world_size // sp, sp), built whatever the batch settings.
-ULYSSES_MESH = Evidence(("verl/workers/fsdp_workers.py", "verl/workers/engine/fsdp/transformer_impl.py"), r"mesh_shape=\((dp|dp_size), self\.ulysses_sequence_parallel_size\)")
+ULYSSES_MESH = Evidence(
+    ("verl/workers/fsdp_workers.py", "verl/workers/engine/fsdp/transformer_impl.py"),
+    r"mesh_shape=\((dp|dp_size), self\.ulysses_sequence_parallel_size\)",
+)
 
 
 @rule(
@@ -316,12 +405,40 @@ ULYSSES_MESH = Evidence(("verl/workers/fsdp_workers.py", "verl/workers/engine/fs
     "error",
     evidence=[ULYSSES_MESH],
     bad=[
-        (main_ppo(f"{A}.ulysses_sequence_parallel_size=3", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8"), "<0.7"),
-        (main_ppo(f"{A}.fsdp_config.ulysses_sequence_parallel_size=3", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8"), ">=0.7"),
+        (
+            main_ppo(
+                f"{A}.ulysses_sequence_parallel_size=3",
+                "actor_rollout_ref.model.use_remove_padding=True",
+                "trainer.n_gpus_per_node=8",
+            ),
+            "<0.7",
+        ),
+        (
+            main_ppo(
+                f"{A}.fsdp_config.ulysses_sequence_parallel_size=3",
+                "actor_rollout_ref.model.use_remove_padding=True",
+                "trainer.n_gpus_per_node=8",
+            ),
+            ">=0.7",
+        ),
     ],
     good=[
-        (main_ppo(f"{A}.ulysses_sequence_parallel_size=4", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8"), "<0.7"),
-        (main_ppo(f"{A}.fsdp_config.ulysses_sequence_parallel_size=4", "actor_rollout_ref.model.use_remove_padding=True", "trainer.n_gpus_per_node=8"), ">=0.7"),
+        (
+            main_ppo(
+                f"{A}.ulysses_sequence_parallel_size=4",
+                "actor_rollout_ref.model.use_remove_padding=True",
+                "trainer.n_gpus_per_node=8",
+            ),
+            "<0.7",
+        ),
+        (
+            main_ppo(
+                f"{A}.fsdp_config.ulysses_sequence_parallel_size=4",
+                "actor_rollout_ref.model.use_remove_padding=True",
+                "trainer.n_gpus_per_node=8",
+            ),
+            ">=0.7",
+        ),
     ],
 )
 def ulysses_divides_gpus(ctx):
@@ -356,8 +473,11 @@ def ulysses_divides_gpus(ctx):
         if section == "critic" and not ctx.user_set(key) and ulysses_size(ctx, A)[1] == sp:
             continue  # the critic's follows the actor's: one finding
         yield report_unless_default(
-            ctx, "VL333",
+            ctx,
+            "VL333",
             f"{key}={sp} does not divide the {n_gpus} GPUs ({gpus_text}): the worker cannot build its "
             f"({n_gpus} // {sp}, {sp}) device mesh when it starts",
-            [key, *GPUS], anchor_key(ctx, key, *GPUS), f"use a sequence-parallel size that divides {n_gpus}",
+            [key, *GPUS],
+            anchor_key(ctx, key, *GPUS),
+            f"use a sequence-parallel size that divides {n_gpus}",
         )

@@ -36,7 +36,9 @@ from ..config.guards import chain_of, uses_in
 from ..evidence import Evidence, source_text
 
 NEED_CRITIC = Evidence(("verl/trainer/ppo/utils.py",), r"if config\.critic\.enable is not None")
-GAE_CRITIC = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"adv_estimator == AdvantageEstimator\.GAE:\s*self\.use_critic = True")
+GAE_CRITIC = Evidence(
+    ("verl/trainer/ppo/ray_trainer.py",), r"adv_estimator == AdvantageEstimator\.GAE:\s*self\.use_critic = True"
+)
 TRAINER = "verl/trainer/ppo/ray_trainer.py"
 ROLE = ("Role", "RefPolicy")
 # lazy_module: the Hydra callback imports every rule at each job start; the evaluator (and the
@@ -90,7 +92,11 @@ def _wiring(path: str) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, st
 def _read_wiring(path: str, module: ast.Module) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, str]], ...]:
     stores = _ref_stores(module)
     reads = uses_in(path, source_text(path) or "", module, ROLE[1]).reads
-    return tuple((tuple((want, text) for _c, want, text in r.guards), _locals(module, r.line)) for r in reads if r.line in stores and r.chain == ROLE)
+    return tuple(
+        (tuple((want, text) for _c, want, text in r.guards), _locals(module, r.line))
+        for r in reads
+        if r.line in stores and r.chain == ROLE
+    )
 
 
 def ref_policy(ctx: Context) -> bool | None:
@@ -131,7 +137,9 @@ class _File(NamedTuple):
     validation: tuple[str, dict[str, str]] | None  # `use_reference_policy=...`: _validation_argument
     wiring: tuple  # _wiring
     imports: dict[str, str]  # name -> the module of its `from MODULE import name`
-    functions: dict[str, tuple[str, list[str]] | None]  # top-level function -> (its one `return`'s expression, parameters); None: more than that
+    functions: dict[
+        str, tuple[str, list[str]] | None
+    ]  # top-level function -> (its one `return`'s expression, parameters); None: more than that
 
 
 @lru_cache(maxsize=256)  # per process; on disk per file, its size and mtime: a Hydra job start parses nothing
@@ -187,7 +195,9 @@ def _locals(module: ast.Module, line: int) -> dict[str, str]:
     expressions; `config` is the composed config."""
     out: dict[str, str] = {"config": "self.config"}
     for fn in ast.walk(module):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.lineno <= line <= (fn.end_lineno or fn.lineno):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.lineno <= line <= (
+            fn.end_lineno or fn.lineno
+        ):
             seen: dict[str, list[str]] = {}
             for node in ast.walk(fn):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -237,7 +247,11 @@ class _Inline(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call):
-        fn = _function(self.ctx, self.where, node.func.id) if isinstance(node.func, ast.Name) and self.depth < 3 else None
+        fn = (
+            _function(self.ctx, self.where, node.func.id)
+            if isinstance(node.func, ast.Name) and self.depth < 3
+            else None
+        )
         if fn is None:
             return self.generic_visit(node)
         body, params, home = fn

@@ -49,14 +49,22 @@ def broken_continuations(commands: list[Command], launches: list[Launch]) -> lis
                 cuts[launch].below.setdefault(_key(w.text), w.span)
         word = cmd.words[0]
         if first and f.blank is not None:
-            why = (f"the `\\ ` at line {f.blank.line} (a blank after the backslash) ends the launch above and passes it ` ` as one more "
-                   "argument, on which Hydra stops (`OverrideParseException`) before anything runs; this line and the ones continuing it never reach it")
+            why = (
+                f"the `\\ ` at line {f.blank.line} (a blank after the backslash) ends the launch above and passes it ` ` as one more "
+                "argument, on which Hydra stops (`OverrideParseException`) before anything runs; this line and the ones continuing it never reach it"
+            )
             fix = "delete what follows the backslash at the end of that line (the blank, and the comment after it): end it with a bare `\\`"
         else:
             why = "the launch above ended early, so this line and the ones continuing it never reach it"
             fix = "remove the comment or blank line inside the command, and end every line of it with `\\` (nothing after the backslash, not even a space)"
-        out.append(BROKEN_LINE_CONTINUATION.finding(
-            f"`{shorten(word.text)}` runs as a command of its own (bash: command not found): {why}", word.span, help=fix, key=_key(word.text)))
+        out.append(
+            BROKEN_LINE_CONTINUATION.finding(
+                f"`{shorten(word.text)}` runs as a command of its own (bash: command not found): {why}",
+                word.span,
+                help=fix,
+                key=_key(word.text),
+            )
+        )
     for la in launches:
         la.cut = cuts[la.span]
     return out
@@ -74,12 +82,21 @@ def after_cut(d: Diagnostic, cut: Cut) -> Diagnostic:
         return d
     below = cut.below.get(d.key)
     if cut.blank is not None:
-        d = replace(d, message=f"{d.message} (but the run never gets that far: the `\\ ` at line {cut.blank.line} passes ` ` to the launch "
-                    "as an override, and Hydra stops on it before composing the config: VL008)")
+        d = replace(
+            d,
+            message=f"{d.message} (but the run never gets that far: the `\\ ` at line {cut.blank.line} passes ` ` to the launch "
+            "as an override, and Hydra stops on it before composing the config: VL008)",
+        )
     elif below is not None:
-        d = replace(d, message=f"{d.message} (`{d.key}` is set at line {below.line}, among the overrides cut off from the launch: they never reach it, VL008)")
+        d = replace(
+            d,
+            message=f"{d.message} (`{d.key}` is set at line {below.line}, among the overrides cut off from the launch: they never reach it, VL008)",
+        )
     if below is not None:
-        d = replace(d, help=f"repair the `\\` continuation that cuts the launch short above line {cut.line} (VL008): `{d.key}` at line {below.line} then reaches it")
+        d = replace(
+            d,
+            help=f"repair the `\\` continuation that cuts the launch short above line {cut.line} (VL008): `{d.key}` at line {below.line} then reaches it",
+        )
     return d
 
 
@@ -102,8 +119,10 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
         name, span = u.unassigned
         seen[u.unassigned] = NEVER_ASSIGNED.finding(
             f"`${name}` is never assigned in this script, and it is this command's name: unless the environment sets it, "
-            f"bash runs `{first.split('=', 1)[0]}=...` as the command (command not found) and the launch never starts", span,
-            help=f"assign {name} in the script (the launch it should hold), or give it a default (`${{{name}:-...}}`)", key=name,
+            f"bash runs `{first.split('=', 1)[0]}=...` as the command (command not found) and the launch never starts",
+            span,
+            help=f"assign {name} in the script (the launch it should hold), or give it a default (`${{{name}:-...}}`)",
+            key=name,
         )
     for la in launches:
         unknowns = [w.unknown for w in la.words] + [e.unknown for e in la.env.values()]
@@ -112,8 +131,10 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
                 continue
             name, span = u.unassigned
             seen[u.unassigned] = NEVER_ASSIGNED.finding(
-                f"`${name}` is never assigned in this script; its value comes from the environment at run time", span,
-                help=f"set it in the script or give a default (`${{{name}:-...}}`); verl-lint treats it as unknown", key=name,
+                f"`${name}` is never assigned in this script; its value comes from the environment at run time",
+                span,
+                help=f"set it in the script or give a default (`${{{name}:-...}}`); verl-lint treats it as unknown",
+                key=name,
                 severity=Severity.INFO if name.isupper() else None,
             )
     return list(seen.values())

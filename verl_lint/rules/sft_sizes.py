@@ -16,7 +16,10 @@ _LAUNCH = "#!/bin/bash\ntorchrun --standalone --nproc_per_node=8 -m verl.trainer
     "sft-batch-not-divisible",
     "error",
     evidence=[SFT],
-    bad=[_LAUNCH.format("data.train_batch_size=100"), _LAUNCH.format("data.train_batch_size=64 data.micro_batch_size_per_gpu=3")],
+    bad=[
+        _LAUNCH.format("data.train_batch_size=100"),
+        _LAUNCH.format("data.train_batch_size=64 data.micro_batch_size_per_gpu=3"),
+    ],
     good=[_LAUNCH.format("data.train_batch_size=64 data.micro_batch_size_per_gpu=4 ulysses_sequence_parallel_size=2")],
 )
 def sft_batch_divisible(ctx):
@@ -44,8 +47,18 @@ def sft_batch_divisible(ctx):
     """
     procs = [ctx.launch.processes.get(k) for k in ("nproc_per_node", "nnodes")]
     numbers = [w.text if w is not None else "1" for w in procs]  # torchrun: --nnodes defaults to 1
-    sp, bsz, micro = ctx.int("ulysses_sequence_parallel_size"), ctx.int("data.train_batch_size"), ctx.int("data.micro_batch_size_per_gpu")
-    if procs[0] is None or not all(n and n.isdigit() for n in numbers) or None in (sp, bsz, micro) or sp <= 0 or micro <= 0:
+    sp, bsz, micro = (
+        ctx.int("ulysses_sequence_parallel_size"),
+        ctx.int("data.train_batch_size"),
+        ctx.int("data.micro_batch_size_per_gpu"),
+    )
+    if (
+        procs[0] is None
+        or not all(n and n.isdigit() for n in numbers)
+        or None in (sp, bsz, micro)
+        or sp <= 0
+        or micro <= 0
+    ):
         return
     world = int(numbers[0]) * int(numbers[1])
     if world % sp:
@@ -57,9 +70,20 @@ def sft_batch_divisible(ctx):
         message = f"data.train_batch_size={bsz} is not divisible by the data-parallel size {dp} ({why}): the SFT trainer asserts on it at start-up"
         help = f"use a multiple of {dp * micro}, e.g. {max(dp * micro, bsz // (dp * micro) * dp * micro)}"
     elif (bsz // dp) % micro:
-        message = (f"each of the {dp} data-parallel ranks gets data.train_batch_size={bsz} / {dp} = {bsz // dp}, which is not divisible by "
-                   f"data.micro_batch_size_per_gpu={micro}: the SFT trainer asserts on it at start-up")
-        help = f"use a micro batch size that divides {bsz // dp}, or a train batch size that is a multiple of {dp * micro}"
+        message = (
+            f"each of the {dp} data-parallel ranks gets data.train_batch_size={bsz} / {dp} = {bsz // dp}, which is not divisible by "
+            f"data.micro_batch_size_per_gpu={micro}: the SFT trainer asserts on it at start-up"
+        )
+        help = (
+            f"use a micro batch size that divides {bsz // dp}, or a train batch size that is a multiple of {dp * micro}"
+        )
     else:
         return
-    yield ctx.diag("VL316", message, key="data.train_batch_size", span=span, help=help, related=["data.micro_batch_size_per_gpu", "ulysses_sequence_parallel_size"])
+    yield ctx.diag(
+        "VL316",
+        message,
+        key="data.train_batch_size",
+        span=span,
+        help=help,
+        related=["data.micro_batch_size_per_gpu", "ulysses_sequence_parallel_size"],
+    )

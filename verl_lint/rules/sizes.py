@@ -25,6 +25,8 @@ from ..registry import REGISTRY, main_ppo, rule
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
 GPUS = ("trainer.n_gpus_per_node", "trainer.nnodes")
+
+
 def validating_app(check):
     """A check of verl's config validation, run for every config that has the keys it reads
     (whatever its name) except under an entry point of verl's own (in `verl/` or `recipe/`) that
@@ -93,7 +95,9 @@ def report_unless_default(ctx, code, message, inputs, key, help, severity=None):
     "VL300",
     "size-checks-skipped-for-unknown-values",
     "info",
-    bad=[f"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm data.train_batch_size=$(cat bsz.txt) {A}.ppo_mini_batch_size=128\n"],
+    bad=[
+        f"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm data.train_batch_size=$(cat bsz.txt) {A}.ppo_mini_batch_size=128\n"
+    ],
     good=[main_ppo("data.train_batch_size=256", f"{A}.ppo_mini_batch_size=128")],
 )
 def skipped_for_unknown(ctx):
@@ -155,7 +159,13 @@ def shipped_at(ctx: Context, key: str) -> str:
     parts = key.split(".")
     config = Path(root) / "verl" / "trainer" / "config"
     files = sorted(p for p in config.rglob("*.yaml") if not p.name.startswith("_generated"))
-    files.sort(key=lambda p: (p.stem not in parts, p.parent.name not in parts, p.stem != (ctx.app.config_name or "").removesuffix(".yaml")))
+    files.sort(
+        key=lambda p: (
+            p.stem not in parts,
+            p.parent.name not in parts,
+            p.stem != (ctx.app.config_name or "").removesuffix(".yaml"),
+        )
+    )
     line = re.compile(rf"^[ \t]*{re.escape(parts[-1])}:[ \t]*{re.escape(str(ctx.get(key, None)))}[ \t]*(?:#.*)?$", re.M)
     for p in files:
         m = line.search(source_text(p) or "")

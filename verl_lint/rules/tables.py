@@ -179,7 +179,12 @@ def _subjects(rec: RuleRecord) -> tuple[str, ...]:
 
 def _doc_text(rec: RuleRecord, text: str) -> str:
     """A record's message/help for the documentation: placeholders shown generically."""
-    fields = {"key": _subjects(rec)[0] or "the key", "value": "<value>", "replacement": getattr(rec, "replacement", ""), "version": getattr(rec, "removed", "")}
+    fields = {
+        "key": _subjects(rec)[0] or "the key",
+        "value": "<value>",
+        "replacement": getattr(rec, "replacement", ""),
+        "version": getattr(rec, "removed", ""),
+    }
     return text.format(**fields).replace("{rest}", "...").replace(".*", ".<key>")
 
 
@@ -192,7 +197,12 @@ def _show(f: Fact) -> str:
         return f"`{f.subject}` {verb} `{f.arg}`" if verb else f"`{f.subject}` {'exists' if f.arg else 'is absent'}"
     if f.kind == "worker":
         return "the launch's entry point creates the reference-policy worker (`Role.RefPolicy` in its worker mapping, under the conditions it puts it there)"
-    verb = {"reads": "verl's code reads", "not_read": "no verl code reads", "field": "the config dataclass field", "config_key": "the config has"}
+    verb = {
+        "reads": "verl's code reads",
+        "not_read": "no verl code reads",
+        "field": "the config dataclass field",
+        "config_key": "the config has",
+    }
     return f"{verb[f.kind]} `{f.subject}`"
 
 
@@ -200,9 +210,15 @@ def _doc(rec: RuleRecord) -> str:
     evidence = "\n".join(f"    - {e}" for e in rec.evidence)
     keys = ", ".join(f"`{k}`" for k in _subjects(rec))
     if isinstance(rec, IneffectiveRecord):
-        does = f"Flags an override of {keys}" + (" when " + ", ".join(f"`{k}={v}`" for k, v in rec.when) if rec.when else "")
+        does = f"Flags an override of {keys}" + (
+            " when " + ", ".join(f"`{k}={v}`" for k, v in rec.when) if rec.when else ""
+        )
         if rec.silent_values:
-            does += "; silent for " + ", ".join(f"`{'null' if v is None else v}`" for v in rec.silent_values) + " (what verl does anyway)"
+            does += (
+                "; silent for "
+                + ", ".join(f"`{'null' if v is None else v}`" for v in rec.silent_values)
+                + " (what verl does anyway)"
+            )
     else:
         does = f"Flags {keys} where it no longer works (removed in verl {rec.removed})"
     checks = "\n".join(f"    - {_show(f)}" for f in rec.requires)
@@ -222,7 +238,11 @@ def _examples(rec: RuleRecord, bad: bool) -> list[tuple[str, str]]:
         if isinstance(ex.launch, str):  # an override line as written (a whole script for entry-point records)
             launch = ex.launch
             if getattr(rec, "module", None) is None:  # verl >= 0.7 requires the rollout's name (`name: ???`)
-                launch = f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {launch}" + ("" if "rollout.name=" in launch else f" {ROLLOUT_NAME}") + "\n"
+                launch = (
+                    f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {launch}"
+                    + ("" if "rollout.name=" in launch else f" {ROLLOUT_NAME}")
+                    + "\n"
+                )
         else:
             launch = main_ppo(*ex.launch)
         out.append((launch, ex.verl or rec.fallback))
@@ -258,7 +278,13 @@ def _ineffective(rec: IneffectiveRecord):
                 is_open[name] = applies(rec, ctx, o.key)
             if not is_open[name]:
                 continue
-            yield ctx.diag(rec.code, rec.message.format(key=o.key, value=value), key=o.key, help=rec.help.format(key=o.key, value=value), span=o.word.span)
+            yield ctx.diag(
+                rec.code,
+                rec.message.format(key=o.key, value=value),
+                key=o.key,
+                help=rec.help.format(key=o.key, value=value),
+                span=o.word.span,
+            )
 
     return check
 
@@ -299,7 +325,12 @@ def _removed(rec: RemovedRecord):
 
 def removed_diag(ctx: Context, rec: RemovedRecord, o, rest: str) -> Diagnostic:
     replacement = rec.replacement.replace("{rest}", rest)
-    fields = dict(key=o.key, replacement=replacement, version=rec.removed, value="<value>" if o.value_unknown else _value_text(o.line))
+    fields = dict(
+        key=o.key,
+        replacement=replacement,
+        version=rec.removed,
+        value="<value>" if o.value_unknown else _value_text(o.line),
+    )
     msg, help = rec.message.format(**fields), rec.help.format(**fields)
     d = ctx.diag(rec.code, msg, key=o.key, help=help, span=o.word.span)
     if replacement and rec.rename:
@@ -327,7 +358,9 @@ def removed_module_diag(module: str, tree, span) -> Diagnostic | None:
         else:
             ok = release_in(rec.fallback, parse_version(tree.version))
         if ok:
-            return REGISTRY.get(rec.code).finding(rec.message.format(key=module, version=rec.removed), span, rec.help, module)
+            return REGISTRY.get(rec.code).finding(
+                rec.message.format(key=module, version=rec.removed), span, rec.help, module
+            )
     return None
 
 
@@ -335,22 +368,34 @@ def removed_module_diag(module: str, tree, span) -> Diagnostic | None:
 # (VL233), or a micro batch size under dynamic batch size (VL210), is said better by a curated record of the same override: the record knows what each
 # release's workers do with it, in words. A removed or renamed key (VL4xx) also explains Hydra's
 # bare "Could not override" (VL101) or rejection (VL105) at the same token.
-SUPERSEDED = {"ineffective_keys.yaml": ("VL210", "VL232", "VL233"), "removed_keys.yaml": ("VL101", "VL105", "VL210", "VL232", "VL233")}
+SUPERSEDED = {
+    "ineffective_keys.yaml": ("VL210", "VL232", "VL233"),
+    "removed_keys.yaml": ("VL101", "VL105", "VL210", "VL232", "VL233"),
+}
 
 
 def _register() -> None:
     for name in ("ineffective_keys.yaml", "removed_keys.yaml"):
         for rec in load_table(name):
             if REGISTRY.get(rec.code) is not None:
-                raise TableError(f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule {REGISTRY.get(rec.code).name}")
+                raise TableError(
+                    f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule {REGISTRY.get(rec.code).name}"
+                )
             if isinstance(rec, IneffectiveRecord):
                 check, entry_points = _ineffective(rec), rec.entry_points
             else:
                 check, entry_points = (None if rec.module else _removed(rec)), ()
             # "": gated on evidence inside the check (`applies`), not on the version
             declare(
-                rec.code, rec.name, rec.severity, _doc(rec), check, bad=_examples(rec, True), good=_examples(rec, False),
-                entry_points=entry_points, supersedes=SUPERSEDED[name],
+                rec.code,
+                rec.name,
+                rec.severity,
+                _doc(rec),
+                check,
+                bad=_examples(rec, True),
+                good=_examples(rec, False),
+                entry_points=entry_points,
+                supersedes=SUPERSEDED[name],
             )
 
 

@@ -80,17 +80,27 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
 
     leaf = _leaf(key)
     parts = key.split(".")
-    if name != leaf and name in parts:  # a flat key written as a node: `pf_ppo.reweight_method` for `pf_ppo_reweight_method`
+    if (
+        name != leaf and name in parts
+    ):  # a flat key written as a node: `pf_ppo.reweight_method` for `pf_ppo_reweight_method`
         i = parts.index(name)
         flat = "_".join(p for p in parts[i:] if not p.isdigit())
         if index.reads(flat):
             new = ".".join(parts[:i] + [flat])
-            return f"did you mean `{new}`?" if ctx.has(new) else f"did you mean `+{new}`? (the code reads it; the config does not ship it)"
+            return (
+                f"did you mean `{new}`?"
+                if ctx.has(new)
+                else f"did you mean `+{new}`? (the code reads it; the config does not ship it)"
+            )
     if not typo:
         return "remove the override: this verl never reads the key, whatever its value"
     close = _close_keys(ctx, key, index) if name == leaf else []
     if close:
-        return f"did you mean `{close[0]}`?" if len(close) == 1 else "did you mean one of " + ", ".join(f"`{w}`" for w in close) + "?"
+        return (
+            f"did you mean `{close[0]}`?"
+            if len(close) == 1
+            else "did you mean one of " + ", ".join(f"`{w}`" for w in close) + "?"
+        )
     close = difflib.get_close_matches(name, sorted(n for n in index.names if "_" in n and len(n) > 3), n=1, cutoff=0.85)
     if close:
         return f"did you mean `{close[0]}`? (a name verl's code reads, in place of `{name}`)"
@@ -143,7 +153,9 @@ def _shipped_keys(ctx: Context) -> list[str]:
     """The keys of the composed config that no added setting (`+key`, a project file's new key)
     made: neither one of those keys, nor under one, nor a node made to hold one."""
     added = [o.key for o in ctx.comp.settings if o.ok and o.kind in ("add", "force_add")]
-    return [k for k in all_keys(ctx.cfg) if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)]
+    return [
+        k for k in all_keys(ctx.cfg) if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)
+    ]
 
 
 def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, str] | None:
@@ -162,7 +174,11 @@ def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -
         if any(k == prefix or k.startswith(prefix + ".") for k in shipped):
             continue  # verl's config (or the project's) has this node: not the user's addition
         section = parts[i]
-        if not section.isidentifier() or _passed_whole(parts[: i + 1], index) or index.reads_under(parts[i - 1], section):
+        if (
+            not section.isidentifier()
+            or _passed_whole(parts[: i + 1], index)
+            or index.reads_under(parts[i - 1], section)
+        ):
             return None  # (a node above it handed on whole: any key under it may be read)
         rest = ".".join(parts[i:])
         return (section, rest) if rest in shipped else None
@@ -198,7 +214,13 @@ def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bo
         # Under a node verl builds into a dataclass, VL110 says more (the field is missing from the
         # class, an error) when the tree converts that node; the pipeline keeps that one.
         what = tail
-        yield ctx.diag(code, f"nothing in {where} reads `{o.key}`: {what}", key=o.key, help=_suggest(ctx, o.key, name, index, typo), span=o.word.span)
+        yield ctx.diag(
+            code,
+            f"nothing in {where} reads `{o.key}`: {what}",
+            key=o.key,
+            help=_suggest(ctx, o.key, name, index, typo),
+            span=o.word.span,
+        )
 
 
 def _misplaced_finding(ctx: Context, o, where: str, section: str, home: str):

@@ -32,9 +32,9 @@ R = "actor_rollout_ref.rollout"
 
 def _accepted(value, allowed: tuple) -> bool:
     return any(type(value) is type(a) and value == a for a in allowed) or (
-        isinstance(value, (int, float)) and not isinstance(value, bool) and any(
-            isinstance(a, (int, float)) and not isinstance(a, bool) and value == a for a in allowed
-        )
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and any(isinstance(a, (int, float)) and not isinstance(a, bool) and value == a for a in allowed)
     )
 
 
@@ -46,7 +46,12 @@ def _accepted(value, allowed: tuple) -> bool:
         main_ppo("actor_rollout_ref.actor.loss_agg_mode=True"),
         main_ppo("actor_rollout_ref.actor.optim.lr_scheduler_type=linear-warmup"),
     ],
-    good=[main_ppo("actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean", "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine")],
+    good=[
+        main_ppo(
+            "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
+            "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
+        )
+    ],
 )
 def value_not_accepted(ctx: Context):
     """A value that verl's config class rejects when a worker builds it.
@@ -121,8 +126,15 @@ def _check_of(ctx: Context, root: str, key: str, in_code: dict[str, Choice]) -> 
     "VL110",
     "added-key-not-a-config-field",
     "error",
-    bad=[main_ppo("+actor_rollout_ref.actor.clip_ratio_cap=3.0"), main_ppo("+actor_rollout_ref.actor.optim.warmup_ratio=0.1")],
-    good=[main_ppo("actor_rollout_ref.actor.clip_ratio_c=3.0", "+actor_rollout_ref.model.override_config.attention_dropout=0.0")],
+    bad=[
+        main_ppo("+actor_rollout_ref.actor.clip_ratio_cap=3.0"),
+        main_ppo("+actor_rollout_ref.actor.optim.warmup_ratio=0.1"),
+    ],
+    good=[
+        main_ppo(
+            "actor_rollout_ref.actor.clip_ratio_c=3.0", "+actor_rollout_ref.model.override_config.attention_dropout=0.0"
+        )
+    ],
     supersedes=("VL230",),  # "nothing reads this key" is the weaker form of "the class built from it has no such field"
 )
 def added_key_not_a_field(ctx: Context):
@@ -167,7 +179,12 @@ def added_key_not_a_field(ctx: Context):
     # keys a project's config file adds: an override of one sets it (Hydra accepts it), but it is as foreign
     added_by_file = {o.key for o in ctx.comp.file_settings if o.kind == "add"}
     for o in ctx.comp.settings:
-        if not o.ok or o.kind not in ("add", "force_add") and not (o.kind == "set" and o.key in added_by_file) or "." not in o.key:
+        if (
+            not o.ok
+            or o.kind not in ("add", "force_add")
+            and not (o.kind == "set" and o.key in added_by_file)
+            or "." not in o.key
+        ):
             continue
         if o.key.startswith("reward_model.") and ctx.flag("reward_model.enable") is not True:
             continue  # no reward model worker, nothing builds the node
@@ -294,8 +311,15 @@ def rollout_names(root: str) -> frozenset[str] | None:
     except (SyntaxError, ValueError):
         return None
     for node in body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["_ROLLOUT_REGISTRY"] and isinstance(node.value, ast.Dict):
-            keys = [k.elts[0].value if isinstance(k, ast.Tuple) and k.elts and isinstance(k.elts[0], ast.Constant) else None for k in node.value.keys]
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == ["_ROLLOUT_REGISTRY"]
+            and isinstance(node.value, ast.Dict)
+        ):
+            keys = [
+                k.elts[0].value if isinstance(k, ast.Tuple) and k.elts and isinstance(k.elts[0], ast.Constant) else None
+                for k in node.value.keys
+            ]
             return frozenset(keys) if keys and all(isinstance(k, str) for k in keys) else None
     return None
 

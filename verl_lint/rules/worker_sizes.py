@@ -16,14 +16,26 @@ from .sizes import A, GPUS, R, anchor_key, gpu_count, parallel_size, report_unle
 
 REF = "actor_rollout_ref.ref"
 ENGINE = ("verl/workers/engine_workers.py",)
-DYNAMIC_MATCH = Evidence(ENGINE, r"assert self\.config\.actor\.use_dynamic_bsz == self\.config\.rollout\.log_prob_use_dynamic_bsz")
-PER_GPU_SET = Evidence(ENGINE, r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None\s*assert self\.config\.actor\.ppo_micro_batch_size_per_gpu is not None")
+DYNAMIC_MATCH = Evidence(
+    ENGINE, r"assert self\.config\.actor\.use_dynamic_bsz == self\.config\.rollout\.log_prob_use_dynamic_bsz"
+)
+PER_GPU_SET = Evidence(
+    ENGINE,
+    r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None\s*assert self\.config\.actor\.ppo_micro_batch_size_per_gpu is not None",
+)
 # The ref's worker takes its micro batch from `ref.log_prob_micro_batch_size_per_gpu` only.
-REF_PER_GPU = Evidence(ENGINE, r"self\.config\.ref\.ppo_micro_batch_size_per_gpu = self\.config\.ref\.pop\(\s*\"log_prob_micro_batch_size_per_gpu\"")
+REF_PER_GPU = Evidence(
+    ENGINE,
+    r"self\.config\.ref\.ppo_micro_batch_size_per_gpu = self\.config\.ref\.pop\(\s*\"log_prob_micro_batch_size_per_gpu\"",
+)
 # verl 0.9's trainer pads each step's batch to a multiple of the data-parallel size and the mini batches.
 PADDING = Evidence(("verl/trainer/ppo/v1/trainer_base.py",), r"def _get_required_batch_multiple")
 ENGINE_DEFAULT = ">=0.8"  # the releases whose main_ppo runs the engine worker by default (0.7's runs the legacy one)
-MICRO = (f"{A}.ppo_micro_batch_size_per_gpu=4", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")
+MICRO = (
+    f"{A}.ppo_micro_batch_size_per_gpu=4",
+    f"{R}.log_prob_micro_batch_size_per_gpu=8",
+    "algorithm.adv_estimator=grpo",
+)
 
 
 def _engine(ctx) -> bool:
@@ -35,8 +47,25 @@ def _engine(ctx) -> bool:
     "dynamic-bsz-differs-between-actor-and-rollout",
     "error",
     evidence=[DYNAMIC_MATCH],
-    bad=[(main_ppo(*MICRO[1:], f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=False", f"{A}.ppo_max_token_len_per_gpu=8192"), ENGINE_DEFAULT)],
-    good=[main_ppo("algorithm.adv_estimator=grpo", f"{A}.use_dynamic_bsz=True", f"{R}.log_prob_use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192")],
+    bad=[
+        (
+            main_ppo(
+                *MICRO[1:],
+                f"{A}.use_dynamic_bsz=True",
+                f"{R}.log_prob_use_dynamic_bsz=False",
+                f"{A}.ppo_max_token_len_per_gpu=8192",
+            ),
+            ENGINE_DEFAULT,
+        )
+    ],
+    good=[
+        main_ppo(
+            "algorithm.adv_estimator=grpo",
+            f"{A}.use_dynamic_bsz=True",
+            f"{R}.log_prob_use_dynamic_bsz=True",
+            f"{A}.ppo_max_token_len_per_gpu=8192",
+        )
+    ],
 )
 @validating_app
 def dynamic_bsz_match(ctx):
@@ -80,7 +109,16 @@ def dynamic_bsz_match(ctx):
     "error",
     evidence=[PER_GPU_SET],
     supersedes=("VL232",),  # "deprecated" is the weaker form of "this release's workers require the other key"
-    bad=[(main_ppo(f"{A}.ppo_micro_batch_size=32", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo"), ENGINE_DEFAULT)],
+    bad=[
+        (
+            main_ppo(
+                f"{A}.ppo_micro_batch_size=32",
+                f"{R}.log_prob_micro_batch_size_per_gpu=8",
+                "algorithm.adv_estimator=grpo",
+            ),
+            ENGINE_DEFAULT,
+        )
+    ],
     good=[main_ppo(*MICRO)],
 )
 @validating_app
@@ -136,8 +174,27 @@ def per_gpu_required(ctx):
     "log-prob-micro-batch-does-not-divide",
     "error",
     evidence=[ENGINE_MICRO, PADDING],
-    bad=[(main_ppo("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=2", f"{R}.log_prob_micro_batch_size_per_gpu=32", "algorithm.adv_estimator=grpo"), ENGINE_DEFAULT)],
-    good=[main_ppo("data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=2", f"{R}.log_prob_micro_batch_size_per_gpu=8", "algorithm.adv_estimator=grpo")],
+    bad=[
+        (
+            main_ppo(
+                "data.train_batch_size=64",
+                f"{A}.ppo_mini_batch_size=16",
+                f"{A}.ppo_micro_batch_size_per_gpu=2",
+                f"{R}.log_prob_micro_batch_size_per_gpu=32",
+                "algorithm.adv_estimator=grpo",
+            ),
+            ENGINE_DEFAULT,
+        )
+    ],
+    good=[
+        main_ppo(
+            "data.train_batch_size=64",
+            f"{A}.ppo_mini_batch_size=16",
+            f"{A}.ppo_micro_batch_size_per_gpu=2",
+            f"{R}.log_prob_micro_batch_size_per_gpu=8",
+            "algorithm.adv_estimator=grpo",
+        )
+    ],
 )
 @validating_app
 def log_prob_micro(ctx):
@@ -173,7 +230,11 @@ def log_prob_micro(ctx):
     critic = uses_critic(ctx)
     critic_mini = ctx.int("critic.ppo_mini_batch_size") if critic else 1
     warmup = ctx.int("trainer.critic_warmup")
-    if None in (n_gpus, sp, bsz, n, mini, critic, critic_mini, warmup) or min(n_gpus, sp, bsz, n, mini, critic_mini) <= 0 or n_gpus % sp:
+    if (
+        None in (n_gpus, sp, bsz, n, mini, critic, critic_mini, warmup)
+        or min(n_gpus, sp, bsz, n, mini, critic_mini) <= 0
+        or n_gpus % sp
+    ):
         return
     if (bsz * n) % n_gpus:
         return  # validate_config stops the run before the first step (VL301)
@@ -195,7 +256,13 @@ def log_prob_micro(ctx):
             f"{section}.log_prob_micro_batch_size_per_gpu={micro} does not divide each GPU's share of a step's batch, {share} "
             f"(train_batch_size={bsz} × rollout.n={n}, padded to a multiple of {multiple}, over {dp} data-parallel ranks): "
             f"verl asserts on it at the first {who} log-prob computation",
-            [f"{section}.log_prob_micro_batch_size_per_gpu", "data.train_batch_size", f"{R}.n", f"{A}.ppo_mini_batch_size", *GPUS],
+            [
+                f"{section}.log_prob_micro_batch_size_per_gpu",
+                "data.train_batch_size",
+                f"{R}.n",
+                f"{A}.ppo_mini_batch_size",
+                *GPUS,
+            ],
             f"{section}.log_prob_micro_batch_size_per_gpu",
             f"use a divisor of {share}",
         )

@@ -33,7 +33,6 @@ MAX_CALL_DEPTH = 16
 MAX_VARIANTS = 8  # combinations of branch values a command is expanded with; beyond, they stay unknown
 
 
-
 class Evaluator:
     """Walks one source's statements in order over a State (see the module docstring)."""
 
@@ -156,7 +155,9 @@ class Evaluator:
                 self._block(else_body, branch)
             outcomes.append(branch)
             line = self.src.node_span(else_clause if else_clause is not None else n).line
-            labels.append(f"when line {line}: not `{self._text(arms[0][0])}`" if len(arms) == 1 else f"when line {line}: else")
+            labels.append(
+                f"when line {line}: not `{self._text(arms[0][0])}`" if len(arms) == 1 else f"when line {line}: else"
+            )
         elif else_body:
             self._untaken(else_body, state, self.src.node_span(else_clause).line, else_clause.start_byte)
         self._merge(state, outcomes, "set in a branch of an if", labels)
@@ -173,7 +174,9 @@ class Evaluator:
         saved = self._note
         self._note = saved or f"in the branch at line {line}, which the script's own values do not take"
         if saved is None and self.depth == 0:
-            self.result.untaken.append(UntakenArm(key, self.src.span(body[0].start_byte, body[-1].end_byte), self._note))
+            self.result.untaken.append(
+                UntakenArm(key, self.src.span(body[0].start_byte, body[-1].end_byte), self._note)
+            )
         self._block(body, state.copy())
         self._note = saved
 
@@ -253,7 +256,13 @@ class Evaluator:
         when all are known, none would be brace- or pathname-expanded, and there are at most
         MAX_VARIANTS; else None."""
         items = [c for c in n.named_children if c != var and c.type not in ("do_group", "comment")]
-        if n.type != "for_statement" or var is None or not items or self._iteration or not any(c.type == "do_group" for c in n.named_children):
+        if (
+            n.type != "for_statement"
+            or var is None
+            or not items
+            or self._iteration
+            or not any(c.type == "do_group" for c in n.named_children)
+        ):
             return None
         if any(_descendants(c, "brace_expression") for c in items):
             return None  # before expanding: the fallback expands the list itself
@@ -296,7 +305,9 @@ class Evaluator:
                 state.functions.setdefault(fname, body)
 
     # -- assignments --------------------------------------------------------
-    def _assign(self, n: ts.Node, state: State, exported: bool = False, local_scope: bool = False, tail: ts.Node | None = None) -> str | None:
+    def _assign(
+        self, n: ts.Node, state: State, exported: bool = False, local_scope: bool = False, tail: ts.Node | None = None
+    ) -> str | None:
         """`n`, with `tail` the rest of its value where the grammar split it off (see `_glued`)."""
         name_node = n.child_by_field_name("name")
         if name_node is None:
@@ -309,7 +320,9 @@ class Evaluator:
         old = state.vars.get(name)
         keep_export = exported or (old.exported if old else False)
         if name_node.type == "subscript":  # A[i]=v: too dynamic to track precisely
-            state.vars[name] = Var([unknown_word(span, f"${name} has an element assigned by index")], True, keep_export, span)
+            state.vars[name] = Var(
+                [unknown_word(span, f"${name} has an element assigned by index")], True, keep_export, span
+            )
             return name
         if value is not None and value.type == "array":
             words: list[Word] = []
@@ -330,7 +343,10 @@ class Evaluator:
             if tail is not None:
                 rest = tail.named_children[0] if tail.type == "command_name" and tail.named_children else tail
                 vspan = self.src.span(value.start_byte, tail.end_byte)
-                word = field_word(self.expander.glue(word, self.expander.expand(rest, state, quoted=True), rest, state, vspan)[0], vspan)
+                word = field_word(
+                    self.expander.glue(word, self.expander.expand(rest, state, quoted=True), rest, state, vspan)[0],
+                    vspan,
+                )
         if append and old is not None and old.words:
             prev = old.words[-1] if old.is_array else old.words[0]
             if old.is_array:
@@ -343,9 +359,12 @@ class Evaluator:
     def _declaration(self, n: ts.Node, state: State) -> None:
         kind = n.children[0].type if n.children else ""
         exported = kind == "export" or any(
-            c.type == "word" and self.src.node_text(c).startswith("-") and "x" in self.src.node_text(c) for c in n.children
+            c.type == "word" and self.src.node_text(c).startswith("-") and "x" in self.src.node_text(c)
+            for c in n.children
         )
-        array = any(c.type == "word" and re.fullmatch(r"-[a-zA-Z]*[aA][a-zA-Z]*", self.src.node_text(c)) for c in n.children)
+        array = any(
+            c.type == "word" and re.fullmatch(r"-[a-zA-Z]*[aA][a-zA-Z]*", self.src.node_text(c)) for c in n.children
+        )
         for c, tail in glued(n.named_children):
             if c.type not in ("variable_assignment", "variable_name", "word", "comment"):  # `export $(cat .env)`
                 self.result.hidden_assignments.append(self.src.node_span(c))
@@ -379,7 +398,16 @@ class Evaluator:
             return
         # A Hydra override cannot be a command name: seen as one, the command it belonged to may have been cut off above it.
         above = follows(self.src, n) if words and words[0].text and OVERRIDE_LIKE.match(words[0].text) else None
-        cmd = Command(n, self.src.node_span(n), prefix, words, state.copy(), self._note, variant=self._iteration or None, follows=above)
+        cmd = Command(
+            n,
+            self.src.node_span(n),
+            prefix,
+            words,
+            state.copy(),
+            self._note,
+            variant=self._iteration or None,
+            follows=above,
+        )
         script = self._script_argument(words) if words else None  # `"${EMPTY[@]}"` names no command
         if script is not None:  # `bash -c "..."`, `eval "$CMD"`: its commands are read instead
             cmd.nested = True
@@ -389,7 +417,11 @@ class Evaluator:
         variants = [] if cmd.nested else self._variants(self.expander.reads, state)
         for label, branch in variants:  # once per combination of the branch values it reads
             prefix, words, _ = self._expand_command(n, branch)
-            self.result.commands.append(Command(n, cmd.span, prefix, words, branch, self._note, variant=(*self._iteration, *label), follows=above))
+            self.result.commands.append(
+                Command(
+                    n, cmd.span, prefix, words, branch, self._note, variant=(*self._iteration, *label), follows=above
+                )
+            )
         if not variants:
             self.result.commands.append(cmd)
         self._builtin(cmd, state)
@@ -434,9 +466,15 @@ class Evaluator:
                     span = self.src.span(c.start_byte, (tail or c).end_byte)
                     w = tmp.vars[name].words[0] if tmp.vars[name].words else Word("", span)
                     prefix[name] = EnvVar(name, w.text, span, w.unknown, True)
-            elif c.type == "command_name" or (named and name_node is None and c.type not in REDIRECTS and c.type != "comment"):
+            elif c.type == "command_name" or (
+                named and name_node is None and c.type not in REDIRECTS and c.type != "comment"
+            ):
                 name_node = c
-                words.extend(self.expander.field_words(c.named_children[0] if c.type == "command_name" and c.named_children else c, state))
+                words.extend(
+                    self.expander.field_words(
+                        c.named_children[0] if c.type == "command_name" and c.named_children else c, state
+                    )
+                )
             elif c.type in REDIRECTS or c.type == "comment":
                 continue
             elif name_node is not None:
@@ -459,20 +497,30 @@ class Evaluator:
         if words[0].text == "eval" and len(words) == 2:
             arg = words[1]
         for j, w in enumerate(words[:-2]):
-            if w.text and os.path.basename(w.text) in ("bash", "sh") and re.fullmatch(r"-[a-z]*c[a-z]*", words[j + 1].text or ""):
+            if (
+                w.text
+                and os.path.basename(w.text) in ("bash", "sh")
+                and re.fullmatch(r"-[a-z]*c[a-z]*", words[j + 1].text or "")
+            ):
                 arg = words[j + 2]
                 break
         if arg is None or arg.text is None or arg.span.path != self.src.path:
             return None
         node = self.src.tree.root_node.descendant_for_byte_range(arg.span.start_byte, arg.span.end_byte)
-        if node is None or node.type not in ("string", "raw_string") or (node.start_byte, node.end_byte) != (arg.span.start_byte, arg.span.end_byte):
+        if (
+            node is None
+            or node.type not in ("string", "raw_string")
+            or (node.start_byte, node.end_byte) != (arg.span.start_byte, arg.span.end_byte)
+        ):
             return None
         return node.start_byte + 1, node.end_byte - 1
 
     def _feeds_bash(self, stmt: ts.Node, redirect: ts.Node) -> bool:
         """`bash <<EOF` or `cat <<EOF | bash`: the here-document is a script."""
         cmds = [c for c in stmt.named_children if c.type == "command"]
-        cmds += [c for p in redirect.named_children if p.type == "pipeline" for c in p.named_children if c.type == "command"]
+        cmds += [
+            c for p in redirect.named_children if p.type == "pipeline" for c in p.named_children if c.type == "command"
+        ]
         names = [self.src.node_text(c.child_by_field_name("name") or c).strip() for c in cmds]
         return any(os.path.basename(x) in ("bash", "sh") for x in names)
 
@@ -505,7 +553,9 @@ class Evaluator:
         elif name == "read":
             for a in args:
                 if a.text and not a.text.startswith("-"):
-                    state.vars[a.text] = Var([unknown_word(a.span, f"${a.text} is read from input")], assigned_at=a.span)
+                    state.vars[a.text] = Var(
+                        [unknown_word(a.span, f"${a.text} is read from input")], assigned_at=a.span
+                    )
         elif name == "shift" and state.positional:
             state.positional = state.positional[1:]
         elif name in state.functions:
@@ -571,7 +621,9 @@ def _variants(vals: list[Var | None], labels: list[str]) -> list[tuple[str, Var 
     the same value are one variant, their labels joined by "or"."""
     flat: list[tuple[str, Var | None]] = []
     for var, label in zip(vals, labels):
-        flat += [(f"{label}, {sub}", v) for sub, v in var.variants] if var is not None and var.variants else [(label, var)]
+        flat += (
+            [(f"{label}, {sub}", v) for sub, v in var.variants] if var is not None and var.variants else [(label, var)]
+        )
     merged: dict[tuple | None, tuple[str, Var | None]] = {}
     for label, var in flat:
         key = None if var is None else (var.is_array, tuple(w.text for w in var.words))

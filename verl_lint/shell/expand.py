@@ -44,7 +44,21 @@ _DIR_WORDS = {"cd", "pwd", "dirname", "realpath", "readlink", "-f", "-P", "-L", 
 _SCRIPT_REFS = {"0", "{0}", "{BASH_SOURCE[0]}", "{BASH_SOURCE}", "BASH_SOURCE", "BASH_SOURCE[0]"}
 
 # `$'...'`: bash's escapes (a backslash before anything else stays as written)
-_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ESCAPES = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
 _ANSI_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)", re.S)
 
 
@@ -194,7 +208,12 @@ class Expander:
                 continue
             stop = re.compile("[/:]" if after_colon else "/").search(text, i)
             end = stop.start() if stop else len(text)
-            if stop is None and node.next_sibling is not None and node.parent is not None and node.parent.type == "concatenation":
+            if (
+                stop is None
+                and node.next_sibling is not None
+                and node.parent is not None
+                and node.parent.type == "concatenation"
+            ):
                 continue  # `~"/x"`, `~$V`: the tilde-prefix runs into a quoted or expanded part
             user = text[i + 1 : end]
             if user not in ("", "+", "-") and (
@@ -203,8 +222,10 @@ class Expander:
                 # Bash keeps `~name` when no user `name` exists: a `~name` not followed by a path
                 # is a Hydra delete (`~trainer.val_before_train`), not a login name.
                 continue
-            what = "the home directory of the user who runs the script ($HOME)" if not user else (
-                "$PWD" if user == "+" else "$OLDPWD" if user == "-" else f"the home directory of user {user}"
+            what = (
+                "the home directory of the user who runs the script ($HOME)"
+                if not user
+                else ("$PWD" if user == "+" else "$OLDPWD" if user == "-" else f"the home directory of user {user}")
             )
             return [
                 Seg(_unescape_unquoted(text[:i]), span),
@@ -249,7 +270,11 @@ class Expander:
 
         def literal(start: int, end: int) -> None:
             if end > start:
-                fields[-1].append(Seg(_unescape_dquote(self.src.data[start:end].decode("utf-8", "replace")), self.src.span(start, end)))
+                fields[-1].append(
+                    Seg(
+                        _unescape_dquote(self.src.data[start:end].decode("utf-8", "replace")), self.src.span(start, end)
+                    )
+                )
 
         # Text between the children is literal too: tree-sitter-bash leaves the blank before the
         # closing quote out of every node, and puts the one before a `${` into the expansion
@@ -305,7 +330,14 @@ class Expander:
             return [[Seg(None, span, Unknown(f"`{shorten(text)}` is not understood statically"))]]
         name = self.src.node_text(name_node)
         self.reads.add(name)
-        if index is None and name.isdigit() and name != "0" and state.positional is None and op in (":-", "-") and operand is not None:
+        if (
+            index is None
+            and name.isdigit()
+            and name != "0"
+            and state.positional is None
+            and op in (":-", "-")
+            and operand is not None
+        ):
             return self.expand(operand, state, quoted=True)  # `${1:-ppo_trainer}`: analysed with its default
         if name in ("@", "*") or (index is None and name.isdigit()):
             return self._positional(name, span, state, quoted)
@@ -313,7 +345,9 @@ class Expander:
             return [[state.cwd_seg(span)]]
         if op in patterns.STRING_OPS and not indirect and not length and index is None:
             var = state.vars.get(name)
-            seg = patterns.edited(self, var, op, node, state, span) if var is not None else self._unset(name, node, span)
+            seg = (
+                patterns.edited(self, var, op, node, state, span) if var is not None else self._unset(name, node, span)
+            )
             return [[seg]] if quoted or seg.text is None else split_unquoted(Word(seg.text, span))
         if indirect or (op is not None and op not in (":-", "-", ":=", "=", ":+", "+")):
             if op is None and not indirect and length:
@@ -379,7 +413,7 @@ class Expander:
     def _positional(self, name: str, span: Span, state: State, quoted: bool) -> list[list[Seg]]:
         if state.positional is None:
             if name in ("@", "*"):
-                return [[Seg(None, span, Unknown("extra arguments passed to the script (\"$@\")"), True)]]
+                return [[Seg(None, span, Unknown('extra arguments passed to the script ("$@")'), True)]]
             if name == "0":
                 return [[Seg(self.src.path, span)]]
             return [[Seg(None, span, Unknown(f"script argument ${name}"), True)]]
@@ -415,8 +449,13 @@ class Expander:
                 else "bash expands it to an empty string (0 in arithmetic)"
             )
             self.diagnostics.append(
-                VARIABLE_USED_BEFORE_ASSIGNMENT.finding(f"${name} is used here but only assigned later in the script; {effect} unless the caller's "
-                    "environment sets it", span, help=f"assign {name} before this line", key=name)
+                VARIABLE_USED_BEFORE_ASSIGNMENT.finding(
+                    f"${name} is used here but only assigned later in the script; {effect} unless the caller's "
+                    "environment sets it",
+                    span,
+                    help=f"assign {name} before this line",
+                    key=name,
+                )
             )
             return Seg(None, span, Unknown(f"${name} is used before it is assigned"))
         return Seg(None, span, self._from_environment(name, span))
@@ -427,7 +466,9 @@ class Expander:
 
     def glue(self, prev: Word, fields: list[list[Seg]], node: ts.Node, state: State, span: Span) -> list[list[Seg]]:
         """Join a word split by the grammar back onto the previous word (`$` + NAME + rest)."""
-        head: list[Seg] = [Seg(prev.text, span)] if prev.text is not None else [Seg(prev.prefix, span), Seg(None, span, prev.unknown)]
+        head: list[Seg] = (
+            [Seg(prev.text, span)] if prev.text is not None else [Seg(prev.prefix, span), Seg(None, span, prev.unknown)]
+        )
         first = fields[0]
         if self.src.data[node.start_byte - 1 : node.start_byte] == b"$" and first and first[0].text:
             m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", first[0].text)
@@ -438,7 +479,13 @@ class Expander:
                 seg = (
                     Seg(value.text, span, value.unknown)
                     if value is not None
-                    else Seg(None, span, self._from_environment(m.group(0), self.src.span(node.start_byte - 1, node.start_byte + m.end())))
+                    else Seg(
+                        None,
+                        span,
+                        self._from_environment(
+                            m.group(0), self.src.span(node.start_byte - 1, node.start_byte + m.end())
+                        ),
+                    )
                 )
                 if prev.text is not None:
                     head = [Seg(prev.text[:-1] if prev.text.endswith("$") else prev.text, span), seg]
@@ -536,7 +583,6 @@ def _arith_text(text: str, state: State) -> int | Unknown:
         if w is not None and w.text is not None and w.text != text:
             return _parse_int(w.text.strip())
     return Unknown(f"{text!r} is not an integer")
-
 
 
 def _parse_int(text: str) -> int | Unknown:

@@ -98,7 +98,9 @@ def bash_accepts(data: bytes) -> bool:
     if bash is None:
         return False
     try:
-        proc = subprocess.run([bash, "--noprofile", "--norc", "-O", "extglob", "-n"], input=data, env={}, capture_output=True, timeout=10)
+        proc = subprocess.run(
+            [bash, "--noprofile", "--norc", "-O", "extglob", "-n"], input=data, env={}, capture_output=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0
@@ -122,7 +124,11 @@ def syntax_errors(src: Source) -> list[Diagnostic]:
             newline = src.data.find(b"\n", n.start_byte)
             end = n.end_byte if newline < 0 else min(n.end_byte, newline)
             found.append(
-                BASH_PARSE_ERROR.finding(f"bash syntax error: {what}; the rest of the script is still analysed", src.span(n.start_byte, max(end, n.start_byte)), help="fix the syntax; `bash -n SCRIPT` shows what bash thinks")
+                BASH_PARSE_ERROR.finding(
+                    f"bash syntax error: {what}; the rest of the script is still analysed",
+                    src.span(n.start_byte, max(end, n.start_byte)),
+                    help="fix the syntax; `bash -n SCRIPT` shows what bash thinks",
+                )
             )
             continue
         stack.extend(reversed(inner))
@@ -180,7 +186,9 @@ def follows(src: Source, n: ts.Node) -> Follows | None:
     if last is None or last.type != "command":
         return None
     blank = _ESCAPED_BLANK.match(gap)
-    return Follows(src.node_span(last), src.span(prev.end_byte + blank.start(1), prev.end_byte + blank.end(1)) if blank else None)
+    return Follows(
+        src.node_span(last), src.span(prev.end_byte + blank.start(1), prev.end_byte + blank.end(1)) if blank else None
+    )
 
 
 def glued(nodes: list[ts.Node]):
@@ -191,6 +199,10 @@ def glued(nodes: list[ts.Node]):
     i = 0
     while i < len(nodes):
         c = nodes[i]
-        tail = nodes[i + 1] if c.type == "variable_assignment" and i + 1 < len(nodes) and nodes[i + 1].start_byte == c.end_byte else None
+        tail = (
+            nodes[i + 1]
+            if c.type == "variable_assignment" and i + 1 < len(nodes) and nodes[i + 1].start_byte == c.end_byte
+            else None
+        )
         yield c, tail
         i += 2 if tail is not None else 1

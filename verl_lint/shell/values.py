@@ -26,7 +26,6 @@ class Seg:
     parts: tuple[Word, ...] = ()  # Word.parts of the unknown value it was expanded from
 
 
-
 @dataclass
 class Var:
     # A scalar is a one-element list; arrays keep one Word per element.
@@ -73,7 +72,9 @@ class Command:
     state: State
     note: str | None = None  # under which condition it runs, when not under the script's own values
     nested: bool = False  # its string argument was read as a script (`bash -c`, `eval`)
-    variant: tuple[str, ...] | None = None  # expanded with these branch values, one per variable, or per group the same branches set ("when line 4: `[ ... ]`")
+    variant: tuple[str, ...] | None = (
+        None  # expanded with these branch values, one per variable, or per group the same branches set ("when line 4: `[ ... ]`")
+    )
     follows: Follows | None = None  # its name is a Hydra override: what is right above it
 
 
