@@ -34,6 +34,8 @@ BASE = (
 FRONT = (
     "pipeline",
     "runner",
+    "walk",
+    "upgrade",
     "results",
     "settings",
     "check",

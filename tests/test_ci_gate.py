@@ -14,7 +14,8 @@ from test_cli import cli
 from verl_lint import __version__
 from verl_lint.model import Options
 from verl_lint.report.render import render_json
-from verl_lint.runner import collect, lint_paths
+from verl_lint.runner import lint_paths
+from verl_lint.walk import collect
 from verl_lint.settings import Settings
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import EXAMPLES, NEWEST
 from verl_lint.model import Options, Severity
-from verl_lint.runner import collect, lint_paths
+from verl_lint.runner import lint_paths
+from verl_lint.walk import collect
 from verl_lint.settings import Settings
 
 

@@ -1,4 +1,4 @@
-"""`verl-lint check` and `upgrade`: the inputs, the settings each file gets, the lint, fixes,
+"""`verl-lint check`: the inputs, the settings each file gets, the lint, fixes,
 the report and the exit code. `run` builds its options here too."""
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from .engines.versions import version_problem
 from .environment import installed_versions
 from .files import WriteError, write_atomic
 from .gpus import gpu_gib
-from .launch.locate import LocateError, VerlTree, find_checkout, installed_tree, release_tree, tree_at, verl_tree_for
+from .launch.locate import LocateError, VerlTree, release_tree, tree_at, verl_tree_for
 from .model import Diagnostic, Severity, in_config_file
 from .model import FileReport, InputError, Options, stats
 from .report.fix import apply_fixes
 from .report.render import RENDERERS, accounting, render, render_statistics
 from .report.suppress import filter_baseline, write_baseline
-from .runner import collect, embedded_kind, forget_config_files, lint_paths, lint_script, once_per_run
+from .runner import forget_config_files, lint_paths, lint_script, once_per_run
+from .walk import collect, embedded_kind
 from .settings import ENGINE_FLAGS, SETTINGS, Settings, SettingsFinder, code_problem, show
 from .terminal import plural, safe, use_color, usage_error
 
@@ -349,17 +350,17 @@ def check(args: Namespace, command_argv: list[str] | None) -> int:
         reports, failed, diffs = fix(args, command_argv, inputs, reports)
         if args.baseline:  # the files --fix changed were linted again: the baseline still applies
             hidden = filter_baseline(Path(args.baseline), reports)
-    return emit(reports, args, _fail_on(args, inputs), failed, hidden, diffs, _docs(inputs))
+    return emit(reports, args, fail_on_levels(args, inputs), failed, hidden, diffs, docs_url(inputs))
 
 
-def _fail_on(args: Namespace, inputs: Plan) -> dict[str, str]:
+def fail_on_levels(args: Namespace, inputs: Plan) -> dict[str, str]:
     """Each report's --fail-on: the flag, else the setting of the file's own settings."""
     of = {str(f): args.fail_on or g.settings.fail_on for g in inputs.groups for f in g.files}
     default = args.fail_on or (inputs.command or inputs.stdin or Settings()).fail_on
     return {"": default, **of}
 
 
-def _docs(inputs: Plan) -> str | None:
+def docs_url(inputs: Plan) -> str | None:
     """The `docs-url` setting the report's links use: one report, so the first settings that set it."""
     every = [inputs.command, inputs.stdin, *(g.settings for g in inputs.groups)]
     return next((s.docs_url for s in every if s is not None and s.docs_url), None)
@@ -545,41 +546,6 @@ def emit(
         if level != "never" and any(d.severity >= Severity.parse(level) for d in r.diagnostics):
             return EXIT_FINDINGS
     return EXIT_CLEAN
-
-
-def upgrade(args: Namespace) -> int:
-    """Lint against the current and the target verl; report only what the upgrade changes."""
-    if STDIN in args.paths:
-        return usage_error("upgrade reads the scripts twice: give files, not stdin (`-`)")
-    finder = SettingsFinder(args.config)
-    try:
-        inputs = plan(args, None, finder)
-        target = verl_tree(None, args.to)
-        current = verl_tree(args.from_root, args.from_version)
-        if current is None:
-            current = find_checkout(Path(args.paths[0]).resolve().parent) or installed_tree()
-        if current is None:
-            raise UsageError("no current verl found: pass --from VERSION or --from-root DIR")
-        before = lint(args, None, inputs, current)
-        after = lint(args, None, inputs, target)
-    except UsageError as ex:
-        return usage_error(str(ex))
-    print(f"Upgrade preview: verl {current.version} -> {target.version}", file=sys.stderr)
-    known = {(d.span.path, d.code, d.key, d.span.line, d.span.col) for r in before for d in r.diagnostics}
-
-    def new_only(reports):  # what the upgrade changes, also after --fix linted the changed files again
-        for r in reports:
-            r.diagnostics = [
-                d for d in r.diagnostics if (d.span.path, d.code, d.key, d.span.line, d.span.col) not in known
-            ]
-        return reports
-
-    new_only(after)
-    failed = diffs = 0
-    if args.fix or args.diff:
-        after, failed, diffs = fix(args, None, inputs, after, target)
-        new_only(after)
-    return emit(after, args, _fail_on(args, inputs), failed, diffs=diffs, docs=_docs(inputs))
 
 
 # ------------------------------------------------------------ what applies ----

@@ -330,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             return usage_error(problem)
         if args.command in ("check", "upgrade"):
-            from .check import check, upgrade  # the linting modules: only linting needs them
+            from .check import check  # the linting modules: only linting needs them
+            from .upgrade import upgrade  # linting too: loaded only to lint
 
             return check(args, command_argv) if args.command == "check" else upgrade(args)
         if args.command == "run":

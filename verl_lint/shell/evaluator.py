@@ -26,7 +26,7 @@ from ..terminal import shorten
 from ..places import places, working_dirs
 from .expand import Expander
 from .source import REDIRECTS, Source, follows, glued, syntax_errors
-from .values import Command, ScriptResult, State, UntakenArm, Var, field_word, join_words, unknown_word
+from .values import Command, ScriptResult, State, UntakenArm, Var, field_word, join_words, merge_outcomes, unknown_word
 
 MAX_SOURCE_DEPTH = 8
 MAX_CALL_DEPTH = 16
@@ -160,7 +160,7 @@ class Evaluator:
             )
         elif else_body:
             self._untaken(else_body, state, self.src.node_span(else_clause).line, else_clause.start_byte)
-        self._merge(state, outcomes, "set in a branch of an if", labels)
+        merge_outcomes(state, outcomes, "set in a branch of an if", labels, self.src.span(0, 0))
 
     def _text(self, nodes: list[ts.Node]) -> str:
         return shorten(" ".join(self.src.node_text(c) for c in nodes), 60)
@@ -221,7 +221,7 @@ class Evaluator:
         if not any(label.endswith("matches `*`") for label in labels):  # else some pattern always matches
             outcomes.append(state.copy())
             labels.append(f"when line {self.src.node_span(n).line}: `{value}` matches no pattern of the case")
-        self._merge(state, outcomes, "set in a branch of a case", labels)
+        merge_outcomes(state, outcomes, "set in a branch of a case", labels, self.src.span(0, 0))
 
     def _loop(self, n: ts.Node, state: State) -> None:
         """A `for` over known words runs its body once per word, in order, as bash does: each
@@ -249,7 +249,7 @@ class Evaluator:
                 self._stmt(c, body_state)
             elif c != var:
                 self.expander.expand_all([c], body_state)
-        self._merge(state, [body_state, state.copy()], "changes inside a loop")
+        merge_outcomes(state, [body_state, state.copy()], "changes inside a loop", None, self.src.span(0, 0))
 
     def _iterations(self, n: ts.Node, var: ts.Node | None, state: State) -> list[Word] | None:
         """The words a `for VAR in WORDS` loop (not nested in another such loop) iterates over,
@@ -270,39 +270,6 @@ class Evaluator:
         if len(words) > MAX_VARIANTS or any(w.text is None or re.search(r"[*?\[{]", w.text) for w in words):
             return None
         return words
-
-    def _merge(self, state: State, outcomes: list[State], reason: str, labels: list[str] | None = None) -> None:
-        """Variables the outcomes disagree on become unknown; after an if/case (`labels`: each
-        outcome's branch) they keep each branch's value as a variant."""
-        names = set()
-        for o in outcomes:
-            names |= set(o.vars)
-        for name in names:
-            vals = [o.vars.get(name) for o in outcomes]
-            first = vals[0]
-            if all(v is first for v in vals):
-                if first is not None:
-                    state.vars[name] = first
-                continue
-            texts = {None if v is None else tuple(w.text for w in v.words) for v in vals}
-            if len(texts) == 1 and None not in texts and all(v.is_array == first.is_array for v in vals):
-                state.vars[name] = first
-                continue
-            anchor = next((v for v in vals if v is not None), None)
-            span = anchor.assigned_at if anchor and anchor.assigned_at else self.src.span(0, 0)
-            # An array the branches extend differently (`cmd+=(...)` under an if) keeps the
-            # elements they all start with: `"${cmd[@]}"` still names its program.
-            common = _common_start([v.words for v in vals]) if all(v is not None and v.is_array for v in vals) else []
-            state.vars[name] = Var(
-                [*common, unknown_word(span, f"${name} is {reason}")],
-                is_array=bool(common),
-                exported=any(v.exported for v in vals if v is not None),
-                assigned_at=span,
-                variants=_variants(vals, labels) if labels else None,
-            )
-        for o in outcomes:
-            for fname, body in o.functions.items():
-                state.functions.setdefault(fname, body)
 
     # -- assignments --------------------------------------------------------
     def _assign(
@@ -616,30 +583,5 @@ def evaluate(
     return result
 
 
-def _variants(vals: list[Var | None], labels: list[str]) -> list[tuple[str, Var | None]]:
-    """Each outcome's value under its branch (nested variants flattened); branches that leave
-    the same value are one variant, their labels joined by "or"."""
-    flat: list[tuple[str, Var | None]] = []
-    for var, label in zip(vals, labels):
-        flat += (
-            [(f"{label}, {sub}", v) for sub, v in var.variants] if var is not None and var.variants else [(label, var)]
-        )
-    merged: dict[tuple | None, tuple[str, Var | None]] = {}
-    for label, var in flat:
-        key = None if var is None else (var.is_array, tuple(w.text for w in var.words))
-        merged[key] = (f"{merged[key][0]} or {label}", merged[key][1]) if key in merged else (label, var)
-    return list(merged.values())
-
-
 def _descendants(node: ts.Node, type_: str) -> bool:
     return node.type == type_ or any(_descendants(c, type_) for c in node.children)
-
-
-def _common_start(arrays: list[list[Word]]) -> list[Word]:
-    """The elements every one of `arrays` starts with (an unknown one when it is the same word)."""
-    out = []
-    for ws in zip(*arrays):
-        if any(w != ws[0] for w in ws):
-            break
-        out.append(ws[0])
-    return out

@@ -1,7 +1,7 @@
 """Word expansion as bash does it, over known values: quoting, parameter expansion
 (`${V:-d}`, `${V:=d}`, `${#V}`, arrays, positional parameters), tilde and the
 directories of the script (`$(dirname "$0")`, `$(pwd)`), and `$(( ))` arithmetic.
-Whatever is only known at run time becomes a segment carrying an `Unknown`."""
+(`arithmetic.py` evaluates `$(( ))`.) Whatever is only known at run time becomes a segment carrying an `Unknown`."""
 
 from __future__ import annotations
 
@@ -13,31 +13,9 @@ import tree_sitter as ts
 from ..catalogue import VARIABLE_USED_BEFORE_ASSIGNMENT
 from ..model import Diagnostic, Span, Unknown, Word
 from ..terminal import shorten
-from . import patterns
+from . import arithmetic, patterns
 from .source import Source
 from .values import Seg, State, Var, expanded_seg, field_word, split_unquoted
-
-_ARITH_OPS = {
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "**": lambda a, b: a**b if b >= 0 and b < 64 else None,
-    "/": lambda a, b: None if b == 0 else int(a / b) if (a < 0) != (b < 0) else a // b,
-    "%": lambda a, b: None if b == 0 else a - b * (int(a / b) if (a < 0) != (b < 0) else a // b),
-    "<": lambda a, b: int(a < b),
-    ">": lambda a, b: int(a > b),
-    "<=": lambda a, b: int(a <= b),
-    ">=": lambda a, b: int(a >= b),
-    "==": lambda a, b: int(a == b),
-    "!=": lambda a, b: int(a != b),
-    "&&": lambda a, b: int(bool(a) and bool(b)),
-    "||": lambda a, b: int(bool(a) or bool(b)),
-    "&": lambda a, b: a & b,
-    "|": lambda a, b: a | b,
-    "^": lambda a, b: a ^ b,
-    "<<": lambda a, b: a << b if 0 <= b < 64 else None,
-    ">>": lambda a, b: a >> b if 0 <= b < 64 else None,
-}
 
 # Words of substitutions that only compute a directory of the script (see _directory_of).
 _DIR_WORDS = {"cd", "pwd", "dirname", "realpath", "readlink", "-f", "-P", "-L", "--", "&&"}
@@ -178,7 +156,7 @@ class Expander:
         if t in ("simple_expansion", "expansion"):
             return self._expand_param(node, state, quoted)
         if t == "arithmetic_expansion":
-            v = self._arith_node(node, state)
+            v = arithmetic.evaluate(self, node, state)
             if isinstance(v, Unknown):
                 return [[Seg(None, span, v)]]
             return [[Seg(str(v), span)]]
@@ -494,109 +472,11 @@ class Expander:
                 first = [Seg(first[0].text[m.end() :], first[0].span)] + first[1:]
         return [head + first] + fields[1:]
 
-    # -- arithmetic ---------------------------------------------------------
-    def _arith_node(self, node: ts.Node, state: State) -> int | Unknown:
-        inner = [c for c in node.named_children]
-        if not inner:
-            return 0
-        v: int | Unknown = 0
-        for c in inner:  # `$((a, b))` evaluates to the last
-            v = self._arith(c, state)
-        return v
-
-    def _arith(self, n: ts.Node, state: State) -> int | Unknown:
-        t = n.type
-        if t == "number":
-            return _parse_int(self.src.node_text(n))
-        if t == "parenthesized_expression":
-            return self._arith(n.named_children[0], state) if n.named_children else 0
-        if t == "variable_name":
-            return self._arith_var(self.src.node_text(n), n, state)
-        if t in ("simple_expansion", "expansion", "string", "concatenation", "word", "raw_string"):
-            fields = self.expand(n, state, quoted=True)
-            w = field_word(fields[0] if fields else [], self.src.node_span(n))
-            if w.text is None:
-                return w.unknown or Unknown("unknown operand")
-            return _arith_text(w.text, state)
-        if t == "arithmetic_expansion" or t == "command_substitution":
-            fields = self.expand(n, state)
-            w = field_word(fields[0] if fields else [], self.src.node_span(n))
-            return _parse_int(w.text) if w.text is not None else (w.unknown or Unknown("unknown"))
-        if t == "unary_expression":
-            op = n.children[0].type
-            v = self._arith(n.named_children[0], state)
-            if isinstance(v, Unknown):
-                return v
-            return {"-": -v, "+": v, "!": int(not v), "~": ~v}.get(op, Unknown(f"operator {op}"))
-        if t == "binary_expression":
-            left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
-            op = n.child_by_field_name("operator")
-            op_text = op.type if op is not None else ""
-            if left is None or right is None:
-                return Unknown("incomplete arithmetic")
-            if op_text in ("=", "+=", "-=", "*=", "/=", "%="):
-                return Unknown("assignment inside arithmetic is not tracked")
-            a, b = self._arith(left, state), self._arith(right, state)
-            if isinstance(a, Unknown):
-                return a
-            if isinstance(b, Unknown):
-                return b
-            fn = _ARITH_OPS.get(op_text)
-            if fn is None:
-                return Unknown(f"arithmetic operator {op_text}")
-            r = fn(a, b)
-            return Unknown(f"{a} {op_text} {b} is an arithmetic error") if r is None else r
-        if t == "ternary_expression":
-            cond = self._arith(n.named_children[0], state)
-            if isinstance(cond, Unknown):
-                return cond
-            return self._arith(n.named_children[1] if cond else n.named_children[2], state)
-        return Unknown(f"`{shorten(self.src.node_text(n))}` in arithmetic is not evaluated")
-
-    def _arith_var(self, name: str, node: ts.Node, state: State) -> int | Unknown:
-        self.reads.add(name)
-        var = state.vars.get(name)
-        if var is None:
-            seg = self._unset(name, node, self.src.node_span(node))
-            return seg.unknown
-        w = var.words[0] if var.words else Word("0", self.src.node_span(node))
-        if w.text is None:
-            return w.unknown or Unknown(f"${name} is unknown")
-        return _arith_text(w.text, state)
-
 
 def _join_with_spaces(words: list[Word], span: Span) -> Word:
     if any(w.text is None for w in words):
         return Word(None, span, next(w.unknown for w in words if w.text is None))
     return Word(" ".join(w.text for w in words), span)
-
-
-def _arith_text(text: str, state: State) -> int | Unknown:
-    text = text.strip()
-    if text == "":
-        return 0
-    v = _parse_int(text)
-    if not isinstance(v, Unknown):
-        return v
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) and text in state.vars:
-        w = state.vars[text].words[0] if state.vars[text].words else None
-        if w is not None and w.text is not None and w.text != text:
-            return _parse_int(w.text.strip())
-    return Unknown(f"{text!r} is not an integer")
-
-
-def _parse_int(text: str) -> int | Unknown:
-    try:
-        if text.lower().startswith("0x"):
-            return int(text, 16)
-        if "#" in text:
-            base, digits = text.split("#", 1)
-            return int(digits, int(base))
-        if len(text) > 1 and text.startswith("0") and text.isdigit():
-            return int(text, 8)
-        return int(text)
-    except ValueError:
-        return Unknown(f"{text!r} is not an integer")
 
 
 def _unescape_unquoted(text: str) -> str:

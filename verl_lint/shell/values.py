@@ -164,3 +164,63 @@ def join_words(a: Word, b: Word, span: Span) -> Word:
     if a.text is None or b.text is None:
         return Word(None, span, a.unknown or b.unknown)
     return Word(a.text + b.text, span, cwd=a.cwd or b.cwd)
+
+
+def merge_outcomes(state: State, outcomes: list[State], reason: str, labels: list[str] | None, fallback: Span) -> None:
+    """Variables the outcomes disagree on become unknown; after an if/case (`labels`: each
+    outcome's branch) they keep each branch's value as a variant. `fallback`: the span of a
+    variable no outcome assigned."""
+    names = set()
+    for o in outcomes:
+        names |= set(o.vars)
+    for name in names:
+        vals = [o.vars.get(name) for o in outcomes]
+        first = vals[0]
+        if all(v is first for v in vals):
+            if first is not None:
+                state.vars[name] = first
+            continue
+        texts = {None if v is None else tuple(w.text for w in v.words) for v in vals}
+        if len(texts) == 1 and None not in texts and all(v.is_array == first.is_array for v in vals):
+            state.vars[name] = first
+            continue
+        anchor = next((v for v in vals if v is not None), None)
+        span = anchor.assigned_at if anchor and anchor.assigned_at else fallback
+        # An array the branches extend differently (`cmd+=(...)` under an if) keeps the
+        # elements they all start with: `"${cmd[@]}"` still names its program.
+        common = _common_start([v.words for v in vals]) if all(v is not None and v.is_array for v in vals) else []
+        state.vars[name] = Var(
+            [*common, unknown_word(span, f"${name} is {reason}")],
+            is_array=bool(common),
+            exported=any(v.exported for v in vals if v is not None),
+            assigned_at=span,
+            variants=_variants(vals, labels) if labels else None,
+        )
+    for o in outcomes:
+        for fname, body in o.functions.items():
+            state.functions.setdefault(fname, body)
+
+
+def _variants(vals: list[Var | None], labels: list[str]) -> list[tuple[str, Var | None]]:
+    """Each outcome's value under its branch (nested variants flattened); branches that leave
+    the same value are one variant, their labels joined by "or"."""
+    flat: list[tuple[str, Var | None]] = []
+    for var, label in zip(vals, labels):
+        flat += (
+            [(f"{label}, {sub}", v) for sub, v in var.variants] if var is not None and var.variants else [(label, var)]
+        )
+    merged: dict[tuple | None, tuple[str, Var | None]] = {}
+    for label, var in flat:
+        key = None if var is None else (var.is_array, tuple(w.text for w in var.words))
+        merged[key] = (f"{merged[key][0]} or {label}", merged[key][1]) if key in merged else (label, var)
+    return list(merged.values())
+
+
+def _common_start(arrays: list[list[Word]]) -> list[Word]:
+    """The elements every one of `arrays` starts with (an unknown one when it is the same word)."""
+    out = []
+    for ws in zip(*arrays):
+        if any(w != ws[0] for w in ws):
+            break
+        out.append(ws[0])
+    return out
