@@ -165,6 +165,7 @@ class Rule:
         checks that could not decide) both ask."""
         hit = ctx.rule_runs.get(self.code)
         if hit is None:
+            assert self.check is not None, f"{self.code} is reported by a front end, not run"
             outer, ctx.unknown_reads = ctx.unknown_reads, []
             try:
                 found = list(self.check(ctx))
@@ -310,6 +311,8 @@ def lazy_module(name: str):
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(name)
     loader = importlib.util.LazyLoader(spec.loader)
     spec.loader = loader
     module = importlib.util.module_from_spec(spec)
@@ -353,7 +356,7 @@ def selected(code: str, name: str, select, ignore) -> bool:
 
 def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict | None = None) -> list[Diagnostic]:
     """Select/ignore, per-rule severity overrides, de-duplication and a stable order."""
-    out = {}
+    out: dict[tuple, Diagnostic] = {}
     for d in diags:
         if not selected(d.code, d.name, select, ignore):
             continue
