@@ -16,8 +16,9 @@ or in a primary config:
 Parameters (each also as `+hydra.callbacks.verl_lint.NAME=VALUE`):
   fail_on      error | warning | info | never (default error): findings at or above it
                stop the job before the task function runs.
-  select       codes/prefixes/names to run (list or comma-separated string); VL230/VL231
-               (keys nobody reads) run here only when selected.
+  select       codes/prefixes/names to run (list or comma-separated string); the rules that
+               read the whole verl tree (keys nobody reads, ...: their pages say so) run here
+               only when selected.
   ignore       codes/prefixes/names to skip.
   report_path  also write the JSON report (the `--format json` list) to this file.
   strict       false (default): if verl-lint itself fails or a parameter here is bad, warn

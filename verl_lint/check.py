@@ -12,15 +12,16 @@ from pathlib import Path
 
 from . import __version__
 from .cache import memo
+from .catalogue import outcome
 from .engines.versions import version_problem
 from .environment import installed_versions
 from .files import WriteError, write_atomic
 from .gpus import gpu_gib
 from .launch.locate import LocateError, VerlTree, release_tree, tree_at, verl_tree_for
 from .model import Diagnostic, Severity, in_config_file
-from .model import FileReport, InputError, Options, stats
+from .model import FileReport, InputError, Options
 from .report.fix import apply_fixes
-from .report.render import RENDERERS, accounting, render, render_statistics
+from .report.render import RENDERERS, accounting, render, render_statistics, stats
 from .report.suppress import filter_baseline, write_baseline
 from .runner import forget_config_files, lint_paths, lint_script, once_per_run
 from .walk import collect, embedded_kind
@@ -428,13 +429,13 @@ def _fix_targets(reports: list[FileReport], args: Namespace):
 
 
 def _fixable_file(r: FileReport, args: Namespace) -> bool:
-    """A file --fix may write: not a command line, not stdin, not one whose parse failed (VL006)."""
+    """A file --fix may write: not a command line, not stdin, not one not read as the text it claims to be (`Rule.outcome` "unparsed": invalid UTF-8)."""
     stdin = (args.stdin_filename or STDIN) if STDIN in args.paths else None
     return (
         r.text is not None
         and not r.path.startswith("<")
         and r.path != stdin
-        and not any(d.code == "VL006" for d in r.diagnostics)
+        and not any(outcome(d) == "unparsed" for d in r.diagnostics)
     )
 
 

@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 from . import __version__, cache, doctor
+from .catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, LAUNCH_NOT_ANALYSABLE
 from .launch.locate import LocateError, release_tree
 from .environment import MissingTable
 from .rules import registered_rules
@@ -147,7 +148,7 @@ def _build_rules(r: argparse.ArgumentParser) -> None:
 
 
 def _build_rule(d: argparse.ArgumentParser) -> None:
-    d.add_argument("code", help="code (VL201) or name")
+    d.add_argument("code", help="a rule's code or name")
 
 
 COMMANDS = {
@@ -236,7 +237,8 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-unanalysed",
         action="store_true",
-        help="exit 1 when a launch or file could not be analysed (VL007, VL004, VL005), whatever --fail-on says",
+        help=f"exit 1 when a launch or file could not be analysed ({LAUNCH_NOT_ANALYSABLE.code}, {FILE_TOO_LARGE.code}, "
+        f"{ANALYSIS_TIMEOUT.code}), whatever --fail-on says",
     )
     p.add_argument(
         "--no-cache",
@@ -254,14 +256,18 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
         "--jobs", "-j", type=int, default=None, metavar="N", help="worker processes (default: all cores for many files)"
     )
     p.add_argument(
-        "--max-file-size", type=float, default=None, metavar="MiB", help="skip larger files with VL004 (default 4)"
+        "--max-file-size",
+        type=float,
+        default=None,
+        metavar="MiB",
+        help=f"skip larger files with {FILE_TOO_LARGE.code} (default 4)",
     )
     p.add_argument(
         "--timeout",
         type=float,
         default=None,
         metavar="S",
-        help="time limit per launch (and for a file's shell code), VL005 (default 20; 0: none)",
+        help=f"time limit per launch (and for a file's shell code), {ANALYSIS_TIMEOUT.code} (default 20; 0: none)",
     )
 
 

@@ -18,8 +18,6 @@ import re
 from pathlib import Path
 
 DOCS = (".md", ".markdown", ".rst")
-# Script rules that do not apply to a doc's snippets: pseudo-bash, and variables set elsewhere.
-NOT_FOR_SNIPPETS = ("VL001", "VL002", "VL011")
 YAMLS = (".yaml", ".yml")
 
 # A verl launch, as a quick test of a block's text (the shell front end decides what it really is).

@@ -11,7 +11,7 @@ The clock stops while a step builds what the rest of the run reuses from the cac
 tree's reader index, its guards: `cache.memo`): that work is bounded by the tree, paid by
 whichever launch comes first, and would otherwise put the first launch over the limit on a
 busy machine. What was analysed before a limit is kept; the rest is reported as not analysed
-(VL005).
+(ANALYSIS_TIMEOUT).
 """
 
 from __future__ import annotations

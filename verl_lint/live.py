@@ -33,13 +33,6 @@ ENVIRONMENT = "<environment>"
 RAY_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
 
 
-# Rules that read the whole verl tree (the reader index, ~35 ms; the config classes and the code
-# that converts them, ~100 ms; the code around each read of a set key, parsed, ~100 ms and more)
-# at every job start against a 50 ms budget: the callback runs them only when `select` asks for
-# them (`check`/`run` always do).
-OPT_IN = ("VL108", "VL110", "VL230", "VL231", "VL233")
-
-
 def lint_config(
     cfg,
     overrides: Iterable[str] | None = None,
@@ -103,7 +96,7 @@ def lint_config(
     versions["verl"] = parse_version(tree.version if tree else None)
     ctx = Context(launch, comp, versions, env_vars, engines, live=True)
     ctx.gpu_gib, ctx.gpu_origin = gpu or live_gpu_gib() or (None, "")
-    rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore) and (r.code not in OPT_IN or select)]
+    rules = [r for r in REGISTRY if selected(r.code, r.name, select, ignore) and (r.in_callback or select)]
     diags = pack.check(ctx, rules, on_error)
     for d in diags:
         _add_provenance(d, comp, env_vars, choices, config_name)

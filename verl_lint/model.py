@@ -90,7 +90,7 @@ class Unknown(NamedTuple):
     """A value the static evaluator cannot know, with the reason why."""
 
     reason: str
-    # `$X` of a variable the script assigns nowhere: (X, where `$X` is written), for VL011.
+    # `$X` of a variable the script assigns nowhere: (X, where `$X` is written), for NEVER_ASSIGNED.
     unassigned: tuple[str, Span] | None = None
 
     def __str__(self) -> str:
@@ -143,7 +143,7 @@ class RayAttach(NamedTuple):
 
 
 class Cut(NamedTuple):
-    """Where a launch is cut short: its overrides from `line` on run as commands of their own (VL008)."""
+    """Where a launch is cut short: its overrides from `line` on run as commands of their own (BROKEN_LINE_CONTINUATION)."""
 
     line: int
     blank: Span | None  # the `\ ` that cut it: bash passes " " to the launch, and Hydra stops on it
@@ -177,11 +177,11 @@ class Launch:
     # from ..."): said on the file's first finding that rests on it, not on each.
     assumed_cwd: str | None = None
     prints_only: str | None = None  # `--cfg job`, `--help`, ...: Hydra composes and prints, the app never runs
-    # Set when the command names an entry point but cannot be read as a launch: why (a VL007).
+    # Set when the command names an entry point but cannot be read as a launch: why (a LAUNCH_NOT_ANALYSABLE finding).
     not_analysable: str | None = None
     words: list[Word] = field(default_factory=list)  # the whole command, launcher options included
     variant: tuple[str, ...] | None = None  # the branch values it was expanded with (one Launch per combination)
-    cut: Cut | None = None  # cut short by a broken `\` continuation (VL008)
+    cut: Cut | None = None  # cut short by a broken `\` continuation (BROKEN_LINE_CONTINUATION)
 
 
 @dataclass
@@ -269,9 +269,11 @@ class Options:
     version_origin: dict[str, str] = field(default_factory=dict)  # key -> "--vllm" / "[tool.verl-lint] vllm"
     allowed_roots: tuple[Path, ...] = ()  # `source` may read files under these
     debug: bool = False
-    max_bytes: int = 4 * 2**20  # larger files get a VL004 finding instead of an analysis
-    timeout: float = 20.0  # seconds per step (the file's shell analysis, each launch) before VL005 (0: no limit)
-    max_launches: int = MAX_LAUNCHES  # launch analyses per file; the rest get VL005 (limits.py)
+    max_bytes: int = 4 * 2**20  # larger files get a FILE_TOO_LARGE finding instead of an analysis
+    timeout: float = (
+        20.0  # seconds per step (the file's shell analysis, each launch) before ANALYSIS_TIMEOUT (0: no limit)
+    )
+    max_launches: int = MAX_LAUNCHES  # launch analyses per file; the rest get ANALYSIS_TIMEOUT (limits.py)
     cwd: str | None = None  # where the scripts are run from (--cwd); None: assumed per script
     gpu_gib: float | None = (
         None  # memory per GPU (--gpu / --gpu-memory, the gpu setting); None: the memory rules are silent
@@ -327,29 +329,4 @@ def _file_text(path: str, _mtime: int) -> str | None:
         return None
 
 
-LAUNCH_CUT = "this launch was not analysed: "  # how a VL005 at one launch begins (pipeline._cut)
-
-
-def stats(reports: "list[FileReport]") -> dict:
-    """Counts for the summary, the exit code and the JSON/SARIF run properties."""
-    n = {s: 0 for s in Severity}
-    for r in reports:
-        for d in r.diagnostics:
-            n[d.severity] += 1
-    return {
-        "findings": sum(n.values()),
-        "errors": n[Severity.ERROR],
-        "warnings": n[Severity.WARNING],
-        "infos": n[Severity.INFO],
-        "files_with_findings": sum(1 for r in reports if r.diagnostics),
-        "files": len(reports),
-        "files_unreadable": sum(1 for r in reports if r.errors and r.text is None),  # not linted at all
-        "launches": sum(r.launches for r in reports),
-        # Accounted for, not analysed: launches (VL007, with the reason) and whole files (VL004/VL005).
-        "unanalysed": sum(1 for r in reports for d in r.diagnostics if d.code == "VL007"),
-        "files_unanalysed": sum(1 for r in reports if any(d.code in ("VL004", "VL005") for d in r.diagnostics)),
-        # Of those, the launches a limit cut (VL005 at a launch; the others are whole files).
-        "over_limit": sum(
-            1 for r in reports for d in r.diagnostics if d.code == "VL005" and d.message.startswith(LAUNCH_CUT)
-        ),
-    }
+LAUNCH_CUT = "this launch was not analysed: "  # how an ANALYSIS_TIMEOUT at one launch begins (pipeline._cut)

@@ -88,7 +88,7 @@ def lint_text(
     for each in variants.values():
         report.diagnostics.extend(across_variants(each))
     # Suppression comments live in this file, and in the config files a finding is located in (a
-    # `# verl-lint: disable=VL230` on a YAML line); findings in sourced files or on a command line keep theirs.
+    # `# verl-lint: disable=CODE` on a YAML line); findings in sourced files or on a command line keep theirs.
     by_file: dict[str, list[Diagnostic]] = {}
     for d in report.diagnostics:
         by_file.setdefault(d.span.path, []).append(d)
@@ -127,7 +127,7 @@ def lint_source(path: str, text: str, options: Options, composer: Composer, step
         return lint_config(path, text, options, composer, step_limit)
     report = lint_text(path, embedded.shell_view(p, text) if what else text, options, composer, step_limit=step_limit)
     if what == "doc":  # snippets, not whole scripts: what a launch needs from before it is not there
-        report.diagnostics = [d for d in report.diagnostics if d.code not in embedded.NOT_FOR_SNIPPETS]
+        report.diagnostics = [d for d in report.diagnostics if REGISTRY.get(d.code).snippets]
     return report
 
 
@@ -165,7 +165,7 @@ def _as_config(linted: FileReport, path: str, text: str, as_script: str, note: s
 def _cut(
     rest: list[Launch], variants: dict, counted: set[Span], report: FileReport, why: str, fix: str
 ) -> list[Diagnostic]:
-    """VL005 at each launch of `rest`, not analysed; a command cut between its variants is not
+    """ANALYSIS_TIMEOUT at each launch of `rest`, not analysed; a command cut between its variants is not
     reported from the variants analysed (nor counted)."""
     out = {}
     for la in rest:
@@ -250,7 +250,7 @@ def launch_findings(
     for note in (la.note, la.assumed_cwd):  # a branch the script's own values do not take; the cwd assumed
         if note:
             diags = [replace(d, message=f"{d.message} ({note})") for d in diags]
-    if la.cut:  # cut short by a broken continuation (VL008): say how that bears on each finding
+    if la.cut:  # cut short by a broken continuation (BROKEN_LINE_CONTINUATION): say how that bears on each finding
         diags = [after_cut(d, la.cut) for d in diags]
     # A finding in a project config file names the launch that composes it (the file may serve many).
     reached = Related("", la.entry_span, "the launch that composes this config file")
@@ -306,7 +306,7 @@ def launch_context(
     try:
         app = locate_app(la, tree)
     except (LocateError, EntryPointNotFound):
-        # An entry point the release removed is a finding with its replacement (VL426), not VL009.
+        # An entry point the release removed is a finding with its replacement (`rules.tables`), not ENTRY_POINT_NOT_FOUND.
         gone = la.module and tree and removed_module_diag(la.module, tree, la.entry_span)
         if gone:
             return [gone]

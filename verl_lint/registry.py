@@ -60,7 +60,7 @@ class Rule:
     bad: list[str | tuple[str, str]] = field(default_factory=list)
     good: list[str | tuple[str, str]] = field(default_factory=list)
     # verl's entry points (modules) whose code path, trainer and workers, the rule was verified on
-    # (empty: any). A launch of another of verl's own entry points is not judged (VL012 says so
+    # (empty: any). A launch of another of verl's own entry points is not judged (a note says so
     # where the rule would report); a project's own entry point is taken at its config's word.
     entry_points: tuple[str, ...] = ()
     bad_options: dict = field(default_factory=dict)  # Options fields the bad examples need (e.g. a tiny timeout)
@@ -72,6 +72,20 @@ class Rule:
     # Codes whose finding at the same token this rule's finding replaces: it says the same thing
     # better (a renamed key explains Hydra's bare "Could not override"). `pack.check` applies it.
     supersedes: tuple[str, ...] = ()
+    # What the front ends ask of a rule, read here and nowhere else (never a list of codes):
+    snippets: bool = True  # judged in a doc's shell snippets too (False: they are pseudo-bash, set variables elsewhere)
+    # The Hydra callback runs it without `select` naming it (False: it reads the whole verl tree,
+    # too slow for every job start; `check` and `run` always run it).
+    in_callback: bool = True
+    engines: tuple[str, ...] = ()  # the engines whose release its verdict can depend on (named when one is unknown)
+    size_check: bool = False  # a size check: the size note lists it where a run-time value kept it from deciding
+    # Its finding holds whatever a broken `\` continuation cuts off below the launch: python or
+    # Hydra stops before anything the cut could change is read.
+    before_the_cut: bool = False
+    # What the finding says about the analysis itself: "" (a finding about the script), "launch"
+    # (a launch not analysable), "file" (a file not analysed), "limit" (a launch or file cut by a
+    # limit), "unparsed" (a file not read as the text it claims to be: never rewritten by --fix).
+    outcome: str = ""
 
     def finding(
         self, message: str, span: Span, help: str = "", key: str = "", severity: Severity | None = None
@@ -103,12 +117,17 @@ class Rule:
                 out.append(f"{label}: " + " or ".join(f"`/{ev.pattern}/` in {', '.join(ev.files)}" for ev in evs) + ".")
         if self.live:
             out.append("Found only in a running process (the Hydra callback, `verl-lint doctor`).")
+        elif not self.in_callback:
+            out.append("The Hydra callback runs it only when `select` names it (it reads the whole verl tree).")
+        if self.engines:
+            out.append(f"Its verdict depends on the release of {', '.join(e.replace('_', '-') for e in self.engines)}.")
         if self.supersedes:
             out.append(f"Its finding replaces one of {', '.join(self.supersedes)} at the same token.")
         if self.entry_points:
             out.append(
                 f"Judges launches of {', '.join(f'`{m}`' for m in self.entry_points)} whatever their config is named, and of a "
-                "project's own entry point; verl's other entry points run other code and are not judged (VL012 says so)."
+                "project's own entry point; verl's other entry points run other code and are not judged "
+                f"({REGISTRY.get('rules-not-run-for-entry-point').code} says so)."
             )
         out += ["", self.body] if self.body else []
         for title, examples in (("Bad", self.bad), ("Good", self.good)):
@@ -161,7 +180,7 @@ class Rule:
 
     def run(self, ctx: Context) -> tuple[list[Diagnostic], list[str]]:
         """The rule's findings on the launch of `ctx` and the keys it read that the script leaves
-        to run time, computed once per launch: `pack.check` and VL300 (which lists the size
+        to run time, computed once per launch: `pack.check` and the size note (which lists the size
         checks that could not decide) both ask."""
         hit = ctx.rule_runs.get(self.code)
         if hit is None:
@@ -244,15 +263,6 @@ class Registry:
 
 REGISTRY = Registry()
 
-# Codes of rules that are gone, and what reports their findings now: a `select`/`ignore` setting
-# written for an older verl-lint that names one still loads (it matches no rule).
-RETIRED = {
-    "VL201": "VL701-VL706",
-    "VL202": "VL701-VL706",  # vLLM's enable_expert_parallel: read from verl's engine-argument assembly
-    "VL219": "VL233",
-    "VL220": "VL233",  # KL settings without their switch: derived from the code's conditions
-}
-
 
 def declare(
     code: str,
@@ -269,6 +279,7 @@ def declare(
     unless=(),
     live: bool = False,
     supersedes=(),
+    **facts,
 ) -> Rule:
     """Register a rule: the one way in. Without `check` it is reported by a front end (the shell
     reader, composition, the runner, the live allocator check) through the returned `Rule`."""
@@ -288,13 +299,15 @@ def declare(
             evidence=tuple(evidence),
             unless=tuple(unless),
             supersedes=tuple(supersedes),
+            **facts,
         )
     )
 
 
 def rule(code: str, name: str, severity: str, **where):
     """Decorator: `declare` a rule checked by the decorated function; its docstring is the
-    rule's documentation. `where`: verl, bad, good, entry_points, bad_options, evidence, unless, supersedes."""
+    rule's documentation. `where`: verl, bad, good, entry_points, bad_options, evidence, unless, supersedes,
+    and the facts the front ends read (`Rule.snippets` ... `Rule.outcome`)."""
 
     def deco(fn):
         declare(code, name, severity, fn.__doc__ or "", fn, **where)

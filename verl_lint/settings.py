@@ -24,7 +24,7 @@ from .cache import memo
 from .engines.versions import version_problem
 from .gpus import gpu_gib
 from .model import Severity
-from .registry import RETIRED
+from .catalogue import RETIRED
 from .rules import registered_rules
 from .terminal import safe
 
@@ -140,7 +140,7 @@ def _text(value: Any) -> str:
 
 def _url(value: Any) -> str:
     if not isinstance(value, str) or not value.startswith(("https://", "http://")):
-        raise _Bad("must be an http(s):// address (the directory holding the rule pages, VL101.md ...)")
+        raise _Bad("must be an http(s):// address (the directory holding the rule pages, one CODE.md per rule)")
     return value
 
 
@@ -179,7 +179,7 @@ def _severity(value: Any) -> dict[str, Severity]:
             code if code in names else next((c for c, name in names.items() if name == code), None)
         )  # one rule: not a prefix
         if rule is None:
-            prefix = f'{show(code)} is a prefix: name one rule (a code such as "VL301" or a rule name)'
+            prefix = f"{show(code)} is a prefix: name one rule (its full code or its name)"
             raise _Bad(code_problem(code) or prefix)
         problem = choice_problem(sev, SEVERITIES)
         if problem:

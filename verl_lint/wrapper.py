@@ -11,7 +11,7 @@ process replace itself with the command (`os.execvp`): the command's exit code a
 are its own, and no verl-lint process stays around. `--dry-run` lints and shows what would
 run. If verl-lint itself fails or the analysis exceeds `--timeout`, the command runs anyway
 after a one-line warning (`--strict` stops instead): a linter bug must not block a launch. The
-script is read within `--max-file-size` (over it: VL004, an error finding like any other).
+script is read within `--max-file-size` (over it: FILE_TOO_LARGE, an error finding like any other).
 
 Exit codes without exec: 1 findings at or above --fail-on, 2 usage or input errors,
 126/127 the command cannot be executed / is not found (as a shell reports them).

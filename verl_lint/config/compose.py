@@ -424,7 +424,7 @@ def _load_disk(path: Path) -> bytes | ComposeError | None:
 def _raise_unless_config_error(ex: BaseException) -> None:
     """Re-raise what a config cannot cause: the time limit firing (limits.Timeout),
     RecursionError, MemoryError, an I/O error. Only what Hydra, OmegaConf and YAML raise for
-    bad configs (the same for the same files, so it may be cached) becomes VL106."""
+    bad configs (the same for the same files, so it may be cached) becomes CONFIG_COMPOSITION_ERROR."""
     # Hydra also trips its own asserts and attribute lookups on odd input (`critic=${oc.select:...}`
     # in a defaults list): as deterministic as its exceptions, so findings too.
     config_errors = (

@@ -42,7 +42,9 @@ class Context:
         self.versions = versions  # exact versions only (verl, torch, and engines known exactly)
         self.env = env
         self.engines = engines or {}  # engine -> versions.Evidence (exact, declared range, or none)
-        self.skipped_engines: set[str] = set()  # engines whose unknown release silenced a rule (VL010)
+        self.skipped_engines: set[str] = (
+            set()
+        )  # engines whose unknown release silenced a rule (`engines.versions.notes`)
         # live (the Hydra callback): the config and env are the real ones, OmegaConf resolves as at
         # run time. Static: `${oc.env:X}` reads the script's env, and X unset there is unknown.
         self.live = live

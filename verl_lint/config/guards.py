@@ -4,7 +4,7 @@ For one name at a time, the files whose text has it are parsed, and every place 
 config node of that name is kept with the conditions it runs under: the tests of the `if`s,
 `elif`s, `while`s and conditional expressions around it, the left side of an `and`/`or`
 before it, and an earlier `if c: ... return` (raise, continue, break) of its block, within its
-own function. VL233 then asks, for a key the user set, whether every
+own function. The guarded-key rule (`rules.guarded`) then asks, for a key the user set, whether every
 read of it (or of a node above it) sits under a condition the launch's config makes false.
 
 A read is any of: `x.name` loaded (also `x.name += 1`), `x["name"]`, `x.get("name")`,

@@ -14,7 +14,7 @@ already kept (verl's requirements.txt pinning `vllm==0.8.4` next to setup.py's
 `vllm>=0.8.5,<=0.12.0`) is left out rather than emptying the range. Rules then judge a fact
 over the candidate releases (`judge`): every candidate -> the rule's severity, some ->
 a warning naming them, none -> silent. With no evidence at all they judge over every
-release and, where that is not unanimous, stay silent and say so once per run (VL010).
+release and, where that is not unanimous, stay silent and say so once per run (`notes`).
 Nothing is guessed: the newest release is never assumed.
 """
 
@@ -31,8 +31,10 @@ from typing import NamedTuple
 from packaging.version import InvalidVersion, Version
 
 from ..cache import memo
+from ..catalogue import ENGINE_VERSION_UNKNOWN
 from ..environment import installed_version
 from ..model import Severity
+from ..registry import REGISTRY
 
 # packaging.specifiers / .requirements are imported where used: the Hydra callback only needs
 # Evidence and notes (specifier sets are typed `Spec` here).
@@ -44,13 +46,6 @@ ENGINES: dict[str, tuple[str, str, str]] = {
     "sglang": ("sglang", "SGLang", "--sglang"),
     "vllm_ascend": ("vllm-ascend", "vllm-ascend", "--vllm-ascend"),
     "torch_npu": ("torch-npu", "torch-npu", "--torch-npu"),
-}
-# The rules whose verdict can depend on each engine's release (named in the VL010 note).
-DEPENDENT_RULES: dict[str, tuple[str, ...]] = {
-    "vllm": ("VL501", "VL502", "VL504", "VL701"),
-    "sglang": ("VL701",),
-    "vllm_ascend": ("VL503", "VL504"),
-    "torch_npu": (),
 }
 _DIST_KEY = {re.sub(r"[-_.]+", "-", d).lower(): k for k, (d, _, _) in ENGINES.items()}  # PEP 503 names
 MAX_READ = 1 << 20  # requirement and docker files larger than this are not read
@@ -505,13 +500,14 @@ def skipped(ctx, engine: str) -> None:
 
 
 def notes(ctx) -> list:
-    """One VL010 per engine whose release was needed and unknown (kept once per run)."""
+    """One `ENGINE_VERSION_UNKNOWN` note per engine whose release was needed and unknown (kept once
+    per run), naming the rules whose verdict depends on it (`Rule.engines`)."""
     out = []
     for engine in sorted(ctx.skipped_engines):
         dist, t, flag = ENGINES[engine]
-        rules = ", ".join(DEPENDENT_RULES[engine])
+        rules = ", ".join(r.code for r in REGISTRY if engine in r.engines)
         d = ctx.diag(
-            "VL010",
+            ENGINE_VERSION_UNKNOWN.code,
             f"no {t} version is known ({dist} is not installed, no {flag}, and the verl tree and project declare no {dist} "
             f"requirement): {rules} stayed silent wherever the verdict depends on the {t} release",
             help=f'pass {flag} VERSION, or set {engine.replace("_", "-")} = "VERSION" in [tool.verl-lint]',

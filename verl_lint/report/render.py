@@ -12,7 +12,8 @@ from functools import lru_cache
 from .. import __version__
 from ..model import Severity, argument
 from ..embedded import DOCS, YAMLS
-from ..model import LAUNCH_CUT, FileReport, stats
+from ..catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, outcome
+from ..model import LAUNCH_CUT, FileReport
 from ..rules import registered_rules
 from ..terminal import plural, safe, width
 
@@ -107,6 +108,32 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
     return "\n".join(out) + "\n"
 
 
+def stats(reports: list[FileReport]) -> dict:
+    """Counts for the summary, the exit code and the JSON/SARIF run properties."""
+    n = {s: 0 for s in Severity}
+    for r in reports:
+        for d in r.diagnostics:
+            n[d.severity] += 1
+    return {
+        "findings": sum(n.values()),
+        "errors": n[Severity.ERROR],
+        "warnings": n[Severity.WARNING],
+        "infos": n[Severity.INFO],
+        "files_with_findings": sum(1 for r in reports if r.diagnostics),
+        "files": len(reports),
+        "files_unreadable": sum(1 for r in reports if r.errors and r.text is None),  # not linted at all
+        "launches": sum(r.launches for r in reports),
+        # Accounted for, not analysed (`Rule.outcome`): launches (with the reason) and whole files
+        # (too large, or cut by a limit).
+        "unanalysed": sum(1 for r in reports for d in r.diagnostics if outcome(d) == "launch"),
+        "files_unanalysed": sum(1 for r in reports if any(outcome(d) in ("file", "limit") for d in r.diagnostics)),
+        # Of those, the launches a limit cut (the others are whole files).
+        "over_limit": sum(
+            1 for r in reports for d in r.diagnostics if outcome(d) == "limit" and d.message.startswith(LAUNCH_CUT)
+        ),
+    }
+
+
 def accounting(reports: list[FileReport]) -> str:
     """What was not analysed, so a clean summary never hides it: the launches' reasons, grouped."""
     s = stats(reports)
@@ -114,15 +141,19 @@ def accounting(reports: list[FileReport]) -> str:
     if s["unanalysed"]:
         line += " (" + ", ".join(f"{n} {why}" for why, n in reasons(reports).items()) + ")"
     if s["over_limit"]:
-        line += f", {s['over_limit']} cut by a limit (VL005)"
+        line += f", {s['over_limit']} cut by a limit ({ANALYSIS_TIMEOUT.code})"
     whole = sum(
         1
         for r in reports
-        if any(d.code == "VL004" or (d.code == "VL005" and not d.message.startswith(LAUNCH_CUT)) for d in r.diagnostics)
+        if any(
+            outcome(d) == "file" or (outcome(d) == "limit" and not d.message.startswith(LAUNCH_CUT))
+            for d in r.diagnostics
+        )
     )
     if whole:
         line += (
-            f"; {plural(whole, 'file')} not analysed at all (VL004 too large, VL005 its shell code over the time limit)"
+            f"; {plural(whole, 'file')} not analysed at all ({FILE_TOO_LARGE.code} too large, "
+            f"{ANALYSIS_TIMEOUT.code} its shell code over the time limit)"
         )
     return line
 
@@ -131,7 +162,7 @@ _CHECKED = "this launch was not checked: "
 
 
 def reason(message: str) -> str:
-    """A VL007 message's reason without its particulars (the entry point, the variable):
+    """A not-analysable launch's message's reason without its particulars (the entry point, the variable):
     `--config-name is only known at run time`, so that the summary can group them."""
     why = message.removeprefix(_CHECKED)
     why = re.sub(r"^\S+ is (started|named) here, but ", "", why)
@@ -140,7 +171,9 @@ def reason(message: str) -> str:
 
 def reasons(reports: list[FileReport]) -> dict[str, int]:
     """Why launches were not analysed: {reason: count}, the most frequent first."""
-    return dict(Counter(reason(d.message) for r in reports for d in r.diagnostics if d.code == "VL007").most_common())
+    return dict(
+        Counter(reason(d.message) for r in reports for d in r.diagnostics if outcome(d) == "launch").most_common()
+    )
 
 
 def summary(reports: list[FileReport]) -> dict:
@@ -149,7 +182,7 @@ def summary(reports: list[FileReport]) -> dict:
     s = stats(reports)
     by_file = {}
     for r in reports:
-        skipped = sum(1 for d in r.diagnostics if d.code == "VL007")
+        skipped = sum(1 for d in r.diagnostics if outcome(d) == "launch")
         if r.launches or skipped:
             by_file[r.path] = {"analysed": r.launches, "not_analysable": skipped}
     out = {
@@ -166,7 +199,7 @@ def summary(reports: list[FileReport]) -> dict:
             "by_file": by_file,
         },
     }
-    if s["over_limit"]:  # launches cut by a limit (VL005), neither analysed nor not analysable
+    if s["over_limit"]:  # launches cut by a limit, neither analysed nor not analysable
         out["launches"]["over_limit"] = s["over_limit"]
     configs = {r.path: r.note for r in reports if r.note}
     if configs:  # primary configs linted on their own, and as which launch

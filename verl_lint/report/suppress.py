@@ -21,7 +21,7 @@ def _matches(code_or_name: str, d: Diagnostic) -> bool:
 
 
 def apply_suppressions(diags: list[Diagnostic], text: str, path: str, report_unused: bool = True) -> list[Diagnostic]:
-    """Drop suppressed findings; report suppressions that suppressed nothing (VL003), unless the
+    """Drop suppressed findings; report suppressions that suppressed nothing (UNUSED_SUPPRESSION), unless the
     file serves other launches too (`report_unused` False: a project config file)."""
     lines = text.splitlines()
     directives = []  # (kind, codes, comment line, applies-to lines, col)

@@ -31,6 +31,7 @@ from .sizes import (
     "VL301",
     "train-batch-not-divisible-by-gpus",
     "error",
+    size_check=True,
     evidence=[Evidence(VALIDATION, r"must be divisible by minimal possible batch size")],
     bad=[
         main_ppo(
@@ -125,6 +126,7 @@ MINI_CHECKS = {
     "VL302",
     "train-batch-smaller-than-mini-batch",
     "error",
+    size_check=True,
     # verl 0.1-0.2 has no such check: the actor splits the batch into mini batches of at most that size.
     evidence=[*MINI_CHECKS[A], *MINI_CHECKS["critic"]],
     bad=[
@@ -248,6 +250,7 @@ def actor_worker(ctx) -> str | None:
     "VL304",
     "mini-batch-not-divisible-by-dp",
     "error",
+    size_check=True,
     bad=[
         (
             main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"),
@@ -499,6 +502,7 @@ BUDGET_SCALE = {
     "VL305",
     "max-token-len-below-sequence-length",
     "error",
+    size_check=True,
     bad=[
         main_ppo(
             f"{A}.use_dynamic_bsz=True",
@@ -588,6 +592,7 @@ BATCHED_TOKENS_RAISED = Evidence(VLLM_SERVER, r"raising max_num_batched_tokens f
     "VL311",
     "max-num-batched-tokens-below-max-model-len",
     "error",
+    size_check=True,
     evidence=[Evidence(VLLM_SERVER, r"max_num_batched_tokens")],
     unless=[BATCHED_TOKENS_RAISED],
     bad=[
@@ -655,6 +660,7 @@ def batched_tokens(ctx):
     "VL312",
     "max-model-len-below-sequence-budget",
     "warning",
+    size_check=True,
     evidence=[Evidence(VLLM_SERVER, r"max_possible_tokens = self\.config\.max_model_len - len\(prompt_ids\)")],
     bad=[main_ppo(f"{R}.max_model_len=2048", "data.max_prompt_length=1024", "data.max_response_length=2048")],
     good=[main_ppo(f"{R}.max_model_len=4096", "data.max_prompt_length=1024", "data.max_response_length=2048")],
@@ -694,6 +700,7 @@ def max_model_len_budget(ctx):
     "VL313",
     "val-do-sample-needs-temperature",
     "error",
+    size_check=True,
     evidence=[Evidence(VALIDATION, r"validation gen temperature should be greater than 0")],
     bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
     good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],

@@ -48,6 +48,7 @@ def model_len(ctx: Context) -> tuple[int | None, str]:
     "VL317",
     "batched-tokens-below-model-len-with-chunked-prefill",
     "error",
+    size_check=True,
     evidence=[CHUNKED_PREFILL_CHECK],
     verl=">=0.3,<0.7",
     bad=[main_ppo("data.max_prompt_length=2048", "data.max_response_length=8192")],

@@ -68,6 +68,7 @@ _EK = "+actor_rollout_ref.rollout.engine_kwargs"
     "VL701",
     "unknown-engine-kwarg",
     "error",
+    engines=("vllm", "sglang"),
     bad=[
         main_ppo(_V, f"{_EK}.vllm.max_num_batch_tokens=8192"),
         # removed in vLLM 0.13; verl 0.7 declares vllm<=0.12, where it is still valid

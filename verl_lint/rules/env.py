@@ -293,6 +293,7 @@ _NPU = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
     "VL501",
     "vllm-env-var-crashes-engine",
     "error",
+    engines=("vllm",),
     # verl 0.7 declares vllm>=0.8.5,<=0.12.0, which includes releases where these crash; verl
     # 0.9.1 pins vllm==0.24.0, where neither does
     bad=[
@@ -336,6 +337,7 @@ def vllm_env_crash(ctx: Context):
     "VL502",
     "obsolete-vllm-env-var",
     "warning",
+    engines=("vllm",),
     # deprecated/removed after vllm 0.12.0, the newest release verl 0.7 declares
     bad=[
         (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}), ">=0.8"),
@@ -387,6 +389,7 @@ def obsolete_vllm_env(ctx: Context):
     "VL503",
     "obsolete-vllm-ascend-env-var",
     "warning",
+    engines=("vllm_ascend",),
     bad=[
         main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_FLASHCOMM": "1"}),
         main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE": "1"}),
@@ -423,6 +426,7 @@ def obsolete_vllm_ascend_env(ctx: Context):
     "VL504",
     "unknown-vllm-env-var",
     "warning",
+    engines=("vllm", "vllm_ascend"),
     bad=[
         main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LENGTH": "1"}),
         main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZZ": "0"}),

@@ -133,6 +133,7 @@ def _interpolated_names(ctx: Context, index) -> set[str]:
     "VL233",
     "key-read-only-under-off-condition",
     "warning",
+    in_callback=False,
     bad=[main_ppo("algorithm.kl_ctrl.kl_coef=0.01"), main_ppo("actor_rollout_ref.actor.kl_loss_type=mse")],
     good=[
         main_ppo("algorithm.use_kl_in_reward=True", "algorithm.kl_ctrl.kl_coef=0.01"),

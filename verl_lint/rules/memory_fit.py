@@ -269,6 +269,7 @@ MEMORY_RULES = ("VL325", "VL326", "VL327")
     "VL325",
     "rollout-weights-exceed-memory-share",
     "error",
+    size_check=True,
     evidence=[VLLM_SHARE],
     bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.15")],
     good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.5")],
@@ -322,6 +323,7 @@ def rollout_weights(ctx) -> Iterator:
     "VL326",
     "kv-cache-cannot-hold-one-sequence",
     "error",
+    size_check=True,
     evidence=[VLLM_SHARE],
     bad=[
         main_ppo(
@@ -400,6 +402,7 @@ def kv_room(ctx) -> Iterator:
     "VL327",
     "training-state-exceeds-gpu",
     "warning",
+    size_check=True,
     bad=[main_ppo(f"{M}.path=Qwen/Qwen2.5-32B-Instruct", "trainer.n_gpus_per_node=4", f"{A}.use_kl_loss=True")],
     good=[
         main_ppo(
@@ -465,6 +468,7 @@ def training_memory(ctx) -> Iterator:
     "VL330",
     "memory-checks-without-gpu",
     "info",
+    size_check=True,
     bad=[main_ppo(QWEN7)],
     good=[main_ppo(QWEN7)],  # linted with a GPU given
     bad_options={"gpu_gib": None},

@@ -23,6 +23,7 @@ REWARD_MODEL_PAIR = Evidence(
     "VL303",
     "micro-batch-set-twice",
     "error",
+    size_check=True,
     evidence=[
         Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"You have set both")
     ],
@@ -118,6 +119,7 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     "VL315",
     "micro-batch-unset",
     "error",
+    size_check=True,
     evidence=[
         Evidence(
             (*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"),
@@ -198,6 +200,7 @@ GLOBAL_MICRO = Evidence(
     "VL332",
     "global-micro-batch-too-small",
     "error",
+    size_check=True,
     supersedes=("VL232",),  # "deprecated" is the weaker form of "verl stops on this value"
     evidence=[GLOBAL_MICRO],
     # verl 0.8+'s engine worker does not take the global actor micro batch at all (VL318)

@@ -125,6 +125,7 @@ def _divides_kv(kv: int, size: int) -> bool:
     "VL320",
     "rollout-tp-does-not-divide-heads",
     "error",
+    size_check=True,
     evidence=[Evidence(ROLLOUT_FILES, r"tensor_parallel_size")],
     bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=8")],
     good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=4")],
@@ -190,6 +191,7 @@ ULYSSES = {  # role -> (its section, its model)
     "VL321",
     "ulysses-sp-does-not-divide-heads",
     "error",
+    size_check=True,
     evidence=[Evidence(MONKEY_PATCH, r"assert num_attention_heads % ulysses_sp_size == 0")],
     bad=[
         (main_ppo(QWEN7, f"{A}.{SP}=8", f"{M}.use_remove_padding=True"), "<0.7"),
@@ -254,6 +256,7 @@ def ulysses_heads(ctx) -> Iterator:
     "VL322",
     "sequence-exceeds-model-context",
     "error",
+    size_check=True,
     evidence=[CONTEXT_ASSERT, CONTEXT_RAISE],
     # (a batched-token budget that holds the sequence: verl 0.3-0.6 also checks that, VL317)
     bad=[
@@ -350,6 +353,7 @@ MEGATRON_TP = {
     "VL323",
     "megatron-tp-does-not-divide-heads",
     "error",
+    size_check=True,
     evidence=[MEGATRON],
     bad=[
         (main_ppo("model_engine=megatron", QWEN7, f"{A}.megatron.tensor_model_parallel_size=8"), ">=0.8"),
@@ -420,6 +424,7 @@ EXPERT_PARALLEL = (f"{R}.expert_parallel_size", f"{A}.megatron.expert_model_para
     "VL324",
     "expert-parallel-on-dense-model",
     "warning",
+    size_check=True,
     evidence=[Evidence(("verl/workers/config/rollout.py",), r"expert_parallel_size")],
     bad=[
         main_ppo(QWEN7, f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")
@@ -479,6 +484,7 @@ MODEL_RULES = ("VL320", "VL321", "VL322", "VL323", "VL324")
     "VL328",
     "model-config-unreadable",
     "warning",
+    size_check=True,
     bad=[main_ppo(f"{M}.path=/etc/hostname")],
     good=[main_ppo(QWEN7)],
 )
@@ -515,6 +521,7 @@ def unreadable(ctx) -> Iterator:
     "VL329",
     "model-unknown",
     "info",
+    size_check=True,
     bad=[main_ppo(f"{M}.path=my-org/my-private-model")],
     good=[main_ppo(QWEN7)],
 )

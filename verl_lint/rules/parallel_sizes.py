@@ -50,6 +50,7 @@ SP_FSDP_ONLY = Evidence(
     "VL306",
     "rollout-parallel-does-not-divide-gpus",
     "error",
+    size_check=True,
     bad=[main_ppo(f"{R}.tensor_model_parallel_size=3")],
     good=[main_ppo(f"{R}.tensor_model_parallel_size=4")],
     evidence=[Evidence(WORKERS, r"is not divisible by infer_")],
@@ -123,6 +124,7 @@ def rollout_world(ctx):
     "VL307",
     "rollout-ep-not-tp-times-dp",
     "error",
+    size_check=True,
     evidence=[
         Evidence(
             ROLLOUT_CONFIG, r"expert_parallel_size must be equal to tensor_model_parallel_size \* data_parallel_size"
@@ -169,6 +171,7 @@ def rollout_ep(ctx):
     "VL308",
     "rollout-pipeline-parallel-unsupported",
     "error",
+    size_check=True,
     evidence=[Evidence(ROLLOUT_CONFIG, r"not implemented pipeline_model_parallel_size > 1")],
     bad=[main_ppo(f"{R}.name=vllm", f"{R}.pipeline_model_parallel_size=2")],
     good=[main_ppo(f"{R}.name=vllm", f"{R}.tensor_model_parallel_size=4")],
@@ -205,6 +208,7 @@ def rollout_pp(ctx):
     "VL309",
     "megatron-parallel-does-not-divide-gpus",
     "error",
+    size_check=True,
     evidence=[Evidence(VALIDATION, r"must be divisible by model_parallel_size")],
     bad=[
         (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=3"), ">=0.8"),
@@ -265,6 +269,7 @@ def megatron_parallel(ctx):
     "VL310",
     "ulysses-sp-requires-remove-padding",
     "error",
+    size_check=True,
     # verl 0.7+ declares actor.ulysses_sequence_parallel_size deprecated (VL232) but still checks it
     bad=[
         (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False"), "<0.7"),
@@ -324,6 +329,7 @@ def ulysses_padding(ctx):
     "VL314",
     "vllm-dp-needs-gpus-per-node-multiple-of-tp",
     "error",
+    size_check=True,
     # Older servers assert this only with expert parallelism (where VL307 covers TP × DP).
     evidence=[
         Evidence(
@@ -403,6 +409,7 @@ ULYSSES_MESH = Evidence(
     "VL333",
     "ulysses-sp-does-not-divide-gpus",
     "error",
+    size_check=True,
     evidence=[ULYSSES_MESH],
     bad=[
         (

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..catalogue import BROKEN_LINE_CONTINUATION, NEVER_ASSIGNED, OVERRIDE_LIKE
 from ..model import Cut, Diagnostic, Launch, Severity, Span, Word
+from ..registry import REGISTRY
 from ..terminal import shorten
 
 if TYPE_CHECKING:
@@ -70,15 +71,10 @@ def broken_continuations(commands: list[Command], launches: list[Launch]) -> lis
     return out
 
 
-# Findings no cut changes: python stops before Hydra parses anything (VL426: a removed entry
-# point), or Hydra stops parsing another override (VL102).
-_BEFORE_THE_CUT = ("VL102", "VL426")
-
-
 def after_cut(d: Diagnostic, cut: Cut) -> Diagnostic:
     """A finding of a launch cut short, saying how the cut bears on it: after a `\\ ` Hydra stops
     on the ` ` argument before it gets that far; a key set below the cut never reaches the launch."""
-    if d.code in _BEFORE_THE_CUT:
+    if REGISTRY.get(d.code).before_the_cut:  # python or Hydra stops before the cut could matter
         return d
     below = cut.below.get(d.key)
     if cut.blank is not None:

@@ -15,6 +15,7 @@ _LAUNCH = "#!/bin/bash\ntorchrun --standalone --nproc_per_node=8 -m verl.trainer
     "VL316",
     "sft-batch-not-divisible",
     "error",
+    size_check=True,
     evidence=[SFT],
     bad=[
         _LAUNCH.format("data.train_batch_size=100"),

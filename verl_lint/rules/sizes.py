@@ -118,7 +118,7 @@ def skipped_for_unknown(ctx):
     """
     missed: dict[str, list[str]] = {}
     for r in REGISTRY:
-        if not r.code.startswith("VL3") or r.code == "VL300" or not r.runs_on(ctx):
+        if not r.size_check or not r.runs_on(ctx):
             continue
         found, reads = r.run(ctx)  # (the same run pack.check reports)
         if reads and not found:

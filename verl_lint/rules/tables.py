@@ -396,6 +396,8 @@ def _register() -> None:
                 good=_examples(rec, False),
                 entry_points=entry_points,
                 supersedes=SUPERSEDED[name],
+                # a removed entry point: python stops before Hydra reads an override
+                before_the_cut=bool(getattr(rec, "module", None)),
             )
 
 

@@ -239,6 +239,7 @@ def _misplaced_finding(ctx: Context, o, where: str, section: str, home: str):
     "VL230",
     "key-never-read",
     "warning",
+    in_callback=False,
     bad=[
         main_ppo("+trainer.no_such_knob=1"),
         main_ppo("+data.train_batch_sizee=4"),
@@ -303,6 +304,7 @@ def key_never_read(ctx: Context):
     "VL231",
     "config-key-never-read",
     "info",
+    in_callback=False,
     # (data.return_raw_input_ids, the other key both releases ship unread, is VL215's example too.)
     bad=[main_ppo("global_profiler.global_tool_config.torch_memory.kw_args={}")],
     good=[main_ppo("actor_rollout_ref.rollout.gpu_memory_utilization=0.6")],

@@ -42,6 +42,7 @@ def _accepted(value, allowed: tuple) -> bool:
     "VL108",
     "value-not-accepted",
     "error",
+    in_callback=False,
     bad=[
         main_ppo("actor_rollout_ref.actor.loss_agg_mode=True"),
         main_ppo("actor_rollout_ref.actor.optim.lr_scheduler_type=linear-warmup"),
@@ -126,6 +127,7 @@ def _check_of(ctx: Context, root: str, key: str, in_code: dict[str, Choice]) -> 
     "VL110",
     "added-key-not-a-config-field",
     "error",
+    in_callback=False,
     bad=[
         main_ppo("+actor_rollout_ref.actor.clip_ratio_cap=3.0"),
         main_ppo("+actor_rollout_ref.actor.optim.warmup_ratio=0.1"),

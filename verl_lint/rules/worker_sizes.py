@@ -46,6 +46,7 @@ def _engine(ctx) -> bool:
     "VL331",
     "dynamic-bsz-differs-between-actor-and-rollout",
     "error",
+    size_check=True,
     evidence=[DYNAMIC_MATCH],
     bad=[
         (
@@ -107,6 +108,7 @@ def dynamic_bsz_match(ctx):
     "VL318",
     "micro-batch-per-gpu-required",
     "error",
+    size_check=True,
     evidence=[PER_GPU_SET],
     supersedes=("VL232",),  # "deprecated" is the weaker form of "this release's workers require the other key"
     bad=[
@@ -173,6 +175,7 @@ def per_gpu_required(ctx):
     "VL319",
     "log-prob-micro-batch-does-not-divide",
     "error",
+    size_check=True,
     evidence=[ENGINE_MICRO, PADDING],
     bad=[
         (

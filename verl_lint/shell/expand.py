@@ -78,7 +78,7 @@ def assigned_names(src: Source) -> set[str]:
     """Every name the script assigns anywhere, in any way bash has (assignments and
     declarations, see first_assignments; `for X in`; the builtins that assign their arguments;
     `(( X = ... ))`, `(( X++ ))`), or shows it expects unset (`${X:-d}`, `${X:+a}`, `${X:?}`,
-    `[ -z "$X" ]`, `[ -v X ]`). Over-reading an argument only silences VL011."""
+    `[ -z "$X" ]`, `[ -v X ]`). Over-reading an argument only silences NEVER_ASSIGNED."""
     names = set(first_assignments(src))
     stack = [src.tree.root_node]
     while stack:

@@ -161,7 +161,7 @@ def _descendants(n: ts.Node):
 class Follows(NamedTuple):
     """A command whose name is a Hydra override (`a.b=1`), and the command right above it with
     only blank lines, comments and backslashes between them: when that one is a launch, the
-    launch was cut short there (VL008)."""
+    launch was cut short there (BROKEN_LINE_CONTINUATION)."""
 
     above: Span  # the command right above
     blank: Span | None  # a `\ ` ending that command: bash passes it " " as its last argument

@@ -105,7 +105,7 @@ class ScriptResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     sourced: list[str] = field(default_factory=list)
     # Where the script may assign variables the evaluator does not see (a `source` of a file it
-    # does not read, `eval` of a string it does not read, `export $(...)`): VL011 stays silent.
+    # does not read, `eval` of a string it does not read, `export $(...)`): NEVER_ASSIGNED stays silent.
     hidden_assignments: list[Span] = field(default_factory=list)
     untaken: list[UntakenArm] = field(default_factory=list)
 

@@ -1,0 +1,102 @@
+"""Every fact about a rule is on its `Rule` (docs/ARCHITECTURE.md, "The rule protocol"): no rule
+code is typed outside the modules that declare rules, and no two rules share a code."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from verl_lint.catalogue import RETIRED
+from verl_lint.engines.versions import ENGINES
+from verl_lint.rules import registered_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "verl_lint"
+CODE = re.compile(r"\bVL\d{3}\b")
+# Where rules are declared, and so where their codes are written: the rule pack and the catalogue.
+DECLARING = ("rules/", "catalogue.py")
+# The loader of the knowledge tables (rules/*.yaml, which declare rules of their own) quotes a
+# record's code in its documentation and in the error a malformed code gets.
+EXEMPT = {"knowledge.py"}
+
+
+def code_literals(package: Path) -> list[str]:
+    """`path:line: text` of every rule code written in a module outside the declaring ones, in
+    code, strings, docstrings and comments alike."""
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith(DECLARING) or rel in EXEMPT:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if CODE.search(line):
+                out.append(f"{rel}:{n}: {line.strip()}")
+    return out
+
+
+def test_no_rule_code_outside_the_rules():
+    """A front end asks the registry (`Rule.snippets`, `in_callback`, `engines`, `outcome`, ...) or
+    names the catalogue's `Rule`; it never retypes a code."""
+    assert code_literals(PACKAGE) == []
+
+
+def test_the_scan_catches_a_code_in_code_and_in_comments(tmp_path):
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "x.py").write_text('CODE = "VL101"\n')  # declaring: allowed
+    (tmp_path / "front.py").write_text('OPT = ("VL230",)\n# and VL231 in a comment\n"""VL232 in a docstring"""\n')
+    (tmp_path / "other.py").write_text("VL23 = 'VL2301'  # not a code\n")
+    assert code_literals(tmp_path) == [
+        'front.py:1: OPT = ("VL230",)',
+        "front.py:2: # and VL231 in a comment",
+        'front.py:3: """VL232 in a docstring"""',
+    ]
+
+
+def declared_codes() -> list[tuple[str, str]]:
+    """(code, where) of every rule declared in the source: `@rule(code, ...)` and
+    `declare(code, ...)` in the rule pack and the catalogue, and each record of the knowledge
+    tables, whether or not the module is imported."""
+    out = []
+    for path in sorted([*(PACKAGE / "rules").glob("*.py"), PACKAGE / "catalogue.py"]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("rule", "declare")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                out.append((node.args[0].value, f"{path.name}:{node.lineno}"))
+    for path in sorted((ROOT / "rules").glob("*.yaml")):
+        table = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(table, dict) and "records" in table:  # a table of rules (env_vars.yaml only names codes)
+            out += [(rec["code"], f"{path.name}:{rec['name']}") for rec in table["records"]]
+    return out
+
+
+def test_no_two_rules_share_a_code_and_no_retired_code_comes_back():
+    declared = declared_codes()
+    twice = {
+        code: [w for c, w in declared if c == code] for code, n in Counter(c for c, _ in declared).items() if n > 1
+    }
+    assert twice == {}
+    codes = {c for c, _ in declared}
+    assert codes & set(RETIRED) == set()
+    # every declared rule is registered once the pack is loaded (no module left out of rules/pack.py), and nothing else
+    assert codes == {r.code for r in registered_rules()}
+
+
+def test_the_facts_front_ends_read_are_well_formed():
+    rules = list(registered_rules())
+    for r in rules:
+        assert set(r.engines) <= set(ENGINES), r.code
+        assert r.outcome in ("", "launch", "file", "limit", "unparsed"), r.code
+        # `catalogue.outcome` answers without the rule pack: only the catalogue's rules have one
+        assert not r.outcome or r.check is None, r.code
+    # each fact is set on some rule and left at its default on others: none is a dead field
+    for fact in ("snippets", "in_callback", "engines", "size_check", "before_the_cut", "outcome", "live"):
+        assert len({bool(getattr(r, fact)) for r in rules}) == 2, fact
