@@ -14,6 +14,7 @@ import importlib.util
 import shlex
 import sys
 import textwrap
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,7 @@ class Rule:
     # (a launch not analysable), "file" (a file not analysed), "limit" (a launch or file cut by a
     # limit), "unparsed" (a file not read as the text it claims to be: never rewritten by --fix).
     outcome: str = ""
+    producer: Family | None = None  # the analysis that finds it, with other rules' findings (see `Family`)
 
     def finding(
         self, message: str, span: Span, help: str = "", key: str = "", severity: Severity | None = None
@@ -204,6 +206,37 @@ class Rule:
         )
 
 
+class Family:
+    """One analysis that finds what several rules report (an allocator variable's settings, the
+    engine keyword arguments, the engines' environment variables): declared once with `@family`,
+    named as the `producer` of each rule it finds, run once per launch. It yields the registry's
+    `Diagnostic`s (`ctx.diag`), whatever their code; each member rule reports those of its code."""
+
+    def __init__(self, analyse: Callable[[Context], Iterable[Diagnostic]]) -> None:
+        self.analyse = analyse
+        self.codes: list[str] = []  # its members, as they are declared
+        self._runs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Context -> its findings
+
+    def findings(self, ctx: Context) -> list[Diagnostic]:
+        """Every finding of the analysis on the launch of `ctx` (computed once per Context)."""
+        hit = self._runs.get(ctx)
+        if hit is None:
+            hit = self._runs[ctx] = list(self.analyse(ctx))
+            stray = {d.code for d in hit} - set(self.codes)
+            assert not stray, f"{self.analyse.__qualname__} found {stray}, which are not its members' codes"
+        return hit
+
+    def member(self, code: str) -> Callable[[Context], list[Diagnostic]]:
+        """The check of member rule `code`: the analysis's findings of that code."""
+        self.codes.append(code)
+        return lambda ctx: [d for d in self.findings(ctx) if d.code == code]
+
+
+def family(analyse: Callable[[Context], Iterable[Diagnostic]]) -> Family:
+    """Decorator: the analysis behind several rules, each declared with `producer=` it."""
+    return Family(analyse)
+
+
 def spec_contains(spec: str, version: Version) -> bool:
     """`version` is in the packaging specifier `spec` (pre-releases count: dev checkouts)."""
     from packaging.specifiers import (
@@ -279,10 +312,15 @@ def declare(
     unless=(),
     live: bool = False,
     supersedes=(),
+    producer: Family | None = None,
     **facts,
 ) -> Rule:
-    """Register a rule: the one way in. Without `check` it is reported by a front end (the shell
-    reader, composition, the runner, the live allocator check) through the returned `Rule`."""
+    """Register a rule: the one way in. Its check is `check`, or its findings in the analysis of
+    its `producer` (a `Family`); without either it is reported by a front end (the shell reader,
+    composition, the runner, the live allocator check) through the returned `Rule`."""
+    if producer is not None:
+        assert check is None, f"{code}: a rule of a family has no check of its own"
+        check = producer.member(code)
     return REGISTRY.register(
         Rule(
             code,
@@ -299,18 +337,19 @@ def declare(
             evidence=tuple(evidence),
             unless=tuple(unless),
             supersedes=tuple(supersedes),
+            producer=producer,
             **facts,
         )
     )
 
 
 def rule(code: str, name: str, severity: str, **where):
-    """Decorator: `declare` a rule checked by the decorated function; its docstring is the
-    rule's documentation. `where`: verl, bad, good, entry_points, bad_options, evidence, unless, supersedes,
+    """Decorator: `declare` a rule checked by the decorated function (with `producer=`: found by
+    that `Family`, the function only documents it); its docstring is the rule's documentation. `where`: verl, bad, good, entry_points, bad_options, evidence, unless, supersedes,
     and the facts the front ends read (`Rule.snippets` ... `Rule.outcome`)."""
 
     def deco(fn):
-        declare(code, name, severity, fn.__doc__ or "", fn, **where)
+        declare(code, name, severity, fn.__doc__ or "", None if where.get("producer") else fn, **where)
         return fn
 
     return deco

@@ -9,26 +9,14 @@ prefixes, `ray_kwargs.ray_init.runtime_env.env_vars.*`) and, through `runtime_en
 on the live process env (`rules.allocator_live`).
 """
 
-from collections.abc import Iterable, Iterator
-
 from ..allocator.host import RUNTIME_SPAN, RuntimeReport
 from ..allocator.settings import ALLOC_VARS
 from ..allocator.verl_code import analyze_verl, rollout_config_default
 from ..config.context import MISSING
 from ..evidence import Evidence
 from ..model import Diagnostic, EnvVar
-from ..registry import REGISTRY, main_ppo, parse_version, rule
-from .allocator_checks import (
-    AllocInput,
-    Finding,
-    all_findings,
-    check_conf,
-    check_ignored,
-    check_memory_pool,
-    check_npu_both,
-    check_npu_expandable_conflict,
-    check_reset,
-)
+from ..registry import family, main_ppo, parse_version, rule
+from .allocator_checks import AllocInput, all_findings
 
 # ---------------------------------------------------------- the inputs ----
 
@@ -68,10 +56,10 @@ def _ctx_input(ctx) -> AllocInput:
     return inp
 
 
-def _emit(ctx, findings: Iterable[Finding], code: str) -> Iterator[Diagnostic]:
-    for f in findings:
-        if f.code == code:
-            yield ctx.diag(code, f.message, key=f.key, help=f.help, span=f.span)
+@family
+def analyse(ctx) -> list[Diagnostic]:
+    """Every 6xx finding of a launch's env: the family of the rules below."""
+    return all_findings(_ctx_input(ctx))
 
 
 def runtime_env_findings(report: RuntimeReport, rollout: dict) -> list[Diagnostic]:
@@ -82,7 +70,7 @@ def runtime_env_findings(report: RuntimeReport, rollout: dict) -> list[Diagnosti
     name = rollout.get("name")
     sleep = rollout.get("engine_kwargs_sleep", rollout.get("enable_sleep_mode", True)) if name == "vllm" else None
     inp = AllocInput(env, versions, device, name, bool(sleep) if sleep is not None else None, report.verl)
-    return [REGISTRY.get(f.code).finding(f.message, f.span, f.help, f.key) for f in all_findings(inp)]
+    return all_findings(inp)
 
 
 # -------------------------------------------------------------- rules ----
@@ -96,6 +84,7 @@ NPU = "trainer.device=npu"
     "VL601",
     "alloc-conf-unknown-option",
     "error",
+    producer=analyse,
     bad=[
         main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segment:True"}),
         main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "backend:cudaMallocAsync"}),
@@ -105,7 +94,7 @@ NPU = "trainer.device=npu"
         main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False,base_addr_aligned_kb:4"}),
     ],
 )
-def unknown_option(ctx):
+def unknown_option():
     """An allocator env var names an option the caching allocator does not have.
 
     ## What it does
@@ -130,13 +119,13 @@ def unknown_option(ctx):
     `c10/cuda/CUDAAllocatorConfig.h:158-177` (2.13.0); torch-npu `NPUAllocatorConfig.cpp`
     (option names checked in the 2.6.0 ... 2.13.0 wheels).
     """
-    yield from _emit(ctx, check_conf(_ctx_input(ctx)), "VL601")
 
 
 @rule(
     "VL602",
     "alloc-conf-bad-value",
     "error",
+    producer=analyse,
     bad=[
         main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:true"}),
         main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments=True"}),
@@ -144,7 +133,7 @@ def unknown_option(ctx):
     ],
     good=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False,pinned_num_register_threads:8"})],
 )
-def bad_value(ctx):
+def bad_value():
     """An allocator option has a value (or a `key=value` form) the allocator rejects.
 
     ## What it does
@@ -165,13 +154,13 @@ def bad_value(ctx):
     ## Where in verl
     Not verl: torch `c10/core/AllocatorConfig.h:80-96` (`ConfigTokenizer::toBool`, 2.13.0).
     """
-    yield from _emit(ctx, check_conf(_ctx_input(ctx)), "VL602")
 
 
 @rule(
     "VL603",
     "alloc-conf-malformed",
     "error",
+    producer=analyse,
     bad=[
         main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments"}),
         main_ppo(
@@ -180,7 +169,7 @@ def bad_value(ctx):
     ],
     good=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments: False,"})],
 )
-def malformed(ctx):
+def malformed():
     """An allocator config string has an option without a value, or a stray separator.
 
     ## What it does
@@ -199,13 +188,13 @@ def malformed(ctx):
     ## Where in verl
     Not verl: torch `c10/core/AllocatorConfig.h:98-127` (2.13.0).
     """
-    yield from _emit(ctx, check_conf(_ctx_input(ctx)), "VL603")
 
 
 @rule(
     "VL604",
     "alloc-conf-var-ignored",
     "warning",
+    producer=analyse,
     bad=[
         main_ppo(
             env={
@@ -220,7 +209,7 @@ def malformed(ctx):
         main_ppo(NPU, env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False"}),
     ],
 )
-def var_ignored(ctx):
+def var_ignored():
     """An allocator env var that the allocator in use never reads.
 
     ## What it does
@@ -243,13 +232,13 @@ def var_ignored(ctx):
     ## Where in verl
     verl forwards the driver's env to the Ray workers; it reads none of these variables.
     """
-    yield from _emit(ctx, check_ignored(_ctx_input(ctx)), "VL604")
 
 
 @rule(
     "VL605",
     "npu-alloc-conf-both-set",
     "error",
+    producer=analyse,
     bad=[
         main_ppo(
             env={
@@ -260,7 +249,7 @@ def var_ignored(ctx):
     ],
     good=[main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False"})],
 )
-def npu_both_set(ctx):
+def npu_both_set():
     """`PYTORCH_NPU_ALLOC_CONF` and `PYTORCH_ALLOC_CONF` are both set.
 
     ## What it does
@@ -278,13 +267,13 @@ def npu_both_set(ctx):
     ## Where in verl
     Not verl: torch-npu `torch_npu/csrc/core/npu/NPUAllocatorConfig.cpp` (2.13.0).
     """
-    yield from _emit(ctx, check_npu_both(_ctx_input(ctx)), "VL605")
 
 
 @rule(
     "VL606",
     "npu-expandable-segments-with-max-split",
     "error",
+    producer=analyse,
     bad=[
         main_ppo(
             "actor_rollout_ref.rollout.name=sglang",
@@ -298,7 +287,7 @@ def npu_both_set(ctx):
         )
     ],
 )
-def npu_expandable_conflict(ctx):
+def npu_expandable_conflict():
     """NPU `expandable_segments:True` together with `max_split_size_mb` or `garbage_collection_threshold`.
 
     ## What it does
@@ -317,13 +306,13 @@ def npu_expandable_conflict(ctx):
     ## Where in verl
     Not verl: torch-npu `NPUCachingAllocator.cpp` / `NPUAllocatorConfig.cpp`.
     """
-    yield from _emit(ctx, check_npu_expandable_conflict(_ctx_input(ctx)), "VL606")
 
 
 @rule(
     "VL607",
     "expandable-segments-with-vllm-sleep-mode",
     "error",
+    producer=analyse,
     # verl's vLLM>=0.7 rollout passes enable_sleep_mode (0.2 on); the verl 0.1 that TinyZero/Logic-RL vendor does not.
     evidence=[Evidence(("verl/workers/rollout/vllm_rollout/*.py",), r"enable_sleep_mode[\"']?\s*[:=]")],
     bad=[
@@ -340,7 +329,7 @@ def npu_expandable_conflict(ctx):
     ],
     bad_options={"versions": {"vllm": "0.12.0"}},  # verl 0.9.1 pins vllm==0.24.0, which no longer asserts
 )
-def vllm_sleep_mode(ctx):
+def vllm_sleep_mode():
     """`expandable_segments:True` in the env while vLLM runs with sleep mode (verl's default).
 
     ## What it does
@@ -368,17 +357,17 @@ def vllm_sleep_mode(ctx):
     `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:151`. Runs only on a tree whose vLLM
     rollout passes `enable_sleep_mode` to vLLM (not the verl 0.1 vendored in TinyZero, Logic-RL).
     """
-    yield from _emit(ctx, check_memory_pool(_ctx_input(ctx)), "VL607")
 
 
 @rule(
     "VL608",
     "expandable-segments-with-sglang-memory-saver",
     "error",
+    producer=analyse,
     bad=[main_ppo(SGLANG, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})],
     good=[main_ppo(SGLANG, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"})],
 )
-def sglang_memory_saver(ctx):
+def sglang_memory_saver():
     """`expandable_segments:True` in the env while verl runs SGLang with its memory saver.
 
     ## What it does
@@ -399,20 +388,20 @@ def sglang_memory_saver(ctx):
     0.9.1 `verl/workers/rollout/sglang_rollout/async_sglang_server.py:319`;
     0.7.1 `async_sglang_server.py:184` (`"enable_memory_saver": True`).
     """
-    yield from _emit(ctx, check_memory_pool(_ctx_input(ctx)), "VL608")
 
 
 @rule(
     "VL609",
     "expandable-segments-hidden-from-memory-pool",
     "warning",
+    producer=analyse,
     bad=[
         main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments: True"}),
         main_ppo(SGLANG, env={"PYTORCH_CUDA_ALLOC_CONF": "release_lock_on_cudamalloc:True, expandable_segments: True"}),
     ],
     good=[main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments: False"})],
 )
-def hidden_expandable(ctx):
+def hidden_expandable():
     """Expandable segments are on in a form the rollout's memory pool does not detect.
 
     ## What it does
@@ -435,17 +424,17 @@ def hidden_expandable(ctx):
     0.9.1 `verl/workers/engine_workers.py:768` and `:827` (`set_expandable_segments` around
     weight sync); 0.7.1 `engine_workers.py:633/679`.
     """
-    yield from _emit(ctx, check_memory_pool(_ctx_input(ctx)), "VL609")
 
 
 @rule(
     "VL610",
     "allocator-options-reset-by-verl",
     "info",
+    producer=analyse,
     bad=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512"})],
     good=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False,release_lock_on_cudamalloc:True"})],
 )
-def options_reset(ctx):
+def options_reset():
     """verl's expandable-segments toggle resets `max_split_size_mb` and friends.
 
     ## What it does
@@ -469,4 +458,3 @@ def options_reset(ctx):
     (`platform_npu.py:100-107` on NPU), called at `verl/workers/engine_workers.py:768/827`;
     0.7.1 `verl/utils/device.py:132-146` (CUDA only).
     """
-    yield from _emit(ctx, check_reset(_ctx_input(ctx)), "VL610")

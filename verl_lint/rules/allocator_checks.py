@@ -2,8 +2,8 @@
 versions, the accelerator, the rollout engine and what verl does with the allocator.
 
 The same checks judge a script (`rules.allocator` builds the input from a launch's context) and
-the live process (`rules.allocator_live`, from a `RuntimeReport`). Each yields `Finding`s tagged
-with the code of the rule that reports them.
+the live process (`rules.allocator_live`, from a `RuntimeReport`). Each yields the `Diagnostic`s
+of the rules it finds (`rules.allocator.analyse` is their family).
 
 A version-dependent check with an unknown version never claims an installed version: it names
 the version range where the combination fails.
@@ -30,7 +30,8 @@ from ..allocator.settings import (
     value_problem,
 )
 from ..allocator.verl_code import VerlAllocatorCode
-from ..model import EnvVar, Span
+from ..model import Diagnostic, EnvVar, Span
+from ..registry import REGISTRY
 
 V = Version
 VLLM_ASSERT = (V("0.8.0"), V("0.20.1"))  # CuMemAllocator.__init__ asserts in [0.8.0, 0.20.1)
@@ -75,14 +76,9 @@ class AllocInput(NamedTuple):
         return norm(ver) if ver is not None and key in ("torch", "torch_npu") else ver
 
 
-class Finding(NamedTuple):
-    """What one check found, tagged with the code of the rule that reports it."""
-
-    code: str
-    message: str
-    key: str
-    help: str
-    span: Span
+def _found(code: str, message: str, key: str, help: str, span: Span) -> Diagnostic:
+    """A finding of rule `code` about the variable `key`, at `span`."""
+    return REGISTRY.get(code).finding(message, span, help, key)
 
 
 # ------------------------------------------------------------- checks ----
@@ -101,7 +97,7 @@ def _pkg(alloc: str) -> tuple[str, str]:
     return ("torch_npu", "torch-npu") if alloc == "npu" else ("torch", "torch")
 
 
-def check_conf(inp: AllocInput) -> Iterator[Finding]:
+def check_conf(inp: AllocInput) -> Iterator[Diagnostic]:
     """VL601 unknown option, VL602 bad value/format, VL603 malformed string."""
     for var in ALLOC_VARS:
         parsed = inp.parsed(var)
@@ -109,7 +105,7 @@ def check_conf(inp: AllocInput) -> Iterator[Finding]:
             continue
         span = inp.span(var)
         for p in parsed.problems:
-            yield Finding("VL603" if p.kind == "malformed" else "VL602", f"{var}: {p.message}", var, p.help, span)
+            yield _found("VL603" if p.kind == "malformed" else "VL602", f"{var}: {p.message}", var, p.help, span)
         alloc = _allocator_of(var, inp)
         allocs = ("cuda", "npu") if alloc == "either" else (alloc,)
         for e in parsed.entries:
@@ -122,7 +118,7 @@ def check_conf(inp: AllocInput) -> Iterator[Finding]:
                 hint = f"did you mean `{close}`?" if close else f"remove `{e.key}`"
                 if other and e.key in options(other):
                     hint = f"`{e.key}` is a {'CUDA' if other == 'cuda' else 'torch-npu'} option, not one of this allocator's; remove it"
-                yield Finding(
+                yield _found(
                     "VL601",
                     f"{var}: `{e.key}` is not a {where} caching-allocator option; the allocator rejects the whole string "
                     f"(`Unrecognized key '{e.key}'` / `Unrecognized CachingAllocator option: {e.key}`) when the worker first uses the device",
@@ -136,7 +132,7 @@ def check_conf(inp: AllocInput) -> Iterator[Finding]:
             pkg, dist = _pkg(a)
             ver = inp.v(pkg)
             if ver is not None and len(known) == 1 and not opt.accepted_by(ver):
-                yield Finding(
+                yield _found(
                     "VL601",
                     f"{var}: {dist} {ver} does not know `{e.key}` (first accepted by {dist} {opt.first}); its allocator rejects the string",
                     var,
@@ -147,7 +143,7 @@ def check_conf(inp: AllocInput) -> Iterator[Finding]:
             strict = ver is not None and (norm(ver) < TORCH_ALLOC_CONF if a == "cuda" else norm(ver) < NPU_ALLOC_CONF)
             bad = value_problem(opt, e, strict)
             if bad is not None:
-                yield Finding("VL602", f"{var}: {bad[0]}", var, bad[1], span)
+                yield _found("VL602", f"{var}: {bad[0]}", var, bad[1], span)
 
 
 def _is_rocm(v: Version | None) -> bool | None:
@@ -156,7 +152,7 @@ def _is_rocm(v: Version | None) -> bool | None:
     return "rocm" in (v.local or "")
 
 
-def check_ignored(inp: AllocInput) -> Iterator[Finding]:
+def check_ignored(inp: AllocInput) -> Iterator[Diagnostic]:
     """VL604: an allocator env var that the allocator in use does not read."""
     alloc_conf = inp.value("PYTORCH_ALLOC_CONF")
     torch_v, npu_v = inp.v("torch"), inp.v("torch_npu")
@@ -165,7 +161,7 @@ def check_ignored(inp: AllocInput) -> Iterator[Finding]:
         if inp.has("PYTORCH_CUDA_ALLOC_CONF") and (
             cuda is None or cuda.replace(" ", "") != alloc_conf.replace(" ", "")
         ):
-            yield Finding(
+            yield _found(
                 "VL604",
                 "PYTORCH_ALLOC_CONF is ignored on CUDA because PYTORCH_CUDA_ALLOC_CONF is also set: torch <= 2.9 reads only "
                 "PYTORCH_CUDA_ALLOC_CONF, and torch >= 2.10 reads PYTORCH_CUDA_ALLOC_CONF first and PYTORCH_ALLOC_CONF only when it is unset",
@@ -175,7 +171,7 @@ def check_ignored(inp: AllocInput) -> Iterator[Finding]:
             )
         elif not inp.has("PYTORCH_CUDA_ALLOC_CONF") and (torch_v is None or torch_v < TORCH_ALLOC_CONF):
             which = f"torch {torch_v}" if torch_v is not None else "torch <= 2.9 (vLLM 0.11.1-0.16 pin torch 2.9.x)"
-            yield Finding(
+            yield _found(
                 "VL604",
                 f"PYTORCH_ALLOC_CONF is silently ignored by the CUDA allocator of {which}: only PYTORCH_CUDA_ALLOC_CONF is read before torch 2.10",
                 "PYTORCH_ALLOC_CONF",
@@ -189,7 +185,7 @@ def check_ignored(inp: AllocInput) -> Iterator[Finding]:
         and (npu_v is None or npu_v < NPU_ALLOC_CONF)
     ):
         which = f"torch-npu {npu_v}" if npu_v is not None else "torch-npu < 2.13"
-        yield Finding(
+        yield _found(
             "VL604",
             f"PYTORCH_ALLOC_CONF is ignored by the NPU allocator of {which}: it reads PYTORCH_NPU_ALLOC_CONF (PYTORCH_ALLOC_CONF only from torch-npu 2.13)",
             "PYTORCH_ALLOC_CONF",
@@ -197,7 +193,7 @@ def check_ignored(inp: AllocInput) -> Iterator[Finding]:
             inp.span("PYTORCH_ALLOC_CONF"),
         )
     if inp.device == "npu" and inp.has("PYTORCH_CUDA_ALLOC_CONF") and not inp.has(NPU_VAR):
-        yield Finding(
+        yield _found(
             "VL604",
             "PYTORCH_CUDA_ALLOC_CONF has no effect on the Ascend NPU allocator (trainer.device=npu): torch-npu reads PYTORCH_NPU_ALLOC_CONF",
             "PYTORCH_CUDA_ALLOC_CONF",
@@ -205,7 +201,7 @@ def check_ignored(inp: AllocInput) -> Iterator[Finding]:
             inp.span("PYTORCH_CUDA_ALLOC_CONF"),
         )
     if inp.value("PYTORCH_HIP_ALLOC_CONF") is not None and _is_rocm(torch_v) is False and inp.device != "npu":
-        yield Finding(
+        yield _found(
             "VL604",
             f"PYTORCH_HIP_ALLOC_CONF is read only by ROCm builds of torch; the installed torch {torch_v} is not one",
             "PYTORCH_HIP_ALLOC_CONF",
@@ -214,7 +210,7 @@ def check_ignored(inp: AllocInput) -> Iterator[Finding]:
         )
 
 
-def check_npu_both(inp: AllocInput) -> Iterator[Finding]:
+def check_npu_both(inp: AllocInput) -> Iterator[Diagnostic]:
     """VL605: PYTORCH_NPU_ALLOC_CONF and PYTORCH_ALLOC_CONF both set."""
     if not inp.has(NPU_VAR) or not inp.has("PYTORCH_ALLOC_CONF") or inp.device == "cuda":
         return
@@ -222,7 +218,7 @@ def check_npu_both(inp: AllocInput) -> Iterator[Finding]:
     if npu_v is not None and npu_v < NPU_ALLOC_CONF:
         return
     which = f"torch-npu {npu_v}" if npu_v is not None else "torch-npu >= 2.13"
-    yield Finding(
+    yield _found(
         "VL605",
         f"PYTORCH_NPU_ALLOC_CONF and PYTORCH_ALLOC_CONF are both set: on {which} the NPU allocator refuses to start "
         "(`Both PYTORCH_NPU_ALLOC_CONF and PYTORCH_ALLOC_CONF have been set, please set only one of them.`)",
@@ -232,14 +228,14 @@ def check_npu_both(inp: AllocInput) -> Iterator[Finding]:
     )
 
 
-def check_npu_expandable_conflict(inp: AllocInput) -> Iterator[Finding]:
+def check_npu_expandable_conflict(inp: AllocInput) -> Iterator[Diagnostic]:
     """VL606: NPU expandable_segments:True with max_split_size_mb / garbage_collection_threshold."""
     parsed = inp.parsed(NPU_VAR)
     if parsed is None or not parsed.expandable:
         return
     clash = [k for k in ("max_split_size_mb", "garbage_collection_threshold") if parsed.get(k) is not None]
     if clash:
-        yield Finding(
+        yield _found(
             "VL606",
             f"PYTORCH_NPU_ALLOC_CONF sets expandable_segments:True together with {' and '.join(clash)}: torch-npu refuses this "
             "(`max_split_size_mb` or `garbage_collection_threshold`, cannot be enabled with `expandable_segments`)",
@@ -253,7 +249,7 @@ def _in(v: Version, lo_hi: tuple[Version, Version]) -> bool:
     return lo_hi[0] <= v < lo_hi[1]
 
 
-def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
+def check_memory_pool(inp: AllocInput) -> Iterator[Diagnostic]:
     """VL607 (assert/raise at engine start), VL608 (SGLang), VL609 (silently frees nothing)."""
     cuda = inp.value("PYTORCH_CUDA_ALLOC_CONF")
     alloc = inp.value("PYTORCH_ALLOC_CONF")
@@ -276,7 +272,7 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
         if exact and inp.device != "npu":
             if vllm_v is None or _in(vllm_v, VLLM_ASSERT):
                 which = f"vLLM {vllm_v}" if vllm_v is not None else "vLLM 0.8.0-0.20.0"
-                yield Finding(
+                yield _found(
                     "VL607",
                     f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on (verl's default): on {which} "
                     "this crashes at engine start (CuMemAllocator asserts `Expandable segments are not compatible with memory pool`)",
@@ -285,7 +281,7 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
                     inp.span("PYTORCH_CUDA_ALLOC_CONF"),
                 )
             elif vllm_v < VLLM_ASSERT[0]:
-                yield Finding(
+                yield _found(
                     "VL609",
                     f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on: vLLM {vllm_v} does not check, and "
                     "sleep frees nothing (`Sleep mode freed 0.00 GiB memory`), so training runs next to a resident KV cache",
@@ -297,7 +293,7 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
             var = "PYTORCH_CUDA_ALLOC_CONF" if spaced else "PYTORCH_ALLOC_CONF"
             how = "is written with a space" if spaced else "comes from PYTORCH_ALLOC_CONF"
             which = f"vLLM {vllm_v}" if vllm_v is not None else "vLLM < 0.31"
-            yield Finding(
+            yield _found(
                 "VL609",
                 f"{var} turns expandable segments on, but it {how}: {which} only looks for the exact text "
                 "`expandable_segments:True` in PYTORCH_CUDA_ALLOC_CONF, so its memory pool is not protected and sleep mode silently frees "
@@ -314,7 +310,7 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
             and (vasc_v is None or vasc_v >= VLLM_ASCEND_NPU_VAR)
         ):
             which = f"vllm-ascend {vasc_v}" if vasc_v is not None else "vllm-ascend >= 0.10.0rc1"
-            yield Finding(
+            yield _found(
                 "VL607",
                 f"PYTORCH_NPU_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on (verl's default): on {which} "
                 "this crashes at engine start (CaMemAllocator asserts `Expandable segments are not compatible with memory pool`)",
@@ -323,7 +319,7 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
                 inp.span(NPU_VAR),
             )
         if exact and inp.device == "npu" and vasc_v is not None and vasc_v < VLLM_ASCEND_NPU_VAR:
-            yield Finding(
+            yield _found(
                 "VL607",
                 f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on: vllm-ascend {vasc_v} checks that "
                 "variable and its CaMemAllocator asserts at engine start",
@@ -347,7 +343,7 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
                 if sgl_v is not None
                 else "torch_memory_saver >= 0.0.9 (SGLang >= 0.5.4)"
             )
-            yield Finding(
+            yield _found(
                 "VL608",
                 f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True and verl starts SGLang with its memory saver: with {which} "
                 "the rollout fails at startup (`TorchMemorySaver is disabled for the current process because expandable_segments is not supported yet`)",
@@ -362,7 +358,7 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
                 if exact
                 else "torch_memory_saver (<= 0.0.10) only looks for the exact text `expandable_segments:True` in PYTORCH_CUDA_ALLOC_CONF"
             )
-            yield Finding(
+            yield _found(
                 "VL609",
                 f"{var} turns expandable segments on while verl runs SGLang with its memory saver: {why}, so pause() silently frees "
                 "nothing and the trainer OOMs next to the resident rollout",
@@ -372,7 +368,7 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Finding]:
             )
 
 
-def check_reset(inp: AllocInput) -> Iterator[Finding]:
+def check_reset(inp: AllocInput) -> Iterator[Diagnostic]:
     """VL610: options that verl's set_expandable_segments() resets at every train/rollout switch."""
     v = inp.verl
     if v is None:
@@ -395,7 +391,7 @@ def check_reset(inp: AllocInput) -> Iterator[Finding]:
             continue
         calls = [c for c in v.calls if c.enable is not None]
         first = calls[0].where if calls else v.helper
-        yield Finding(
+        yield _found(
             "VL610",
             f"{var} sets {', '.join(lost)}, but verl re-applies the allocator settings with only `expandable_segments:<bool>` at every "
             f"rollout/train switch ({v.helper} -> {sp.api}, called e.g. at {first}); each re-parse resets {', '.join(lost)} to the default, "
@@ -409,6 +405,6 @@ def check_reset(inp: AllocInput) -> Iterator[Finding]:
 CHECKS = (check_conf, check_ignored, check_npu_both, check_npu_expandable_conflict, check_memory_pool, check_reset)
 
 
-def all_findings(inp: AllocInput) -> list[Finding]:
+def all_findings(inp: AllocInput) -> list[Diagnostic]:
     """Every check's findings, in the order of CHECKS."""
     return [f for chk in CHECKS for f in chk(inp)]

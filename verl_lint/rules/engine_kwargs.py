@@ -19,43 +19,8 @@ defaults is one info per run):
 
 from __future__ import annotations
 
-from ..config.context import Context
-from ..model import Severity
 from ..registry import main_ppo, rule
 from .engine_kwargs_checks import analyse
-
-# ------------------------------------------------------------- reporting ----
-
-
-def _verl_default(ctx: Context, path: str) -> bool:
-    """verl's shipped config chose the value: neither it nor a key under it (a dict such as
-    `compilation_config`, filled in field by field) is set by the user."""
-    if ctx.provenance(path) != "verl-default":
-        return False
-    return not any(o.ok and (o.key or "").startswith(path + ".") for o in ctx.comp.settings)
-
-
-def _emit(ctx: Context, code: str):
-    for f in analyse(ctx):
-        if f.code != code:
-            continue
-        if _verl_default(ctx, f.kwarg.path):
-            # verl's own shipped config set it, not the user: once per run as info. An argument
-            # for the engine the rollout does not run is inert there, and verl ships both.
-            if code != "VL705":
-                yield ctx.default_problem(code, f.message, f.kwarg.path, f.help)
-            continue
-        under = [o for o in ctx.comp.settings if o.ok and (o.key or "").startswith(f.kwarg.path + ".")]
-        span = under[0].word.span if under and not ctx.set_by_override(f.kwarg.path) else None
-        yield ctx.diag(
-            code,
-            f.message,
-            key=f.kwarg.path,
-            help=f.help,
-            span=span,
-            severity=Severity.parse(f.severity) if f.severity else None,
-        )
-
 
 # ------------------------------------------------------------------ rules ----
 
@@ -68,6 +33,7 @@ _EK = "+actor_rollout_ref.rollout.engine_kwargs"
     "VL701",
     "unknown-engine-kwarg",
     "error",
+    producer=analyse,
     engines=("vllm", "sglang"),
     bad=[
         main_ppo(_V, f"{_EK}.vllm.max_num_batch_tokens=8192"),
@@ -80,7 +46,7 @@ _EK = "+actor_rollout_ref.rollout.engine_kwargs"
         main_ppo(_S, f"{_EK}.sglang.chunked_prefill_size=4096"),
     ],
 )
-def unknown_engine_kwarg(ctx: Context):
+def unknown_engine_kwarg():
     """An `engine_kwargs` key that the rollout engine does not accept.
 
     ## What it does
@@ -110,13 +76,13 @@ def unknown_engine_kwarg(ctx: Context):
     the `vllm serve` arguments) and `utils.py:477` (`build_cli_args_from_config`);
     0.9.1 `verl/workers/rollout/sglang_rollout/async_sglang_server.py:340,424` (`ServerArgs(**args)`).
     """
-    yield from _emit(ctx, "VL701")
 
 
 @rule(
     "VL702",
     "engine-kwarg-breaks-worker-mapping",
     "error",
+    producer=analyse,
     verl=">=0.6.0",
     bad=[
         main_ppo(_V, "actor_rollout_ref.rollout.tensor_model_parallel_size=2", f"{_EK}.vllm.tensor_parallel_size=4"),
@@ -129,7 +95,7 @@ def unknown_engine_kwarg(ctx: Context):
         main_ppo(_V, "actor_rollout_ref.rollout.tensor_model_parallel_size=4"),
     ],
 )
-def engine_kwarg_breaks_mapping(ctx: Context):
+def engine_kwarg_breaks_mapping():
     """An engine kwarg replaces a topology or lifecycle value that verl builds its workers from.
 
     ## What it does
@@ -160,13 +126,13 @@ def engine_kwarg_breaks_mapping(ctx: Context):
     vLLM, so close topology override paths that would bypass VERL's worker and IPC mapping".
     0.9.1 `async_sglang_server.py:313-340`; 0.7.1 `vllm_async_server.py:302-326`.
     """
-    yield from _emit(ctx, "VL702")
 
 
 @rule(
     "VL703",
     "engine-kwarg-overwritten-by-verl",
     "error",
+    producer=analyse,
     verl=">=0.6.0",
     bad=[
         # the vLLM argument only exists from vLLM 0.14, newer than verl 0.7 declares
@@ -200,7 +166,7 @@ def engine_kwarg_breaks_mapping(ctx: Context):
         ),
     ],
 )
-def engine_kwarg_overwritten(ctx: Context):
+def engine_kwarg_overwritten():
     """verl overwrites an engine kwarg after spreading `engine_kwargs`, so your value is lost.
 
     ## What it does
@@ -230,13 +196,13 @@ def engine_kwarg_overwritten(ctx: Context):
     `if self.config.expert_parallel_size > 1`), `:220` (`cuda_graph_sizes`);
     0.9.1 `async_sglang_server.py:343-418`.
     """
-    yield from _emit(ctx, "VL703")
 
 
 @rule(
     "VL704",
     "engine-kwarg-bypasses-verl-setting",
     "warning",
+    producer=analyse,
     verl=">=0.6.0",
     bad=[
         main_ppo(_V, f"{_EK}.vllm.max_model_len=8192"),
@@ -248,7 +214,7 @@ def engine_kwarg_overwritten(ctx: Context):
         main_ppo(_V, "actor_rollout_ref.rollout.gpu_memory_utilization=0.6", f"{_EK}.vllm.gpu_memory_utilization=0.6"),
     ],
 )
-def engine_kwarg_bypasses_verl(ctx: Context):
+def engine_kwarg_bypasses_verl():
     """An engine kwarg replaces a value verl passes from its own config, which verl keeps using.
 
     ## What it does
@@ -273,20 +239,20 @@ def engine_kwarg_bypasses_verl(ctx: Context):
     0.9.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:325-349`; 0.7.1
     `:302-326` and `:354-371`; 0.9.1 `verl/workers/rollout/sglang_rollout/async_sglang_server.py:314-340`.
     """
-    yield from _emit(ctx, "VL704")
 
 
 @rule(
     "VL706",
     "engine-kwarg-passed-twice",
     "error",
+    producer=analyse,
     bad=[(main_ppo(_V, f"{_EK}.vllm.enable_prefix_caching=False"), ">=0.5,<0.7")],
     good=[
         main_ppo(_V, f"{_EK}.vllm.kv_cache_dtype=fp8"),
         (main_ppo(_V, "actor_rollout_ref.rollout.enforce_eager=True"), ">=0.5,<0.7"),
     ],
 )
-def engine_kwarg_passed_twice(ctx: Context):
+def engine_kwarg_passed_twice():
     """An engine kwarg that verl's synchronous rollout already passes as a keyword of the same call.
 
     ## What it does
@@ -313,17 +279,17 @@ def engine_kwarg_passed_twice(ctx: Context):
     call lacks that keyword: there the vLLM version decides which call runs (installed, or
     `--vllm`), and without it only keys both calls name are reported.
     """
-    yield from _emit(ctx, "VL706")
 
 
 @rule(
     "VL705",
     "engine-kwargs-for-inactive-engine",
     "warning",
+    producer=analyse,
     bad=[main_ppo(_S, f"{_EK}.vllm.max_num_seqs=256")],
     good=[main_ppo(_V, f"{_EK}.vllm.kv_cache_dtype=fp8")],
 )
-def engine_kwargs_inactive(ctx: Context):
+def engine_kwargs_inactive():
     """`engine_kwargs.<engine>` is set for an engine the rollout does not run.
 
     ## What it does
@@ -343,4 +309,3 @@ def engine_kwargs_inactive(ctx: Context):
     (`engine_kwargs.get("vllm")`) and `verl/workers/rollout/sglang_rollout/async_sglang_server.py:276`
     (`engine_kwargs.get("sglang")`).
     """
-    yield from _emit(ctx, "VL705")

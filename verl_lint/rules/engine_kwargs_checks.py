@@ -2,20 +2,19 @@
 `<rollout>.engine_kwargs.<engine>`, judged against the engine release (`engines.schemas`), the
 synchronous rollout's own keywords, and how the linted verl tree assembles the server arguments
 (`engines.assembly`, its conditions evaluated on the composed config by `engines.expressions`).
-`analyse(ctx)` gives every `Finding` of a launch, tagged with the code of the rule that reports it.
+`analyse` is the family of those rules (`registry.Family`): every finding of a launch, whatever its code.
 """
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
 from ..config.context import MISSING, Context
 from ..engines import versions
-from ..model import Unknown
-from ..registry import lazy_module
+from ..model import Diagnostic, Severity, Unknown
+from ..registry import family, lazy_module
 
 # lazy_module, not `import`: the Hydra callback imports every rule at each job start, and most
 # launches set no engine_kwargs; these load (with the snapshots they read) on first use.
@@ -36,14 +35,6 @@ class Kwarg(NamedTuple):
     @property
     def path(self) -> str:
         return f"{self.section}.engine_kwargs.{self.engine}.{self.key}"
-
-
-class Finding(NamedTuple):
-    code: str
-    kwarg: Kwarg
-    message: str
-    help: str
-    severity: str | None = None
 
 
 # ------------------------------------------------------------- collection ----
@@ -118,40 +109,56 @@ def _knob_value_hint(ctx: Context, kw: Kwarg, ev: expressions.Evaluator, knob: s
 
 # ---------------------------------------------------------------- analysis ----
 
-_CACHE: "weakref.WeakKeyDictionary[Context, list[Finding]]" = weakref.WeakKeyDictionary()
+
+def _verl_default(ctx: Context, path: str) -> bool:
+    """verl's shipped config chose the value: neither it nor a key under it (a dict such as
+    `compilation_config`, filled in field by field) is set by the user."""
+    if ctx.provenance(path) != "verl-default":
+        return False
+    return not any(o.ok and (o.key or "").startswith(path + ".") for o in ctx.comp.settings)
 
 
-def analyse(ctx: Context) -> list[Finding]:
-    """Every engine_kwargs finding of a launch (computed once per Context)."""
-    if ctx in _CACHE:
-        return _CACHE[ctx]
-    out: list[Finding] = []
+def _found(
+    ctx: Context, code: str, kw: Kwarg, message: str, help: str, severity: Severity | None = None
+) -> Diagnostic | None:
+    """The finding of rule `code` on `kw`: at the setting that made it, or once per run as info
+    where verl's own shipped config set it, not the user (an argument for the engine the rollout
+    does not run is inert there, and verl ships both: nothing)."""
+    if _verl_default(ctx, kw.path):
+        return None if code == "VL705" else ctx.default_problem(code, message, kw.path, help)
+    under = [o for o in ctx.comp.settings if o.ok and (o.key or "").startswith(kw.path + ".")]
+    span = under[0].word.span if under and not ctx.set_by_override(kw.path) else None
+    return ctx.diag(code, message, key=kw.path, help=help, span=span, severity=severity)
+
+
+@family
+def analyse(ctx: Context):
+    """Every engine_kwargs finding of a launch (the 7xx rules)."""
     for kw in kwargs_of(ctx):
         active = ctx.get(f"{kw.section}.name", None)
         if isinstance(active, str) and active in schemas.ENGINES and active != kw.engine:
-            out.append(
-                Finding(
-                    "VL705",
-                    kw,
-                    f"`{kw.path}` is ignored: `{kw.section}.name={active}`, and verl only passes `engine_kwargs.{active}` to the rollout server",
-                    f"move it to `+{kw.section}.engine_kwargs.{active}.<arg>` (with the {schemas.ENGINES[active].title} name of the argument), or remove it",
-                )
+            d = _found(
+                ctx,
+                "VL705",
+                kw,
+                f"`{kw.path}` is ignored: `{kw.section}.name={active}`, and verl only passes `engine_kwargs.{active}` to the rollout server",
+                f"move it to `+{kw.section}.engine_kwargs.{active}.<arg>` (with the {schemas.ENGINES[active].title} name of the argument), or remove it",
             )
+            if d is not None:
+                yield d
             continue
-        f = _schema_finding(ctx, kw) or _passed_twice(ctx, kw)
-        if f is not None:
-            out.append(f)
+        d = _schema_finding(ctx, kw) or _passed_twice(ctx, kw)
+        if d is not None:
+            yield d
             continue
         if not isinstance(active, str) or active != kw.engine:
             continue  # the engine is not known statically: verl's code path is not known either
-        f = _assembly_finding(ctx, kw)
-        if f is not None:
-            out.append(f)
-    _CACHE[ctx] = out
-    return out
+        d = _assembly_finding(ctx, kw)
+        if d is not None:
+            yield d
 
 
-def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
+def _schema_finding(ctx: Context, kw: Kwarg) -> Diagnostic | None:
     """VL701, judged over the releases the evidence admits (`verl_lint.engines.versions`)."""
     ev = versions.evidence(ctx, kw.engine)
     snap = schemas.snapshot(kw.engine)
@@ -163,7 +170,7 @@ def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
         # An argument no release has is a typo whatever the version; one that only some releases
         # have is an error only when the checked release is known.
         uncertain = not schema.confident and bool(snap and snap.history("args", kw.key))
-        return _unknown_kwarg(kw, schema, note, "warning" if uncertain else None)
+        return _unknown_kwarg(ctx, kw, schema, note, Severity.WARNING if uncertain else None)
     if snap is None or not snap.versions:
         return None
     typo = not snap.history("args", kw.key)  # no bundled release has it: a misspelling on any release
@@ -181,10 +188,10 @@ def _schema_finding(ctx: Context, kw: Kwarg) -> Finding | None:
     schema = schemas.schema_for(
         kw.engine, schemas.lenient_version(verdict.holds[-1] if verdict.holds else snap.versions[-1])
     )
-    return _unknown_kwarg(kw, schema, verdict.note, "warning" if verdict.level == "some" else None)
+    return _unknown_kwarg(ctx, kw, schema, verdict.note, Severity.WARNING if verdict.level == "some" else None)
 
 
-def _unknown_kwarg(kw: Kwarg, schema, note: str, severity: str | None) -> Finding:
+def _unknown_kwarg(ctx: Context, kw: Kwarg, schema, note: str, severity: Severity | None) -> Diagnostic:
     info = schemas.ENGINES[kw.engine]
     if kw.engine == "vllm":
         if isinstance(kw.value, bool) and kw.value is False:
@@ -202,10 +209,10 @@ def _unknown_kwarg(kw: Kwarg, schema, note: str, severity: str | None) -> Findin
         if guess
         else "remove it, or check the argument list of your engine release"
     )
-    return Finding("VL701", kw, msg, help, severity)
+    return _found(ctx, "VL701", kw, msg, help, severity)
 
 
-def _passed_twice(ctx: Context, kw: Kwarg) -> Finding | None:
+def _passed_twice(ctx: Context, kw: Kwarg) -> Diagnostic | None:
     """VL706: the synchronous rollout (verl <= 0.6, `mode=sync`) calls the engine with keywords
     of its own and `**engine_kwargs`; every such call of the tree names the key."""
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
@@ -223,7 +230,8 @@ def _passed_twice(ctx: Context, kw: Kwarg) -> Finding | None:
         if value.startswith(("config.", "self.config.")) and value.count("(") == 0
         else None
     )
-    return Finding(
+    return _found(
+        ctx,
         "VL706",
         kw,
         f"`{kw.key}={expressions.show(kw.value)}` is passed twice: verl calls `{c.callee}(..., {kw.key}={value}, ..., **engine_kwargs)` "
@@ -235,7 +243,7 @@ def _passed_twice(ctx: Context, kw: Kwarg) -> Finding | None:
     )
 
 
-def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
+def _assembly_finding(ctx: Context, kw: Kwarg) -> Diagnostic | None:
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return None
@@ -268,7 +276,7 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
             f"`{kw.key}={user}` has no effect: verl overwrites `{kw.key}` after spreading engine_kwargs into the "
             f"{title} server arguments{when} with `{asm.value_text(e.value, kw.section)}`{becomes} ({asm.where(e.line)})"
         )
-        return Finding("VL703", kw, msg, _use_knobs(ctx, kw, ev, e))
+        return _found(ctx, "VL703", kw, msg, _use_knobs(ctx, kw, ev, e))
 
     defaults = [e for e in entries if e.phase == "default"]
     if kw.key in mapping:
@@ -322,7 +330,7 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
             help = f"remove the engine kwarg and set {hint} instead"
         else:
             help = "remove the engine kwarg: verl sets it itself"
-        return Finding("VL702", kw, msg, help)
+        return _found(ctx, "VL702", kw, msg, help)
 
     if over_unknown:
         e = over_unknown[-1]
@@ -330,7 +338,7 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
             f"`{kw.key}={user}` may have no effect: verl overwrites `{kw.key}` when {e.condition_text(kw.section)} "
             f"with `{asm.value_text(e.value, kw.section)}` ({asm.where(e.line)})"
         )
-        return Finding("VL703", kw, msg, _use_knobs(ctx, kw, ev, e), "warning")
+        return _found(ctx, "VL703", kw, msg, _use_knobs(ctx, kw, ev, e), Severity.WARNING)
 
     if defaults:
         e = defaults[-1]
@@ -358,7 +366,7 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
                 f"({asm.where(e.line)}), which verl sets on purpose for every rollout server"
             )
             help = "remove the engine kwarg unless you know why verl's value does not fit"
-        return Finding("VL704", kw, msg, help)
+        return _found(ctx, "VL704", kw, msg, help)
 
     if over_false:
         # Only a key that verl sets as part of a larger block (expert parallelism together with
@@ -375,7 +383,7 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Finding | None:
             f"`{kw.key}={user}` bypasses verl: verl sets `{kw.key}` itself only when {e.condition_text(kw.section)}{along} "
             f"({asm.where(e.line)}), which is not the case here, so your flag reaches {title} without the setup verl does with it"
         )
-        return Finding("VL704", kw, msg, _use_knobs(ctx, kw, ev, e))
+        return _found(ctx, "VL704", kw, msg, _use_knobs(ctx, kw, ev, e))
     return None
 
 

@@ -12,6 +12,7 @@ range a finding is an error only where every release in it agrees. The finding s
 import ast
 import fnmatch
 import re
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -21,9 +22,9 @@ from packaging.version import Version
 from ..engines import versions
 from ..config.context import Context
 from ..evidence import source_text
-from ..registry import lazy_module, main_ppo, rule, spec_contains
+from ..registry import family, lazy_module, main_ppo, rule, spec_contains
 from ..knowledge import load_table as load_data
-from ..model import EnvVar, RayAttach, Severity
+from ..model import Diagnostic, EnvVar, RayAttach, Severity
 
 # lazy_module, not `import`: loaded (with the snapshots) for VLLM_* variables only, not at every Hydra job start
 schemas = lazy_module("verl_lint.engines.schemas")
@@ -39,7 +40,7 @@ class Fact(NamedTuple):
     until: str | None
     verl: str
     code: str
-    severity: str | None
+    severity: Severity | None
     message: str
     help: str
 
@@ -86,7 +87,7 @@ def facts(engine: str) -> tuple[Fact, ...]:
                 str(r["until"]) if r.get("until") else None,
                 str(r.get("verl") or ""),
                 str(r["code"]),
-                r.get("severity"),
+                Severity.parse(r["severity"]) if r.get("severity") else None,
                 str(r["message"]),
                 str(r.get("help") or ""),
             )
@@ -116,13 +117,6 @@ def _rollout_runs_vllm(ctx: Context) -> bool:
     return name is None or name == "vllm"
 
 
-class Finding(NamedTuple):
-    code: str
-    message: str
-    help: str
-    severity: str | None = None
-
-
 def _fill(text: str, var: EnvVar) -> str:
     return text.replace("{value}", var.value if var.value not in (None, "") else "<value>")
 
@@ -131,7 +125,7 @@ def _fill(text: str, var: EnvVar) -> str:
 _RANK = ("VL501", "VL502", "VL503", "VL504")
 
 
-def classify(ctx: Context, var: EnvVar) -> Finding | None:
+def classify(ctx: Context, var: EnvVar) -> Diagnostic | None:
     """The one finding (if any) for a VLLM_* / VLLM_ASCEND_* variable, judged over the releases
     the evidence admits (`verl_lint.engines.versions`): an exact release, a declared range, or none."""
     engine = _engine_of(var.name)
@@ -144,7 +138,7 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
             return None
         schema = schemas.schema_for(engine, ev.exact)
         note = f"checked against {ev.describe()}" + (f"; {schema.note}" if schema is not None and schema.note else "")
-        return f._replace(message=f"{f.message} ({note})")
+        return replace(f, message=f"{f.message} ({note})")
     snap = schemas.snapshot(engine)
     releases = list(snap.versions) if snap else []
     at = {r: _at(ctx, var, engine, r) for r in releases}
@@ -188,9 +182,9 @@ def classify(ctx: Context, var: EnvVar) -> Finding | None:
         if f is None:
             return None
         severity = f.severity
-        if verdict.level == "some" and severity != "info":
-            severity = "warning"
-        return f._replace(message=f"{f.message} ({verdict.note})", severity=severity)
+        if verdict.level == "some" and severity != Severity.INFO:
+            severity = Severity.WARNING
+        return replace(f, message=f"{f.message} ({verdict.note})", severity=severity)
     return None
 
 
@@ -210,11 +204,18 @@ def _region(ctx: Context, var: EnvVar, engine: str, code: str, probes: list[Vers
     return results.pop() if len(results) == 1 else None
 
 
-def _fact_at(ctx: Context, var: EnvVar, engine: str, v: Version) -> Finding | None:
+def _fact_at(ctx: Context, var: EnvVar, engine: str, v: Version) -> Diagnostic | None:
     for f in facts(engine):
         if f.name_matches(var.name) and f.value_matches(var.value) and f.verl_ok(ctx.verl_version) and f.holds_at(v):
-            return Finding(f.code, _fill(f.message, var), _fill(f.help, var), f.severity)
+            return _found(ctx, var, f.code, _fill(f.message, var), _fill(f.help, var), f.severity)
     return None
+
+
+def _found(
+    ctx: Context, var: EnvVar, code: str, message: str, help: str, severity: Severity | None = None
+) -> Diagnostic:
+    """Rule `code`'s finding at the export of `var`."""
+    return ctx.diag(code, message, key=var.name, help=help, span=var.span, severity=severity)
 
 
 def _not_excused(ctx: Context, var: EnvVar, engine: str) -> bool:
@@ -225,7 +226,7 @@ def _not_excused(ctx: Context, var: EnvVar, engine: str) -> bool:
     return not (engine == "vllm" and _declared_by("vllm_ascend", var.name))  # VLLM_VERSION, VLLM_DP_SIZE_LOCAL...
 
 
-def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Finding | None:
+def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Diagnostic | None:
     """The finding for the variable on one release (the facts first, then that release's envs.py)."""
     f = _fact_at(ctx, var, engine, schemas.lenient_version(version))
     if f is not None:
@@ -236,7 +237,9 @@ def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Finding | None:
         return None
     history = schema.describe("env", var.name)
     if history.startswith("removed"):
-        return Finding(
+        return _found(
+            ctx,
+            var,
             "VL503" if engine == "vllm_ascend" else "VL502",
             f"`{var.name}` is not read by {info.title} {schema.version}: {history}, so this export does nothing",
             "delete the export" + _replacement_hint(var.name, schema),
@@ -247,7 +250,9 @@ def _at(ctx: Context, var: EnvVar, engine: str, version: str) -> Finding | None:
         msg += f" in {info.title} {schema.version}; it {history}"
     if engine == "vllm" and schemas.lenient_version(schema.version) >= schemas.lenient_version("0.17.0"):
         msg += "; vLLM >= 0.17 logs `Unknown vLLM environment variable detected` for it and otherwise ignores it"
-    return Finding(
+    return _found(
+        ctx,
+        var,
         "VL504",
         msg,
         f"did you mean `{guess[0]}`?"
@@ -266,22 +271,16 @@ def _replacement_hint(name: str, schema) -> str:
     return f"; the closest current variable is `{guess[0]}`" if guess else ""
 
 
-def _findings(ctx: Context, code: str):
+@family
+def engine_env(ctx: Context):
+    """The one finding (if any) of each VLLM_* / VLLM_ASCEND_* variable: the family of the
+    engine environment rules below."""
     if not _rollout_runs_vllm(ctx):
         return
     for name in sorted(ctx.env):
-        var = ctx.env[name]
-        f = classify(ctx, var)
-        if f is None or f.code != code:
-            continue
-        yield ctx.diag(
-            code,
-            f.message,
-            key=name,
-            help=f.help,
-            span=var.span,
-            severity=Severity.parse(f.severity) if f.severity else None,
-        )
+        d = classify(ctx, ctx.env[name])
+        if d is not None:
+            yield d
 
 
 # ------------------------------------------------------------------ rules ----
@@ -293,6 +292,7 @@ _NPU = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
     "VL501",
     "vllm-env-var-crashes-engine",
     "error",
+    producer=engine_env,
     engines=("vllm",),
     # verl 0.7 declares vllm>=0.8.5,<=0.12.0, which includes releases where these crash; verl
     # 0.9.1 pins vllm==0.24.0, where neither does
@@ -302,7 +302,7 @@ _NPU = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
     ],
     good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})],
 )
-def vllm_env_crash(ctx: Context):
+def vllm_env_crash():
     """An exported vLLM variable makes the rollout server refuse to start.
 
     ## What it does
@@ -330,13 +330,13 @@ def vllm_env_crash(ctx: Context):
     vLLM 0.11.0 `vllm/v1/engine/async_llm.py:89`; vLLM 0.12.0 `vllm/attention/selector.py:40`.
     verl's own `examples/gspo_trainer/run_qwen3_32b_gspo_npu.sh:15` exports `VLLM_ATTENTION_BACKEND=XFORMERS`.
     """
-    yield from _findings(ctx, "VL501")
 
 
 @rule(
     "VL502",
     "obsolete-vllm-env-var",
     "warning",
+    producer=engine_env,
     engines=("vllm",),
     # deprecated/removed after vllm 0.12.0, the newest release verl 0.7 declares
     bad=[
@@ -357,7 +357,7 @@ def vllm_env_crash(ctx: Context):
         main_ppo("actor_rollout_ref.rollout.name=sglang", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}),
     ],
 )
-def obsolete_vllm_env(ctx: Context):
+def obsolete_vllm_env():
     """A vLLM environment variable is deprecated, removed or redundant in the vLLM release checked.
 
     ## What it does
@@ -382,13 +382,13 @@ def obsolete_vllm_env(ctx: Context):
     vLLM 0.14.1 `vllm/config/parallel.py:529` (VLLM_ALL2ALL_BACKEND deprecation),
     vLLM 0.13.0 `vllm/config/attention.py:83` and `vllm/config/profiler.py:92`.
     """
-    yield from _findings(ctx, "VL502")
 
 
 @rule(
     "VL503",
     "obsolete-vllm-ascend-env-var",
     "warning",
+    producer=engine_env,
     engines=("vllm_ascend",),
     bad=[
         main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_FLASHCOMM": "1"}),
@@ -398,7 +398,7 @@ def obsolete_vllm_env(ctx: Context):
     good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZ": "0"})],
     bad_options={"versions": {"vllm_ascend": "0.23.0"}},  # no verl release declares vllm-ascend
 )
-def obsolete_vllm_ascend_env(ctx: Context):
+def obsolete_vllm_ascend_env():
     """A vllm-ascend environment variable was renamed or removed in the vllm-ascend release checked.
 
     ## What it does
@@ -419,13 +419,13 @@ def obsolete_vllm_ascend_env(ctx: Context):
     verl passes `engine_kwargs.vllm.additional_config` to vllm-ascend through `vllm serve`
     (0.9.1 `vllm_async_server.py:349`); vllm-ascend 0.20.2rc1 `vllm_ascend/ascend_config.py:283`.
     """
-    yield from _findings(ctx, "VL503")
 
 
 @rule(
     "VL504",
     "unknown-vllm-env-var",
     "warning",
+    producer=engine_env,
     engines=("vllm", "vllm_ascend"),
     bad=[
         main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LENGTH": "1"}),
@@ -438,7 +438,7 @@ def obsolete_vllm_ascend_env(ctx: Context):
         )
     ],
 )
-def unknown_vllm_env(ctx: Context):
+def unknown_vllm_env():
     """A `VLLM_*` / `VLLM_ASCEND_*` variable that no vLLM / vllm-ascend release declares.
 
     ## What it does
@@ -459,7 +459,6 @@ def unknown_vllm_env(ctx: Context):
     verl forwards the driver environment to the workers it starts (0.9.1
     `verl/trainer/main_ppo.py:57-74`); vLLM 0.17.1 `vllm/envs.py:1704` (`validate_environ`).
     """
-    yield from _findings(ctx, "VL504")
 
 
 # ------------------------------------------------- env not reaching Ray ----
