@@ -18,7 +18,8 @@ from packaging.version import Version
 from verl_lint.knowledge import load_table
 from verl_lint.registry import REGISTRY
 from verl_lint.engines.schemas import snapshot
-from verl_lint.rules.env import facts, verl_runtime_env
+from verl_lint.rules.env import facts
+from verl_lint.rules.ray_env import verl_runtime_env
 
 from conftest import json_findings
 

@@ -502,6 +502,7 @@ def test_size_rules_split_by_theme_and_all_registered():
     names = (
         "sizes.py",
         "batch_sizes.py",
+        "token_budgets.py",
         "micro_batches.py",
         "parallel_sizes.py",
         "sft_sizes.py",

@@ -1,6 +1,6 @@
 """3xx: sizes and parallelism that verl asserts on only after Ray and the workers are up.
 
-The checks live in `batch_sizes.py` (batches, token budgets, sequence lengths) and
+The checks live in `batch_sizes.py` (batches), `token_budgets.py` (token budgets, sequence lengths) and
 `parallel_sizes.py` (tensor/pipeline/expert/data/sequence parallelism); this module holds what
 they share and VL300, which says which of them a launch's unknown values kept from running.
 
