@@ -62,9 +62,9 @@ def test_each_rule_runs_once_per_launch(lint, monkeypatch):
     for r in REGISTRY:
         if r.check is not None:
 
-            def counted(ctx, _check=r.check, _code=r.code):
+            def counted(ctx, *settings, _check=r.check, _code=r.code):  # (a rule with a subject gets its settings)
                 calls[_code] = calls.get(_code, 0) + 1
-                return _check(ctx)
+                return _check(ctx, *settings)
 
             monkeypatch.setattr(r, "check", counted)
     report = lint(script(3), NEWEST, "three.sh")

@@ -10,13 +10,16 @@ Front ends (the shell reader, composition) report through rules of the same regi
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
+import re
 import shlex
 import sys
 import textwrap
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -45,6 +48,50 @@ class Context(Protocol):
     @property
     def verl_root(self) -> Path | None: ...
 
+    def settings_for(self, subject: Subject) -> list: ...  # the settings a rule's subject selects
+
+
+VALUES = ("set", "add", "force_add")  # the kinds of setting that give a key a value
+EVERY = (*VALUES, "delete", "group", "hydra")  # every kind of setting (`config.compose.override_kind`)
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What a rule judges: the settings the user chose (the script's overrides, the values the
+    project's own config files chose), each with its value, provenance and span, whose dotted key
+    matches one of `keys`. The core (`Context.settings_for`) selects them and hands them to the
+    rule's check, in the order they take effect; no rule scans the settings itself."""
+
+    keys: tuple[str, ...] = ("*",)  # exact keys, `a.b.*` (any key under a.b), or fnmatch globs
+    kinds: tuple[str, ...] = VALUES
+    applied: bool | None = True  # True: Hydra applied it; False: Hydra rejected it; None: either
+    adding: bool = False  # only settings that add a key (`+key`, a project file's new key, an override of that)
+    last: bool = False  # only each key's last setting (the one in effect), the latest first
+    source: str | None = (
+        None  # "script": the command line's overrides only; "file": a project file's values; None: both
+    )
+
+    @cached_property
+    def _split(self) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
+        """The patterns by kind, split once: the callback matches every record against every setting."""
+        exact = frozenset(p for p in self.keys if not _GLOB.search(p))
+        prefixes = tuple(
+            p[:-1] for p in self.keys if p.endswith(".*") and not _GLOB.search(p[:-2])
+        )  # "a.b.*" -> "a.b."
+        globs = tuple(p for p in self.keys if _GLOB.search(p) and p[:-1] not in prefixes)
+        return exact, prefixes, globs
+
+    def match(self, key: str) -> str | None:
+        """The part of `key` a trailing `.*` matched ('' for an exact or glob match), or None."""
+        exact, prefixes, globs = self._split
+        if key in exact:
+            return ""
+        for base in prefixes:
+            if key.startswith(base):
+                return key[len(base) :]
+        return "" if any(fnmatch.fnmatchcase(key, g) for g in globs) else None
+
 
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
 class Rule:
@@ -54,7 +101,9 @@ class Rule:
     name: str
     severity: Severity
     doc: str
-    check: Callable[[Context], Iterable[Diagnostic]] | None  # None: reported by a front end (`finding`)
+    # None: reported by a front end (`finding`). With a `subject`, it is called with the settings
+    # the subject selects too: `check(ctx, settings)`.
+    check: Callable[..., Iterable[Diagnostic]] | None
     verl: str = ""  # a packaging specifier of the verl releases it applies to ('' for all)
     # Example scripts: bad ones must produce this rule, good ones nothing. An example may be
     # a (script, verl specifier) pair when it only holds for some releases.
@@ -88,6 +137,7 @@ class Rule:
     # limit), "unparsed" (a file not read as the text it claims to be: never rewritten by --fix).
     outcome: str = ""
     producer: Family | None = None  # the analysis that finds it, with other rules' findings (see `Family`)
+    subject: Subject | None = None  # the settings it judges, handed to its check (None: it reads `ctx` only)
 
     def finding(
         self, message: str, span: Span, help: str = "", key: str = "", severity: Severity | None = None
@@ -189,7 +239,9 @@ class Rule:
             assert self.check is not None, f"{self.code} is reported by a front end, not run"
             outer, ctx.unknown_reads = ctx.unknown_reads, []
             try:
-                found = list(self.check(ctx))
+                found = list(
+                    self.check(ctx) if self.subject is None else self.check(ctx, ctx.settings_for(self.subject))
+                )
             finally:
                 reads, ctx.unknown_reads = ctx.unknown_reads, outer
             hit = ctx.rule_runs[self.code] = (found, reads)
@@ -212,8 +264,9 @@ class Family:
     named as the `producer` of each rule it finds, run once per launch. It yields the registry's
     `Diagnostic`s (`ctx.diag`), whatever their code; each member rule reports those of its code."""
 
-    def __init__(self, analyse: Callable[[Context], Iterable[Diagnostic]]) -> None:
+    def __init__(self, analyse: Callable[..., Iterable[Diagnostic]], subject: Subject | None = None) -> None:
         self.analyse = analyse
+        self.subject = subject  # the settings it judges, handed to it as for a rule's check
         self.codes: list[str] = []  # its members, as they are declared
         self._runs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Context -> its findings
 
@@ -221,7 +274,8 @@ class Family:
         """Every finding of the analysis on the launch of `ctx` (computed once per Context)."""
         hit = self._runs.get(ctx)
         if hit is None:
-            hit = self._runs[ctx] = list(self.analyse(ctx))
+            found = self.analyse(ctx) if self.subject is None else self.analyse(ctx, ctx.settings_for(self.subject))
+            hit = self._runs[ctx] = list(found)
             stray = {d.code for d in hit} - set(self.codes)
             assert not stray, f"{self.analyse.__qualname__} found {stray}, which are not its members' codes"
         return hit
@@ -232,9 +286,12 @@ class Family:
         return lambda ctx: [d for d in self.findings(ctx) if d.code == code]
 
 
-def family(analyse: Callable[[Context], Iterable[Diagnostic]]) -> Family:
-    """Decorator: the analysis behind several rules, each declared with `producer=` it."""
-    return Family(analyse)
+def family(analyse: Callable[..., Iterable[Diagnostic]] | None = None, *, subject: Subject | None = None):
+    """Decorator (bare, or with the `subject` it judges): the analysis behind several rules, each
+    declared with `producer=` it."""
+    if analyse is None:
+        return lambda fn: Family(fn, subject)
+    return Family(analyse, subject)
 
 
 def spec_contains(spec: str, version: Version) -> bool:

@@ -17,10 +17,11 @@ from packaging.version import Version
 from ..evidence import Evidence, tree_has
 from ..launch.locate import HydraApp
 from ..model import Diagnostic, EnvVar, Fix, Launch, Related, Severity, Span, Unknown
-from ..registry import REGISTRY
-from .compose import Composition
+from ..registry import REGISTRY, Subject
+from .compose import AppliedOverride, Composition
 
 MISSING = Unknown("the key is not in the config")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name an interpolation may read (as `config.guards.WORD`)
 
 
 class Context:
@@ -42,9 +43,8 @@ class Context:
         self.versions = versions  # exact versions only (verl, torch, and engines known exactly)
         self.env = env
         self.engines = engines or {}  # engine -> versions.Evidence (exact, declared range, or none)
-        self.skipped_engines: set[str] = (
-            set()
-        )  # engines whose unknown release silenced a rule (`engines.versions.notes`)
+        # engines whose unknown release silenced a rule (`engines.versions.notes`)
+        self.skipped_engines: set[str] = set()
         # live (the Hydra callback): the config and env are the real ones, OmegaConf resolves as at
         # run time. Static: `${oc.env:X}` reads the script's env, and X unset there is unknown.
         self.live = live
@@ -141,6 +141,54 @@ class Context:
     def set_by_override(self, key: str) -> bool:
         """The user chose `key` (or a parent): an override, or a value of the project's config files."""
         return self.comp.last_setter(key) is not None
+
+    # ------------------------------------------------ the settings a rule judges ----
+
+    def settings_for(self, subject: Subject) -> list[AppliedOverride]:
+        """The settings `subject` selects (see `registry.Subject`), in the order they take effect
+        (each key's last one, the latest first, with `subject.last`): what a rule's check judges."""
+        settings = self.comp.settings
+        added = {o.key for o in self.comp.file_settings if o.kind == "add"} if subject.adding else set()
+
+        def judged(o: AppliedOverride) -> bool:
+            return (
+                o.kind in subject.kinds
+                and (subject.applied is None or o.ok == subject.applied)
+                and (subject.source is None or o.in_file == (subject.source == "file"))
+                and (not subject.adding or o.kind in ("add", "force_add") or (o.kind == "set" and o.key in added))
+                and subject.match(o.key or "") is not None
+            )
+
+        if not subject.last:
+            return [o for o in settings if judged(o)]
+        out, seen = [], set()
+        for o in reversed(settings):
+            if o.key not in seen:
+                seen.add(o.key)
+                if judged(o):
+                    out.append(o)
+        return out
+
+    def set_under(self, path: str) -> list[AppliedOverride]:
+        """The settings Hydra applied to keys under `path` (a dict the user fills in key by key)."""
+        return [o for o in self.comp.settings if o.ok and (o.key or "").startswith(path + ".")]
+
+    def set_last(self, *keys: str) -> str:
+        """Of `keys`, the one whose setting comes last in the order they take effect (where a
+        finding about all of them is reported), else the first."""
+        order = {id(o): i for i, o in enumerate(self.comp.settings)}
+        set_keys = [k for k in keys if self.set_by_override(k)]
+        if not set_keys:
+            return keys[0]
+        return max(set_keys, key=lambda k: order[id(self.comp.last_setter(k))])
+
+    def interpolated(self) -> set[str]:
+        """The names inside the `${...}` interpolations of the values the user set."""
+        names: set[str] = set()
+        for o in self.comp.settings:
+            if "${" in o.line:
+                names.update(_NAME.findall(o.line.split("=", 1)[-1]))
+        return names
 
     def rename_fix(self, o, new: str) -> Fix | None:
         """A safe rename of override `o` to the key `new`, unless the user set `new` too. The

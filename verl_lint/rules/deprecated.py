@@ -19,7 +19,7 @@ from ..config.context import Context
 from ..config.deprecations import Deprecation, in_config_comments
 from ..config.reader import app_sources, key_facts, reader_index
 from ..model import Diagnostic, Related, Span
-from ..registry import main_ppo, rule
+from ..registry import Subject, main_ppo, rule
 
 
 def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str]]:
@@ -70,10 +70,11 @@ def _warns(fact: Deprecation, value) -> bool:
     "VL232",
     "deprecated-key",
     "warning",
+    subject=Subject(),
     bad=[main_ppo("data.val_batch_size=16"), (main_ppo("+actor_rollout_ref.actor.optim.grad_clip=0.5"), ">=0.6")],
     good=[main_ppo("data.val_batch_size=null"), (main_ppo("+actor_rollout_ref.actor.optim.grad_clip=null"), ">=0.6")],
 )
-def deprecated_key(ctx: Context):
+def deprecated_key(ctx: Context, settings):
     """A key this verl still accepts but warns about as deprecated.
 
     ## What it does
@@ -116,7 +117,7 @@ def deprecated_key(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return
-    chosen = {o.key for o in ctx.comp.settings if o.ok and o.kind in ("set", "add", "force_add")}
+    chosen = {o.key for o in settings}
     for key in sorted(chosen):
         facts = list(_facts(ctx, root, key))  # most keys have none: then the config is not searched
         if not facts or _interpolated(ctx, key):

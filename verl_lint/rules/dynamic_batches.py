@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..config.context import Context
 from ..evidence import Evidence
-from ..registry import main_ppo, rule
+from ..registry import Subject, main_ppo, rule
 from .sizes import A, R
 
 # name of the micro batch size -> (the switch beside it, the token budget that applies instead).
@@ -43,6 +43,7 @@ V1_CRITIC_BUDGET = Evidence(
     "warning",
     evidence=[PACKS_BY_TOKENS],
     supersedes=("VL232",),  # a global size verl declares deprecated is, here, not used at all
+    subject=Subject(tuple(f"*.{name}" for name in ROLE_KEYS)),
     bad=[
         main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_micro_batch_size_per_gpu=4"),
         main_ppo(
@@ -59,7 +60,7 @@ V1_CRITIC_BUDGET = Evidence(
         ),
     ],
 )
-def micro_batch_under_dynamic_bsz(ctx: Context):
+def micro_batch_under_dynamic_bsz(ctx: Context, settings):
     """A micro batch size set where that role's dynamic batch size is on: the value is dead.
 
     ## What it does
@@ -92,14 +93,9 @@ def micro_batch_under_dynamic_bsz(ctx: Context):
     and `verl/workers/fsdp_workers.py:1114-1126` (reward model): the micro batch size is used
     only when `use_dynamic_bsz` is off.
     """
-    for o in ctx.comp.settings:
-        if not o.ok or o.kind not in ("set", "add", "force_add"):
-            continue
+    for o in settings:
         section, _, name = o.key.rpartition(".")
-        keys = ROLE_KEYS.get(name)
-        if keys is None or not section:
-            continue
-        switch, budget = (f"{section}.{k}" for k in keys)
+        switch, budget = (f"{section}.{k}" for k in ROLE_KEYS[name])
         if (
             not ctx.has(switch)
             or not ctx.has(budget)

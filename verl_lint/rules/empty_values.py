@@ -4,7 +4,7 @@ whose value verl's config types as a bool or a number."""
 from __future__ import annotations
 
 from ..config.context import Context
-from ..registry import main_ppo, rule
+from ..registry import Subject, main_ppo, rule
 from .sizes import A
 
 
@@ -15,6 +15,7 @@ _KIND = {bool: "a bool", int: "an int", float: "a float"}
     "VL112",
     "empty-override-value",
     "warning",
+    subject=Subject(kinds=("set",), source="script"),  # a key the command line sets
     bad=[
         f"#!/bin/bash\nDYN=\npython3 -m verl.trainer.main_ppo {A}.use_dynamic_bsz=$DYN actor_rollout_ref.rollout.name=vllm\n",
         main_ppo(f"{A}.ppo_epochs="),
@@ -24,7 +25,7 @@ _KIND = {bool: "a bool", int: "an int", float: "a float"}
         main_ppo("trainer.experiment_name="),
     ],
 )
-def empty_value(ctx: Context):
+def empty_value(ctx: Context, settings):
     """An override that sets a bool or a number to the empty string.
 
     ## What it does
@@ -53,8 +54,8 @@ def empty_value(ctx: Context):
     `hydra.utils.instantiate`, no type conversion); 0.9.1 `verl/base_config.py` (`BaseConfig`:
     no type checks); 0.4.1 `verl/workers/actor/dp_actor.py` (`if self.config.use_dynamic_bsz:`).
     """
-    for o in ctx.comp.overrides:
-        if not o.ok or o.kind != "set" or o.value_unknown is not None or not o.line.endswith("="):
+    for o in settings:
+        if o.value_unknown is not None or not o.line.endswith("="):
             continue
         shipped = o.replaced
         if not isinstance(shipped, (bool, int, float)) or ctx.get(o.key, None) != "":

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..config.context import MISSING, Context
 from ..engines import versions
 from ..model import Diagnostic, Severity, Unknown
-from ..registry import family, lazy_module
+from ..registry import EVERY, Subject, family, lazy_module
 
 # lazy_module, not `import`: the Hydra callback imports every rule at each job start, and most
 # launches set no engine_kwargs; these load (with the snapshots they read) on first use.
@@ -40,17 +40,14 @@ class Kwarg(NamedTuple):
 # ------------------------------------------------------------- collection ----
 
 
-def _sections(ctx: Context) -> list[str]:
-    out = [ACTOR]
-    for o in ctx.comp.settings:
-        if ".engine_kwargs" in (o.key or ""):
-            out.append(o.key.split(".engine_kwargs")[0])
-    return list(dict.fromkeys(out))
+def _sections(settings) -> list[str]:
+    """The rollout sections the launch sets engine kwargs under (the actor's always)."""
+    return list(dict.fromkeys([ACTOR, *(o.key.split(".engine_kwargs")[0] for o in settings)]))
 
 
-def kwargs_of(ctx: Context) -> list[Kwarg]:
+def kwargs_of(ctx: Context, settings) -> list[Kwarg]:
     out = []
-    for sec in _sections(ctx):
+    for sec in _sections(settings):
         for engine in KW_ENGINES:
             path = f"{sec}.engine_kwargs.{engine}"
             node = OmegaConf.select(
@@ -115,7 +112,7 @@ def _verl_default(ctx: Context, path: str) -> bool:
     `compilation_config`, filled in field by field) is set by the user."""
     if ctx.provenance(path) != "verl-default":
         return False
-    return not any(o.ok and (o.key or "").startswith(path + ".") for o in ctx.comp.settings)
+    return not ctx.set_under(path)
 
 
 def _found(
@@ -126,15 +123,15 @@ def _found(
     does not run is inert there, and verl ships both: nothing)."""
     if _verl_default(ctx, kw.path):
         return None if code == "VL705" else ctx.default_problem(code, message, kw.path, help)
-    under = [o for o in ctx.comp.settings if o.ok and (o.key or "").startswith(kw.path + ".")]
+    under = ctx.set_under(kw.path)
     span = under[0].word.span if under and not ctx.set_by_override(kw.path) else None
     return ctx.diag(code, message, key=kw.path, help=help, span=span, severity=severity)
 
 
-@family
-def analyse(ctx: Context):
+@family(subject=Subject(("*.engine_kwargs*",), kinds=EVERY, applied=None))
+def analyse(ctx: Context, settings):
     """Every engine_kwargs finding of a launch (the 7xx rules)."""
-    for kw in kwargs_of(ctx):
+    for kw in kwargs_of(ctx, settings):
         active = ctx.get(f"{kw.section}.name", None)
         if isinstance(active, str) and active in schemas.ENGINES and active != kw.engine:
             d = _found(

@@ -14,11 +14,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..config import guards
 from ..config.context import Context
-from ..config.guards import WORD, Cond, Read
+from ..config.guards import Cond, Read
 from ..config.keys import all_keys
 from ..config.reader import app_sources
 from ..model import Unknown
-from ..registry import main_ppo, rule
+from ..registry import Subject, main_ppo, rule
 from .unread import read_unseen, silent_value, tree_index
 
 
@@ -122,11 +122,7 @@ class _Judge:
 def _interpolated_names(ctx: Context, index) -> set[str]:
     """Names inside interpolations (the tree's and the entry point's YAML files, the launch's
     overrides): a key one of them reads is read whenever the key holding it is."""
-    names = set(index.interpolated)
-    for o in ctx.comp.settings:
-        if "${" in o.line:
-            names.update(WORD.findall(o.line.split("=", 1)[-1]))
-    return names
+    return set(index.interpolated) | ctx.interpolated()
 
 
 @rule(
@@ -134,6 +130,7 @@ def _interpolated_names(ctx: Context, index) -> set[str]:
     "key-read-only-under-off-condition",
     "warning",
     in_callback=False,
+    subject=Subject(last=True),  # the last setting of a key is the one that sets it
     bad=[main_ppo("algorithm.kl_ctrl.kl_coef=0.01"), main_ppo("actor_rollout_ref.actor.kl_loss_type=mse")],
     good=[
         main_ppo("algorithm.use_kl_in_reward=True", "algorithm.kl_ctrl.kl_coef=0.01"),
@@ -141,7 +138,7 @@ def _interpolated_names(ctx: Context, index) -> set[str]:
         main_ppo("actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.kl_loss_type=mse"),
     ],
 )
-def key_read_only_under_off_condition(ctx: Context):
+def key_read_only_under_off_condition(ctx: Context, settings):
     """A key you set that verl reads only under a condition your config turns off.
 
     ## What it does
@@ -182,12 +179,8 @@ def key_read_only_under_off_condition(ctx: Context):
     src = guards.sources(ctx.app.verl.root, app_sources(ctx.app))
     judge = _Judge(ctx, src)
     interpolated: set[str] | None = None
-    seen: set[str] = set()
-    for o in reversed(ctx.comp.settings):  # the last override of a key is the one that sets it
-        if o.key in seen:
-            continue
-        seen.add(o.key)
-        if not o.ok or o.kind not in ("set", "add", "force_add") or o.value_unknown is not None:
+    for o in settings:
+        if o.value_unknown is not None:
             continue
         parts = tuple(o.key.split("."))
         if (

@@ -8,17 +8,18 @@ from functools import lru_cache
 
 from ..files import read_regular
 from ..model import Fix, Severity, place
-from ..registry import main_ppo, rule
+from ..registry import Subject, main_ppo, rule
 
 
 @rule(
     "VL107",
     "duplicate-override",
     "warning",
+    subject=Subject(source="script"),  # the values the command line sets
     bad=[main_ppo("trainer.nnodes=1", "trainer.project_name=p", "trainer.nnodes=2")],
     good=[main_ppo("trainer.nnodes=2", "trainer.project_name=p")],
 )
-def duplicate_override(ctx):
+def duplicate_override(ctx, settings):
     """The same key is overridden twice in one launch; the last one silently wins.
 
     ## What it does
@@ -32,12 +33,9 @@ def duplicate_override(ctx):
     ## Use instead
     Keep one override per key.
     """
-    last = {}
-    for o in ctx.comp.overrides:
-        if o.ok and o.kind in ("set", "force_add", "add"):
-            last[o.key] = o
-    for o in ctx.comp.overrides:
-        if o.ok and o.kind in ("set", "force_add", "add") and last.get(o.key) is not o:
+    last = {o.key: o for o in settings}
+    for o in settings:
+        if last[o.key] is not o:
             winner = last[o.key]
             if o.value_unknown is None and winner.value_unknown is None:
                 same = o.line.lstrip("+") == winner.line.lstrip("+")

@@ -12,7 +12,7 @@ import ast
 from ..config import classes as config_classes
 from ..config.context import Context
 from ..model import Unknown
-from ..registry import main_ppo, rule
+from ..registry import Subject, main_ppo, rule
 from .batch_sizes import actor_worker
 
 _MEGATRON = "model_engine=megatron"
@@ -24,13 +24,14 @@ _TP = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"
     "VL238",
     "key-overwritten-by-post-init",
     "warning",
+    subject=Subject(),
     bad=[(main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=True"), ">=0.8")],
     good=[
         (main_ppo(_MEGATRON, f"{_TP}=2", f"{_SP}=True"), ">=0.8"),
         (main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=False"), ">=0.8"),
     ],
 )
-def key_overwritten(ctx: Context):
+def key_overwritten(ctx: Context, settings):
     """A key you set that the config dataclass built from its section replaces when it is created.
 
     ## What it does
@@ -62,13 +63,8 @@ def key_overwritten(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root or actor_worker(ctx) != "engine":
         return
-    for o in ctx.comp.settings:
-        if (
-            not o.ok
-            or o.kind not in ("set", "add", "force_add")
-            or o.value_unknown is not None
-            or not ctx.user_set(o.key)
-        ):
+    for o in settings:
+        if o.value_unknown is not None or not ctx.user_set(o.key):
             continue
         path, _, field = o.key.rpartition(".")
         cls = config_classes.of_node(root, path, ctx.get(f"{path}._target_", None) if path else None)

@@ -143,11 +143,7 @@ def gpu_count(ctx):
 def anchor_key(ctx, *keys):
     """The key among `keys` whose override comes last on the command line, else the first
     (where the finding is reported)."""
-    order = {id(o): i for i, o in enumerate(ctx.comp.settings)}
-    set_keys = [k for k in keys if ctx.set_by_override(k)]
-    if not set_keys:
-        return keys[0]
-    return max(set_keys, key=lambda k: order[id(ctx.comp.last_setter(k))])
+    return ctx.set_last(*keys)
 
 
 def shipped_at(ctx: Context, key: str) -> str:

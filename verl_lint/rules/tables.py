@@ -16,7 +16,6 @@ then a dev, rc, post or local version of a release counts as that release (`0.7.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from ..knowledge import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord, TableError, load_table
-from ..registry import REGISTRY, ROLLOUT_NAME, declare, main_ppo, parse_version
+from ..registry import EVERY, REGISTRY, ROLLOUT_NAME, Subject, declare, main_ppo, parse_version
 from ..config.context import Context
 from .roles import ref_worker
 from ..config.reader import app_sources, reader_index
@@ -147,27 +146,6 @@ def _agrees(value, silent: list) -> bool:
     return False
 
 
-def _matcher(patterns: list[str]):
-    """`match(key)`: the part matched by a trailing `.*` ('' for an exact or glob match), or None.
-    The patterns are split by kind once: the callback matches every record against every override."""
-    exact = {p for p in patterns if not p.endswith(".*") and not _GLOB.search(p)}
-    prefixes = tuple(p[:-1] for p in patterns if p.endswith(".*"))  # "a.b.*" -> "a.b."
-    globs = tuple(p for p in patterns if not p.endswith(".*") and _GLOB.search(p))
-
-    def match(key: str) -> str | None:
-        if key in exact:
-            return ""
-        for base in prefixes:
-            if key.startswith(base):
-                return key[len(base) :]
-        return "" if any(fnmatch.fnmatchcase(key, g) for g in globs) else None
-
-    return match
-
-
-_GLOB = re.compile(r"[*?\[]")
-
-
 def _value_text(line: str) -> str:
     return line.split("=", 1)[1] if "=" in line else ""
 
@@ -250,10 +228,9 @@ def _examples(rec: RuleRecord, bad: bool) -> list[tuple[str, str]]:
 
 
 def _ineffective(rec: IneffectiveRecord):
-    """The check of one ineffective_keys.yaml record."""
-    matches = _matcher(rec.keys)
+    """The check of one ineffective_keys.yaml record: the values set at its keys."""
 
-    def check(ctx: Context):
+    def check(ctx: Context, settings):
         if any(ctx.set_by_override(k) for k in rec.unless_set):
             return
         for cond_key, expected in rec.when:
@@ -263,11 +240,7 @@ def _ineffective(rec: IneffectiveRecord):
             if got is None or _as_text(got) != expected:
                 return
         is_open: dict[str, bool] = {}  # per key name: the evidence, checked when an override matches
-        for o in ctx.comp.settings:
-            if not o.ok or o.kind not in ("set", "add", "force_add"):
-                continue
-            if matches(o.key) is None:
-                continue
+        for o in settings:
             value = "<unknown>" if o.value_unknown else _value_text(o.line)
             if rec.value is not None and value != rec.value:
                 continue
@@ -289,11 +262,11 @@ def _ineffective(rec: IneffectiveRecord):
     return check
 
 
-def _removed(rec: RemovedRecord):
-    """The check of one removed_keys.yaml record."""
-    matches = _matcher(rec.keys)
+def _removed(rec: RemovedRecord, subject: Subject):
+    """The check of one removed_keys.yaml record: the settings of its keys (`_removed_subject`), or
+    the launch of its config name."""
 
-    def check(ctx: Context):
+    def check(ctx: Context, settings):
         if rec.config_name:
             name = (ctx.app.config_name or "").removesuffix(".yaml")
             if name == rec.config_name and applies(rec, ctx):
@@ -301,26 +274,26 @@ def _removed(rec: RemovedRecord):
                 yield ctx.diag(rec.code, rec.message, key=name, help=rec.help, span=span)
             return
         is_open = None
-        for o in ctx.comp.settings:
-            if o.kind == "hydra":
-                continue
-            rest = matches(o.key)
-            if rest is None:
-                continue
+        for o in settings:
             if rec.value is not None and (o.value_unknown or _value_text(o.line) != rec.value):
-                continue
-            # A removed key is confirmed by the tree itself: Hydra rejected the override. (A dev
-            # checkout between releases may still have it; then there is nothing to explain.)
-            # A config file adds a removed key silently instead (VL230 says nothing reads it).
-            if rec.value is None and rec.severity == "error" and (o.ok or o.in_file):
                 continue
             if is_open is None:
                 is_open = applies(rec, ctx)
             if not is_open:
                 return
-            yield removed_diag(ctx, rec, o, rest)
+            yield removed_diag(ctx, rec, o, subject.match(o.key))
 
     return check
+
+
+def _removed_subject(rec: RemovedRecord) -> Subject:
+    """The settings a removed key's record judges: every setting of its keys but Hydra's own. A
+    removed key is confirmed by the tree itself: Hydra rejected the override (a dev checkout
+    between releases may still have it; then there is nothing to explain; a project's config file
+    adds a removed key silently instead, and nothing reads it: `rules.unread`). So a record that
+    is an error whatever the value judges the settings Hydra rejected only."""
+    rejected = rec.value is None and rec.severity == "error"
+    return Subject(tuple(rec.keys), kinds=tuple(k for k in EVERY if k != "hydra"), applied=False if rejected else None)
 
 
 def removed_diag(ctx: Context, rec: RemovedRecord, o, rest: str) -> Diagnostic:
@@ -382,9 +355,10 @@ def _register() -> None:
                     f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule {REGISTRY.get(rec.code).name}"
                 )
             if isinstance(rec, IneffectiveRecord):
-                check, entry_points = _ineffective(rec), rec.entry_points
+                check, entry_points, subject = _ineffective(rec), rec.entry_points, Subject(tuple(rec.keys))
             else:
-                check, entry_points = (None if rec.module else _removed(rec)), ()
+                subject = None if rec.module else _removed_subject(rec)
+                check, entry_points = (_removed(rec, subject) if subject else None), ()
             # "": gated on evidence inside the check (`applies`), not on the version
             declare(
                 rec.code,
@@ -396,6 +370,7 @@ def _register() -> None:
                 good=_examples(rec, False),
                 entry_points=entry_points,
                 supersedes=SUPERSEDED[name],
+                subject=subject,
                 # a removed entry point: python stops before Hydra reads an override
                 before_the_cut=bool(getattr(rec, "module", None)),
             )

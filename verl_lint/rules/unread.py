@@ -14,7 +14,7 @@ from omegaconf import DictConfig, ListConfig
 from ..config.keys import all_keys, same_name_elsewhere
 from ..config.context import Context
 from ..model import Unknown
-from ..registry import main_ppo, rule
+from ..registry import Subject, main_ppo, rule
 from ..config.reader import ReaderIndex, app_sources, reader_index
 
 # Nodes verl hands whole to another library or to user code, so their keys are never read by
@@ -149,10 +149,9 @@ def _off_anyway(ctx: Context, key: str, name: str, index: ReaderIndex) -> bool:
     return name != _leaf(key) or all(silent_value(ctx.get(k, None)) for k in _close_keys(ctx, key, index))
 
 
-def _shipped_keys(ctx: Context) -> list[str]:
-    """The keys of the composed config that no added setting (`+key`, a project file's new key)
-    made: neither one of those keys, nor under one, nor a node made to hold one."""
-    added = [o.key for o in ctx.comp.settings if o.ok and o.kind in ("add", "force_add")]
+def _shipped_keys(ctx: Context, added: list[str]) -> list[str]:
+    """The keys of the composed config that none of the `added` keys (`+key`, a project file's
+    new key) made: neither one of those keys, nor under one, nor a node made to hold one."""
     return [
         k for k in all_keys(ctx.cfg) if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)
     ]
@@ -185,19 +184,19 @@ def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -
     return None
 
 
-def _unread(ctx: Context, kinds: tuple[str, ...], code: str, tail: str, typo: bool):
+def _unread(ctx: Context, settings, code: str, tail: str, typo: bool):
     index = tree_index(ctx)
     if index is None:
         return
     where = f"verl {ctx.verl_version}" if ctx.verl_version else "this verl tree"
     seen: set[str] = set()
     shipped: list[str] | None = None
-    for o in ctx.comp.settings:
-        if not o.ok or o.kind not in kinds or o.key in seen:
+    for o in settings:
+        if o.key in seen:
             continue
         parts = o.key.split(".")
         if typo and len(parts) > 2 and ctx.cfg is not None and not read_unseen(ctx, parts[:1], index):
-            shipped = _shipped_keys(ctx) if shipped is None else shipped
+            shipped = _shipped_keys(ctx, [a.key for a in settings]) if shipped is None else shipped  # (the added keys)
             found = _misplaced(ctx, o.key, index, shipped)
             if found is not None:
                 section, home = found
@@ -240,6 +239,7 @@ def _misplaced_finding(ctx: Context, o, where: str, section: str, home: str):
     "key-never-read",
     "warning",
     in_callback=False,
+    subject=Subject(kinds=("add", "force_add")),
     bad=[
         main_ppo("+trainer.no_such_knob=1"),
         main_ppo("+data.train_batch_sizee=4"),
@@ -254,7 +254,7 @@ def _misplaced_finding(ctx: Context, o, where: str, section: str, home: str):
         main_ppo("actor_rollout_ref.actor.clip_ratio=0.2"),
     ],
 )
-def key_never_read(ctx: Context):
+def key_never_read(ctx: Context, settings):
     """A key added with `+key=` / `++key=` that no code in this verl tree reads.
 
     ## What it does
@@ -297,7 +297,7 @@ def key_never_read(ctx: Context):
     the dataclass conversion is `verl/utils/config.py` (`omega_conf_to_dataclass`), called on
     the actor and rollout nodes by `verl/workers/engine_workers.py` (0.9.1 and 0.7.1).
     """
-    yield from _unread(ctx, ("add", "force_add"), "VL230", "the value is accepted by Hydra and ignored", typo=True)
+    yield from _unread(ctx, settings, "VL230", "the value is accepted by Hydra and ignored", typo=True)
 
 
 @rule(
@@ -305,11 +305,12 @@ def key_never_read(ctx: Context):
     "config-key-never-read",
     "info",
     in_callback=False,
+    subject=Subject(kinds=("set",)),
     # (data.return_raw_input_ids, the other key both releases ship unread, is VL215's example too.)
     bad=[main_ppo("global_profiler.global_tool_config.torch_memory.kw_args={}")],
     good=[main_ppo("actor_rollout_ref.rollout.gpu_memory_utilization=0.6")],
 )
-def config_key_never_read(ctx: Context):
+def config_key_never_read(ctx: Context, settings):
     """A key the config ships, set on the command line, that no code in this verl tree reads.
 
     ## What it does
@@ -328,4 +329,4 @@ def config_key_never_read(ctx: Context):
     `global_profiler.global_tool_config.torch_memory.kw_args` and `data.return_raw_input_ids`
     in `verl/trainer/config/ppo_trainer.yaml`, and no code reads either.
     """
-    yield from _unread(ctx, ("set",), "VL231", "the config ships it, but setting it changes nothing", typo=False)
+    yield from _unread(ctx, settings, "VL231", "the config ships it, but setting it changes nothing", typo=False)

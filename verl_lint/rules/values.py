@@ -19,7 +19,7 @@ from ..config.context import Context
 from ..config.keys import closest_name, same_name_elsewhere
 from ..config.reader import app_sources, key_facts
 from ..evidence import Evidence, source_text, sources_have, tree_has
-from ..registry import main_ppo, rule
+from ..registry import Subject, main_ppo, rule
 
 # A project module assigning its own function over verl's `omega_conf_to_dataclass` (a monkey patch).
 REPLACES_CONVERSION = r"\.omega_conf_to_dataclass\s*=(?!=)"
@@ -43,6 +43,7 @@ def _accepted(value, allowed: tuple) -> bool:
     "value-not-accepted",
     "error",
     in_callback=False,
+    subject=Subject(),  # only values the user chose are judged, not every node of the config
     bad=[
         main_ppo("actor_rollout_ref.actor.loss_agg_mode=True"),
         main_ppo("actor_rollout_ref.actor.optim.lr_scheduler_type=linear-warmup"),
@@ -54,7 +55,7 @@ def _accepted(value, allowed: tuple) -> bool:
         )
     ],
 )
-def value_not_accepted(ctx: Context):
+def value_not_accepted(ctx: Context, settings):
     """A value that verl's config class rejects when a worker builds it.
 
     ## What it does
@@ -90,8 +91,7 @@ def value_not_accepted(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root:
         return
-    # Only values the user chose are judged: start from them, not from every node of the config.
-    chosen = {o.key for o in ctx.comp.settings if o.ok and o.kind in ("set", "add", "force_add")}
+    chosen = {o.key for o in settings}
     in_code = dict(key_facts(Path(root), app_sources(ctx.app))[1])
     for key in sorted(chosen):
         checker, choice = _check_of(ctx, root, key, in_code)
@@ -128,6 +128,9 @@ def _check_of(ctx: Context, root: str, key: str, in_code: dict[str, Choice]) -> 
     "added-key-not-a-config-field",
     "error",
     in_callback=False,
+    # keys added under a section (a project's config file may add one: an override of it sets it,
+    # and Hydra accepts that, but it is as foreign)
+    subject=Subject(("*.*",), adding=True),
     bad=[
         main_ppo("+actor_rollout_ref.actor.clip_ratio_cap=3.0"),
         main_ppo("+actor_rollout_ref.actor.optim.warmup_ratio=0.1"),
@@ -139,7 +142,7 @@ def _check_of(ctx: Context, root: str, key: str, in_code: dict[str, Choice]) -> 
     ],
     supersedes=("VL230",),  # "nothing reads this key" is the weaker form of "the class built from it has no such field"
 )
-def added_key_not_a_field(ctx: Context):
+def added_key_not_a_field(ctx: Context, settings):
     """A `+key` added under a config node that verl builds into a dataclass without that field.
 
     ## What it does
@@ -178,16 +181,7 @@ def added_key_not_a_field(ctx: Context):
         return
     if sources_have(app_sources(ctx.app), f"{REPLACES_CONVERSION}|{OWN_WORKER}") or _recipe_workers(ctx):
         return
-    # keys a project's config file adds: an override of one sets it (Hydra accepts it), but it is as foreign
-    added_by_file = {o.key for o in ctx.comp.file_settings if o.kind == "add"}
-    for o in ctx.comp.settings:
-        if (
-            not o.ok
-            or o.kind not in ("add", "force_add")
-            and not (o.kind == "set" and o.key in added_by_file)
-            or "." not in o.key
-        ):
-            continue
+    for o in settings:
         if o.key.startswith("reward_model.") and ctx.flag("reward_model.enable") is not True:
             continue  # no reward model worker, nothing builds the node
         parent, _, name = o.key.rpartition(".")
