@@ -12,6 +12,7 @@ import yaml
 
 from verl_lint.catalogue import RETIRED
 from verl_lint.engines.versions import ENGINES
+from verl_lint.registry import Subject
 from verl_lint.rules import registered_rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,3 +101,37 @@ def test_the_facts_front_ends_read_are_well_formed():
     # each fact is set on some rule and left at its default on others: none is a dead field
     for fact in ("snippets", "in_callback", "engines", "size_check", "before_the_cut", "outcome", "live"):
         assert len({bool(getattr(r, fact)) for r in rules}) == 2, fact
+
+
+def test_a_family_produces_its_members_findings_and_no_check_of_their_own():
+    """The allocator, engine-kwargs and engine-env analyses each register once, as the producer
+    of their members' codes (a finding of another code would be an assertion error at run time)."""
+    rules = list(registered_rules())
+    families = {r.producer for r in rules if r.producer is not None}
+    assert {f.analyse.__module__.rsplit(".", 1)[1] for f in families} == {"allocator", "engine_kwargs_checks", "env"}
+    for fam in families:
+        assert sorted(fam.codes) == sorted(r.code for r in rules if r.producer is fam)
+
+
+def test_a_subject_matches_keys_as_the_tables_write_them():
+    s = Subject(("a.b", "c.d.*", "*.e"))
+    assert s.match("a.b") == ""  # exact
+    assert s.match("c.d.x.y") == "x.y"  # under a prefix: what the `.*` matched
+    assert s.match("f.g.e") == ""  # a glob
+    assert s.match("c.d") is None and s.match("c.dx.y") is None and s.match("a.b.c") is None
+    assert Subject(("*.*",)).match("top") is None and Subject(("*.*",)).match("a.b") == ""  # a glob, not a prefix
+    assert Subject().match("anything.at.all") == ""
+
+
+def test_no_rule_scans_the_settings_itself():
+    """A rule names its subject (`Rule.subject`, `Family.subject`) and the core hands it the
+    settings (`Context.settings_for`): no rule module reads the composition's settings or
+    overrides, the project files' values, or whether a setting came from a file."""
+    scans = re.compile(r"\.(settings|file_settings|overrides|in_file)\b")
+    found = [
+        f"{path.name}:{n}: {line.strip()}"
+        for path in sorted((PACKAGE / "rules").glob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if scans.search(line) and "allocator.settings" not in line
+    ]
+    assert found == []
