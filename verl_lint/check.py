@@ -429,7 +429,8 @@ def _fix_targets(reports: list[FileReport], args: Namespace):
 
 
 def _fixable_file(r: FileReport, args: Namespace) -> bool:
-    """A file --fix may write: not a command line, not stdin, not one not read as the text it claims to be (`Rule.outcome` "unparsed": invalid UTF-8)."""
+    """A file --fix may write: not a command line, not stdin, not one not read as the text it
+    claims to be (`Rule.outcome` "unparsed": invalid UTF-8)."""
     stdin = (args.stdin_filename or STDIN) if STDIN in args.paths else None
     return (
         r.text is not None

@@ -237,7 +237,8 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-unanalysed",
         action="store_true",
-        help=f"exit 1 when a launch or file could not be analysed ({LAUNCH_NOT_ANALYSABLE.code}, {FILE_TOO_LARGE.code}, "
+        help="exit 1 when a launch or file could not be analysed "
+        f"({LAUNCH_NOT_ANALYSABLE.code}, {FILE_TOO_LARGE.code}, "
         f"{ANALYSIS_TIMEOUT.code}), whatever --fail-on says",
     )
     p.add_argument(

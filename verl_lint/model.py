@@ -143,7 +143,8 @@ class RayAttach(NamedTuple):
 
 
 class Cut(NamedTuple):
-    """Where a launch is cut short: its overrides from `line` on run as commands of their own (BROKEN_LINE_CONTINUATION)."""
+    """Where a launch is cut short: its overrides from `line` on run as commands of their own
+    (BROKEN_LINE_CONTINUATION)."""
 
     line: int
     blank: Span | None  # the `\ ` that cut it: bash passes " " to the launch, and Hydra stops on it

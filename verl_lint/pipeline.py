@@ -306,7 +306,8 @@ def launch_context(
     try:
         app = locate_app(la, tree)
     except (LocateError, EntryPointNotFound):
-        # An entry point the release removed is a finding with its replacement (`rules.tables`), not ENTRY_POINT_NOT_FOUND.
+        # An entry point the release removed is a finding with its replacement (`rules.tables`),
+        # not ENTRY_POINT_NOT_FOUND.
         gone = la.module and tree and removed_module_diag(la.module, tree, la.entry_span)
         if gone:
             return [gone]

@@ -176,10 +176,11 @@ class Rule:
         if self.supersedes:
             out.append(f"Its finding replaces one of {', '.join(self.supersedes)} at the same token.")
         if self.entry_points:
+            note = REGISTRY.get("rules-not-run-for-entry-point")  # the catalogue's note (declared by name there)
             out.append(
                 f"Judges launches of {', '.join(f'`{m}`' for m in self.entry_points)} whatever their config is named, and of a "
                 "project's own entry point; verl's other entry points run other code and are not judged "
-                f"({REGISTRY.get('rules-not-run-for-entry-point').code} says so)."
+                f"({note.code if note is not None else 'a note'} says so)."
             )
         out += ["", self.body] if self.body else []
         for title, examples in (("Bad", self.bad), ("Good", self.good)):
@@ -402,8 +403,9 @@ def declare(
 
 def rule(code: str, name: str, severity: str, **where):
     """Decorator: `declare` a rule checked by the decorated function (with `producer=`: found by
-    that `Family`, the function only documents it); its docstring is the rule's documentation. `where`: verl, bad, good, entry_points, bad_options, evidence, unless, supersedes,
-    and the facts the front ends read (`Rule.snippets` ... `Rule.outcome`)."""
+    that `Family`, the function only documents it); its docstring is the rule's documentation.
+    `where`: verl, bad, good, entry_points, bad_options, evidence, unless, supersedes, and the
+    facts the front ends read (`Rule.snippets` ... `Rule.subject`)."""
 
     def deco(fn):
         declare(code, name, severity, fn.__doc__ or "", None if where.get("producer") else fn, **where)

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from .cache import memo
+from .catalogue import RETIRED
 from .engines.versions import version_problem
 from .gpus import gpu_gib
 from .model import Severity
-from .catalogue import RETIRED
 from .rules import registered_rules
 from .terminal import safe
 

@@ -4,12 +4,11 @@ the batch sizes are in `batch_sizes.py`)."""
 
 from __future__ import annotations
 
-from .broken_defaults import model_len
-from .model_sizes import CONTEXT_RAISE, QWEN7, known
 from ..evidence import Evidence
 from ..registry import main_ppo, rule
-from .sizes import A, R, VALIDATION, VLLM_SERVER, anchor_key, parallel_size, report_unless_default, validating_app
-
+from .broken_defaults import model_len
+from .model_sizes import CONTEXT_RAISE, QWEN7, known
+from .sizes import VALIDATION, VLLM_SERVER, A, R, anchor_key, parallel_size, report_unless_default, validating_app
 
 BUDGET_SCALE = {
     "fsdp": (
