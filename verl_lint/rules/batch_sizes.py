@@ -7,11 +7,11 @@ from __future__ import annotations
 from math import gcd
 
 from .broken_defaults import model_len
-from .model_sizes import CONTEXT_RAISE, QWEN7, known
+from .model_sizes import CONTEXT_RAISE, known
 from .roles import uses_critic
 from ..evidence import Evidence
 from ..model import Severity
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .sizes import (
     A,
     GPUS,
@@ -32,24 +32,6 @@ from .sizes import (
     "train-batch-not-divisible-by-gpus",
     "error",
     evidence=[Evidence(VALIDATION, r"must be divisible by minimal possible batch size")],
-    bad=[
-        main_ppo(
-            "data.train_batch_size=1000",
-            "actor_rollout_ref.rollout.n=5",
-            "trainer.n_gpus_per_node=8",
-            "trainer.nnodes=6",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=48",
-        )
-    ],
-    good=[
-        main_ppo(
-            "data.train_batch_size=960",
-            "actor_rollout_ref.rollout.n=5",
-            "trainer.n_gpus_per_node=8",
-            "trainer.nnodes=6",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=192",
-        )
-    ],
 )
 @validating_app
 def train_batch_divisible(ctx):
@@ -127,24 +109,6 @@ MINI_CHECKS = {
     "error",
     # verl 0.1-0.2 has no such check: the actor splits the batch into mini batches of at most that size.
     evidence=[*MINI_CHECKS[A], *MINI_CHECKS["critic"]],
-    bad=[
-        main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
-        main_ppo(
-            "algorithm.adv_estimator=gae",
-            "data.train_batch_size=64",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=32",
-            "critic.ppo_mini_batch_size=128",
-        ),
-    ],
-    good=[
-        main_ppo("data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
-        main_ppo(
-            "algorithm.adv_estimator=grpo",
-            "data.train_batch_size=64",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=32",
-            "critic.ppo_mini_batch_size=128",
-        ),
-    ],
 )
 @validating_app
 def train_batch_vs_mini(ctx):
@@ -248,35 +212,6 @@ def actor_worker(ctx) -> str | None:
     "VL304",
     "mini-batch-not-divisible-by-dp",
     "error",
-    bad=[
-        (
-            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"),
-            ">=0.8",
-        ),  # engine worker
-        (
-            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=4", "data.train_batch_size=96"),
-            "<0.8",
-        ),  # legacy: 4 // 8 GPUs = 0
-        (
-            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"),
-            "<0.8",
-        ),  # legacy: truncated to 1 (a warning)
-        (
-            main_ppo(
-                "algorithm.adv_estimator=gae",
-                "data.train_batch_size=96",
-                "actor_rollout_ref.actor.ppo_mini_batch_size=16",
-                "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-                "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
-                "critic.ppo_mini_batch_size=16",
-                "critic.ppo_micro_batch_size_per_gpu=4",
-            ),
-            "<0.8",
-        ),  # the legacy critic: 16 / 8 = 2 per GPU
-    ],
-    good=[
-        main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=96"),
-    ],
     evidence=[ENGINE_DP_ASSERT, ACTOR_SPLIT, CRITIC_SPLIT],
 )
 def mini_batch_dp(ctx):
@@ -499,22 +434,6 @@ BUDGET_SCALE = {
     "VL305",
     "max-token-len-below-sequence-length",
     "error",
-    bad=[
-        main_ppo(
-            f"{A}.use_dynamic_bsz=True",
-            f"{A}.ppo_max_token_len_per_gpu=4096",
-            "data.max_prompt_length=2048",
-            "data.max_response_length=4096",
-        )
-    ],
-    good=[
-        main_ppo(
-            f"{A}.use_dynamic_bsz=True",
-            f"{A}.ppo_max_token_len_per_gpu=8192",
-            "data.max_prompt_length=2048",
-            "data.max_response_length=4096",
-        )
-    ],
     evidence=[Evidence(("verl/utils/seqlen_balancing.py",), r"assert max_token_len >= max_seq_len")],
 )
 def max_token_len(ctx):
@@ -590,14 +509,6 @@ BATCHED_TOKENS_RAISED = Evidence(VLLM_SERVER, r"raising max_num_batched_tokens f
     "error",
     evidence=[Evidence(VLLM_SERVER, r"max_num_batched_tokens")],
     unless=[BATCHED_TOKENS_RAISED],
-    bad=[
-        main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=8192"),
-        (main_ppo(f"{R}.enable_chunked_prefill=False", QWEN7, f"{R}.max_num_batched_tokens=8192"), ">=0.7"),
-    ],
-    good=[
-        main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=16384"),
-        (main_ppo(f"{R}.enable_chunked_prefill=False", QWEN7, f"{R}.max_num_batched_tokens=32768"), ">=0.7"),
-    ],
 )
 def batched_tokens(ctx):
     """Without chunked prefill, max_num_batched_tokens must be at least max_model_len.
@@ -656,8 +567,6 @@ def batched_tokens(ctx):
     "max-model-len-below-sequence-budget",
     "warning",
     evidence=[Evidence(VLLM_SERVER, r"max_possible_tokens = self\.config\.max_model_len - len\(prompt_ids\)")],
-    bad=[main_ppo(f"{R}.max_model_len=2048", "data.max_prompt_length=1024", "data.max_response_length=2048")],
-    good=[main_ppo(f"{R}.max_model_len=4096", "data.max_prompt_length=1024", "data.max_response_length=2048")],
 )
 def max_model_len_budget(ctx):
     """rollout.max_model_len is below max_prompt_length + max_response_length.
@@ -695,8 +604,6 @@ def max_model_len_budget(ctx):
     "val-do-sample-needs-temperature",
     "error",
     evidence=[Evidence(VALIDATION, r"validation gen temperature should be greater than 0")],
-    bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
-    good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],
 )
 @validating_app
 def val_sampling(ctx):

@@ -21,7 +21,7 @@ from packaging.version import Version
 from ..engines import versions
 from ..config.context import Context
 from ..evidence import source_text
-from ..registry import lazy_module, main_ppo, rule, spec_contains
+from ..registry import lazy_module, rule, spec_contains
 from ..knowledge import load_table as load_data
 from ..model import EnvVar, RayAttach, Severity
 
@@ -286,20 +286,11 @@ def _findings(ctx: Context, code: str):
 
 # ------------------------------------------------------------------ rules ----
 
-_NPU = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
-
 
 @rule(
     "VL501",
     "vllm-env-var-crashes-engine",
     "error",
-    # verl 0.7 declares vllm>=0.8.5,<=0.12.0, which includes releases where these crash; verl
-    # 0.9.1 pins vllm==0.24.0, where neither does
-    bad=[
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_USE_V1": "0"}), "<0.8"),
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env=_NPU), "<0.8"),
-    ],
-    good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})],
 )
 def vllm_env_crash(ctx: Context):
     """An exported vLLM variable makes the rollout server refuse to start.
@@ -336,24 +327,6 @@ def vllm_env_crash(ctx: Context):
     "VL502",
     "obsolete-vllm-env-var",
     "warning",
-    # deprecated/removed after vllm 0.12.0, the newest release verl 0.7 declares
-    bad=[
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}), ">=0.8"),
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_TORCH_PROFILER_DIR": "/tmp/prof"}), ">=0.8"),
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_SLEEP_WHEN_IDLE": "1"}), ">=0.8"),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_USE_V1": "1"}),
-    ],
-    good=[
-        (
-            main_ppo(
-                "actor_rollout_ref.rollout.name=vllm",
-                "+actor_rollout_ref.rollout.engine_kwargs.vllm.all2all_backend=deepep_low_latency",
-                env={"VLLM_WORKER_MULTIPROC_METHOD": "spawn"},
-            ),
-            ">=0.8",  # the engine argument only exists from vLLM 0.11.1
-        ),
-        main_ppo("actor_rollout_ref.rollout.name=sglang", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}),
-    ],
 )
 def obsolete_vllm_env(ctx: Context):
     """A vLLM environment variable is deprecated, removed or redundant in the vLLM release checked.
@@ -387,13 +360,6 @@ def obsolete_vllm_env(ctx: Context):
     "VL503",
     "obsolete-vllm-ascend-env-var",
     "warning",
-    bad=[
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_FLASHCOMM": "1"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE": "1"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_PREFETCH_MLP": "1"}),
-    ],
-    good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZ": "0"})],
-    bad_options={"versions": {"vllm_ascend": "0.23.0"}},  # no verl release declares vllm-ascend
 )
 def obsolete_vllm_ascend_env(ctx: Context):
     """A vllm-ascend environment variable was renamed or removed in the vllm-ascend release checked.
@@ -423,16 +389,6 @@ def obsolete_vllm_ascend_env(ctx: Context):
     "VL504",
     "unknown-vllm-env-var",
     "warning",
-    bad=[
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LENGTH": "1"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZZ": "0"}),
-    ],
-    good=[
-        main_ppo(
-            "actor_rollout_ref.rollout.name=vllm",
-            env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1", "VLLM_ASCEND_ENABLE_NZ": "0", "VLLM_LOGGING_LEVEL": "INFO"},
-        )
-    ],
 )
 def unknown_vllm_env(ctx: Context):
     """A `VLLM_*` / `VLLM_ASCEND_*` variable that no vLLM / vllm-ascend release declares.
@@ -533,20 +489,6 @@ def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
     "VL505",
     "env-not-propagated-to-ray",
     "warning",
-    bad=[
-        "#!/bin/bash\nray start --head --num-gpus 8\nexport NCCL_IB_DISABLE=1\n"
-        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
-        "#!/bin/bash\nexport RAY_ADDRESS=10.0.0.1:6379\nexport VLLM_LOGGING_LEVEL=DEBUG\n"
-        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
-    ],
-    good=[
-        "#!/bin/bash\nexport NCCL_IB_DISABLE=1\nray start --head --num-gpus 8\n"
-        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
-        "#!/bin/bash\nray start --head --num-gpus 8\n"
-        + main_ppo("trainer.nnodes=1", "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_IB_DISABLE=1").split("\n", 1)[1],
-        main_ppo("trainer.nnodes=1", env={"NCCL_IB_DISABLE": "1"}),
-        main_ppo("trainer.nnodes=1", env={"RAY_ADDRESS": "local", "NCCL_IB_DISABLE": "1"}),
-    ],
 )
 def env_not_propagated(ctx: Context):
     """A variable exported in the script never reaches the Ray workers that need it.

@@ -8,15 +8,13 @@ from functools import lru_cache
 
 from ..files import read_regular
 from ..model import Fix, Severity, place
-from ..registry import main_ppo, rule
+from ..registry import rule
 
 
 @rule(
     "VL107",
     "duplicate-override",
     "warning",
-    bad=[main_ppo("trainer.nnodes=1", "trainer.project_name=p", "trainer.nnodes=2")],
-    good=[main_ppo("trainer.nnodes=2", "trainer.project_name=p")],
 )
 def duplicate_override(ctx):
     """The same key is overridden twice in one launch; the last one silently wins.

@@ -32,18 +32,16 @@ from packaging.version import Version
 from ..evidence import Evidence
 from ..gpus import GIB
 from ..models import ModelFacts
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .model_sizes import CONTEXT_RAISE, M, ROLLOUT_FILES, _path, known
 from .sizes import A, R, anchor_key, report_unless_default
 
-QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 7.6B parameters: 14.2 GiB of bf16 weights; 56 KiB of KV per token
 VLLM_SHARE = Evidence(ROLLOUT_FILES, r"gpu_memory_utilization")  # verl hands the share to the engine
 # verl up to 0.5 ships its own vLLM workers, used with vLLM <= 0.6.3, that size the KV cache as the
 # share of the memory left free after loading, not of the whole GPU: the arithmetic here is not theirs.
 OWN_VLLM_WORKER = Evidence(
     ("verl/third_party/vllm/*/worker.py",), r"free_gpu_memory \* (self\.cache_config\.)?gpu_memory_utilization"
 )
-H100 = {"gpu_gib": 80.0, "gpu_origin": "--gpu H100"}
 # Model types whose every layer attends over the whole sequence: the KV cache of one sequence is
 # what `kv_bytes_per_token` says. Sliding-window and hybrid models (Gemma 2/3, Mistral with a
 # window, Qwen3-Next...) need less, which vLLM's hybrid KV cache manager counts: not judged.
@@ -270,9 +268,6 @@ MEMORY_RULES = ("VL325", "VL326", "VL327")
     "rollout-weights-exceed-memory-share",
     "error",
     evidence=[VLLM_SHARE],
-    bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.15")],
-    good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.5")],
-    bad_options=H100,
 )
 def rollout_weights(ctx) -> Iterator:
     """The rollout's weights alone exceed its `gpu_memory_utilization` share of the GPU.
@@ -323,29 +318,6 @@ def rollout_weights(ctx) -> Iterator:
     "kv-cache-cannot-hold-one-sequence",
     "error",
     evidence=[VLLM_SHARE],
-    bad=[
-        main_ppo(
-            QWEN7,
-            f"{R}.tensor_model_parallel_size=1",
-            f"{R}.gpu_memory_utilization=0.19",
-            f"{R}.max_model_len=32768",
-            "data.max_prompt_length=1024",
-            "data.max_response_length=2048",
-            f"{R}.max_num_batched_tokens=32768",
-        )
-    ],
-    good=[
-        main_ppo(
-            QWEN7,
-            f"{R}.tensor_model_parallel_size=1",
-            f"{R}.gpu_memory_utilization=0.19",
-            f"{R}.max_model_len=16384",
-            "data.max_prompt_length=1024",
-            "data.max_response_length=2048",
-            f"{R}.max_num_batched_tokens=16384",
-        )
-    ],
-    bad_options=H100,
 )
 def kv_room(ctx) -> Iterator:
     """The rollout's KV cache has no room for one sequence of `max_model_len` tokens.
@@ -400,16 +372,6 @@ def kv_room(ctx) -> Iterator:
     "VL327",
     "training-state-exceeds-gpu",
     "warning",
-    bad=[main_ppo(f"{M}.path=Qwen/Qwen2.5-32B-Instruct", "trainer.n_gpus_per_node=4", f"{A}.use_kl_loss=True")],
-    good=[
-        main_ppo(
-            f"{M}.path=Qwen/Qwen2.5-32B-Instruct",
-            "trainer.n_gpus_per_node=8",
-            "trainer.nnodes=2",
-            f"{A}.use_kl_loss=True",
-        )
-    ],
-    bad_options=H100,
 )
 def training_memory(ctx) -> Iterator:
     """The training state's lower bound per GPU exceeds the GPU's memory.
@@ -465,9 +427,6 @@ def training_memory(ctx) -> Iterator:
     "VL330",
     "memory-checks-without-gpu",
     "info",
-    bad=[main_ppo(QWEN7)],
-    good=[main_ppo(QWEN7)],  # linted with a GPU given
-    bad_options={"gpu_gib": None},
 )
 def no_gpu(ctx) -> Iterator:
     """The GPU's memory is not known: the memory checks do not run.

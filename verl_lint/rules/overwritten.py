@@ -12,23 +12,14 @@ import ast
 from ..config import classes as config_classes
 from ..config.context import Context
 from ..model import Unknown
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .batch_sizes import actor_worker
-
-_MEGATRON = "model_engine=megatron"
-_SP = "actor_rollout_ref.actor.megatron.sequence_parallel"
-_TP = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"
 
 
 @rule(
     "VL238",
     "key-overwritten-by-post-init",
     "warning",
-    bad=[(main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=True"), ">=0.8")],
-    good=[
-        (main_ppo(_MEGATRON, f"{_TP}=2", f"{_SP}=True"), ">=0.8"),
-        (main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=False"), ">=0.8"),
-    ],
 )
 def key_overwritten(ctx: Context):
     """A key you set that the config dataclass built from its section replaces when it is created.
