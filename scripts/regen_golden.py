@@ -1,10 +1,11 @@
 """Record the golden CLI output: each rule example fixture's (verl_lint/rules/examples/CODE/
-{bad,good}-N/expected*.txt).
+{bad,good}-N/expected*.txt) and the bundled examples' in every output format (examples/expected/).
 
     python scripts/regen_golden.py                 # everything
     python scripts/regen_golden.py VL101 VL3       # the fixtures of these codes or code prefixes
+    python scripts/regen_golden.py --examples      # examples/expected/ only
 
-It runs `verl-lint check` exactly as tests/test_rule_examples.py does
+It runs `verl-lint check` exactly as tests/test_rule_examples.py and tests/test_examples.py do
 (tests/golden.py), in a private cache like the test session's. It refuses to record an output
 that breaks an example's meaning (a bad example giving anything but its rule, at the place its
 script names; a good one giving anything): it names them and exits 1. Review the diff after.
@@ -45,12 +46,22 @@ def regen_fixture(r, ex) -> list[str]:
     return []
 
 
+def regen_examples() -> None:
+    golden.GOLDEN.mkdir(exist_ok=True)
+    for fmt, name in golden.FORMATS.items():
+        _, text = golden.run_examples(fmt)
+        (golden.GOLDEN / name).write_text(text, encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
-    codes = [a.upper() for a in argv]
+    codes = [a.upper() for a in argv if a != "--examples"]
     broken = []
-    for r, ex in golden.fixtures():
-        if not codes or any(r.code.startswith(c) for c in codes):
-            broken += regen_fixture(r, ex)
+    if "--examples" not in argv or codes:
+        for r, ex in golden.fixtures():
+            if not codes or any(r.code.startswith(c) for c in codes):
+                broken += regen_fixture(r, ex)
+    if not codes:
+        regen_examples()
     conftest.pytest_unconfigure()  # the private cache
     for line in broken:
         print(line, file=sys.stderr)

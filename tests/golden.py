@@ -1,6 +1,7 @@
-"""Golden CLI output: the rules' example fixtures (verl_lint/rules/examples/, see registry.Example),
-each run through `verl-lint check` and compared byte for byte with the output recorded beside
-it. scripts/regen_golden.py records it; tests/test_rule_examples.py compares.
+"""Golden CLI output: the rules' example fixtures (verl_lint/rules/examples/, see registry.Example)
+and the bundled examples/, each run through `verl-lint check` and compared byte for byte with
+the output recorded beside it. scripts/regen_golden.py records it; tests/test_rule_examples.py
+and tests/test_examples.py compare.
 
 A fixture is linted as `run.sh` from a copy of its directory (so its findings say `run.sh:L:C`
 and `config/x.yaml:L:C`), with `--verl VERSION` for each release it runs on, `--color never`
@@ -15,10 +16,11 @@ import io
 import json
 import os
 import re
+import subprocess
 import tempfile
 from pathlib import Path
 
-from conftest import RELEASES
+from conftest import EXAMPLES, RELEASES
 from verl_lint.cache import cache_dir
 from verl_lint.cli import main
 from verl_lint.registry import Example, Rule, parse_version
@@ -173,3 +175,20 @@ def problems(r: Rule, ex: Example, version: str, rc: int, found: list[dict], fil
                 f"{ex.name} on verl {version} at {f['line']}:{f['column']}, expected {where[0]}:{where[1]}: {f['message']}"
             )
     return out
+
+
+# ------------------------------------------------------------- examples/ ----
+
+FORMATS = {"text": "text.txt", "json": "json.json", "sarif": "sarif.json", "github": "github.txt"}
+GOLDEN = EXAMPLES / "expected"
+
+
+def run_examples(fmt: str, argv0: list[str] | None = None) -> tuple[int, str]:
+    """`verl-lint check examples/ --output-format FMT` from the repository root, as README says
+    (the repository's [tool.verl-lint] pins verl 0.9.1): in this process, or with `argv0` (the
+    command that starts verl-lint) in a subprocess."""
+    args = ["check", "examples/", "--output-format", fmt, "--color", "never", "-j", "1"]
+    if argv0 is None:
+        return cli(args, ROOT)
+    r = subprocess.run([*argv0, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return r.returncode, portable(r.stdout)
