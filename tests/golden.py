@@ -34,20 +34,20 @@ OTHER_RELEASES = ("0.6.1", "0.2.0.post2")
 # specifier, or the linter); no golden output is recorded for them there, and the test is a
 # strict xfail, so a fix shows up as a failing XPASS and leaves this list.
 FAIL_ON_0_5 = {
-    "VL010/good-1@0.5.0",
-    "VL106/bad-1@0.5.0",
-    "VL106/good-1@0.5.0",
-    "VL108/bad-2@0.5.0",
-    "VL108/good-1@0.5.0",
-    "VL110/bad-1@0.5.0",
-    "VL110/bad-2@0.5.0",
-    "VL231/bad-1@0.5.0",
-    "VL501/bad-1@0.5.0",
-    "VL501/bad-2@0.5.0",
-    "VL503/good-1@0.5.0",
-    "VL504/good-1@0.5.0",
-    "VL608/bad-1@0.5.0",
-    "VL610/bad-1@0.5.0",
+    "VL010/good-1:0.5.0",
+    "VL106/bad-1:0.5.0",
+    "VL106/good-1:0.5.0",
+    "VL108/bad-2:0.5.0",
+    "VL108/good-1:0.5.0",
+    "VL110/bad-1:0.5.0",
+    "VL110/bad-2:0.5.0",
+    "VL231/bad-1:0.5.0",
+    "VL501/bad-1:0.5.0",
+    "VL501/bad-2:0.5.0",
+    "VL503/good-1:0.5.0",
+    "VL504/good-1:0.5.0",
+    "VL608/bad-1:0.5.0",
+    "VL610/bad-1:0.5.0",
 }
 # Fixtures no release at hand runs (its range excludes them, or their source lacks the rule's
 # evidence): no output is recorded for them. VL323's evidence is verl/workers/megatron_workers.py,
@@ -78,7 +78,7 @@ def releases_of(r: Rule, ex: Example) -> list[str]:
 
 
 def case_id(ex: Example, version: str) -> str:
-    return f"{ex.name}@{version}"
+    return f"{ex.name}:{version}"
 
 
 def expected_file(ex: Example, version: str) -> Path:
