@@ -55,6 +55,11 @@ def test_wheel_install_beside_an_unrelated_rules_package(tmp_path):
     developed = _rules(dict(os.environ, VERL_LINT_CACHE_DIR=str(tmp_path / "cache2")), tmp_path)
     assert [r["code"] for r in installed] == [r["code"] for r in developed]
     assert len(installed) >= 97
+    # The rules' example fixtures are package data: a rule's page shows them, its config files too.
+    page = [sys.executable, "-c", "import sys; from verl_lint.cli import main; sys.exit(main(['rule', 'VL110']))"]
+    shown = subprocess.run(page, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "Bad example" in shown.stdout and "config/my_grpo.yaml:" in shown.stdout, shown.stdout[-2000:]
 
 
 def test_a_missing_table_is_an_error_not_fewer_rules(tmp_path):

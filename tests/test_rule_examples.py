@@ -1,8 +1,11 @@
-"""Every rule's bad examples produce exactly that rule, at the place in the script the finding is
-about; its good examples produce nothing.
+"""Every rule's example fixtures (verl_lint/rules/examples/CODE/{bad,good}-N/) through the real
+CLI: a bad example produces exactly its rule, at the place in its files the finding is about; a
+good one produces nothing; and `verl-lint check` prints byte for byte the output recorded beside
+it (scripts/regen_golden.py records it).
 
-Run against every release in RELEASES the rule applies to (its version range, and the evidence
-it needs in that release's source); against 0.9.1 in the fast tier, the older ones in `slow`.
+Run against every release in RELEASES the rule and the example apply to (its version range, and
+the evidence it needs in that release's source); against 0.9.1 in the fast tier, the older ones
+in `slow`.
 """
 
 from __future__ import annotations
@@ -11,28 +14,22 @@ import re
 
 import pytest
 
-from conftest import NEWEST, RELEASES, cached_release, codes
-from verl_lint.registry import REGISTRY, parse_version
+from conftest import NEWEST, cached_release
+from golden import (
+    FAIL_ON_0_5,
+    FIXTURE_FILES,
+    NEVER_RUN,
+    OTHER_RELEASES,
+    case_id,
+    expected_file,
+    expected_position,
+    fixtures,
+    problems,
+    releases_of,
+    run_fixture,
+)
+from verl_lint.registry import EXAMPLES_DIR, REGISTRY
 from verl_lint.rules import pack  # noqa: F401 - registers every rule before CASES is built
-
-# Examples that do not hold on verl 0.5.0 yet (reported on issue #19: examples without a version
-# specifier, or the linter); strict, so a fix shows up as a failing XPASS and leaves this list.
-FAIL_ON_0_5 = {
-    "VL010-0.5.0-good0",
-    "VL106-0.5.0-bad0",
-    "VL106-0.5.0-good0",
-    "VL108-0.5.0-bad1",
-    "VL108-0.5.0-good0",
-    "VL110-0.5.0-bad0",
-    "VL110-0.5.0-bad1",
-    "VL231-0.5.0-bad0",
-    "VL501-0.5.0-bad0",
-    "VL501-0.5.0-bad1",
-    "VL503-0.5.0-good0",
-    "VL504-0.5.0-good0",
-    "VL608-0.5.0-bad0",
-    "VL610-0.5.0-bad0",
-}
 
 
 def _marks(case: str, version: str) -> list:
@@ -44,70 +41,71 @@ def _marks(case: str, version: str) -> list:
     return marks
 
 
-# A rule with examples for none of RELEASES (a record about the 0.6 line only) runs them on the
-# first of these it has examples for, in the slow tier.
-OTHER_RELEASES = ("0.6.1", "0.2.0.post2")
-
-
-def _has_examples(r, v: str) -> bool:
-    return bool(r.examples("bad", parse_version(v)) or r.examples("good", parse_version(v)))
-
-
-ONLY_ELSEWHERE = {
-    r.code: next(v for v in OTHER_RELEASES if _has_examples(r, v))
-    for r in REGISTRY
-    if not any(_has_examples(r, v) for v in RELEASES) and any(_has_examples(r, v) for v in OTHER_RELEASES)
-}
-
 CASES = []
-for v in (*RELEASES, *OTHER_RELEASES):
-    tree = cached_release(v)  # not downloaded yet: whether the rule holds is checked in the test
-    for r in REGISTRY:
-        if v in OTHER_RELEASES and ONLY_ELSEWHERE.get(r.code) != v:
-            continue
-        if not r.applies_to(parse_version(v)) or (tree and not r.holds_in(tree.root)):
-            continue
-        for kind in ("bad", "good"):
-            n = len(r.examples(kind, parse_version(v)))
-            ids = [f"{r.code}-{v}-{kind}{i}" for i in range(n)]
-            CASES += [pytest.param(r, v, i, kind, id=ids[i], marks=_marks(ids[i], v)) for i in range(n)]
-
-# What a finding points at when the script does not spell its key there (a regex, first match).
-ANCHORS = {
-    "VL001": r"(?m)^if ",  # the statement bash cannot parse
-    "VL003": r"# verl-lint: disable",  # the suppression comment
-    "VL004": r"\A",  # the whole file
-    "VL005": r"\A",  # the whole file
-    "VL006": "[\udc80-\udcff]",  # the first byte that is not UTF-8 (read with surrogateescape)
-    "VL007": r"--config-path=\S*\$|\"python3",  # the word only known at run time
-    "VL010": r"verl\.trainer\.main_ppo",  # the launch whose engine version is unknown
-    "VL109": r"verl\.trainer\.main_ppo",  # the launch that leaves a mandatory value unset
-    # the launch that leaves a micro batch size unset, or the global size the engine workers do not read
-    "VL315": r"verl\.trainer\.main_ppo(?!.*rollout\.log_prob_micro_batch_size=)|(?<=\s)actor_rollout_ref\.rollout\.log_prob_micro_batch_size=",
-    "VL011": r"\$\{?[a-z_]",  # the `$x` the script never assigns
-}
+for _rule, _ex in fixtures():
+    for _v in releases_of(_rule, _ex):
+        _tree = cached_release(_v)  # not downloaded yet: whether the rule holds is checked in the test
+        if _tree is None or _rule.holds_in(_tree.root):
+            _id = case_id(_ex, _v)
+            CASES.append(pytest.param(_rule, _ex, _v, id=_id, marks=_marks(_id, _v)))
 
 
-def expected_position(script: str, code: str, key: str) -> tuple[int, int] | None:
-    """(line, col) of what a finding of `code` about `key` points at in `script`: the anchor
-    of `code`, else the start of the first word that names `key`."""
-    if code in ANCHORS:
-        m = re.search(ANCHORS[code], script)
-        start = m.start() if m else None
-    else:
-        m = re.search(r"(?<![\w.])" + re.escape(key) + r"(?![\w.])", script) if key else None
-        start = max(script.rfind(c, 0, m.start()) for c in " \t\n") + 1 if m else None
-    if start is None:
-        return None
-    return script.count("\n", 0, start) + 1, start - (script.rfind("\n", 0, start) + 1) + 1
+@pytest.mark.parametrize("rule,example,version", CASES)
+def test_example(verl_trees, rule, example, version):
+    if not rule.holds_in(verl_trees[version].root):
+        pytest.skip(f"verl {version} lacks the source {rule.code} mirrors")
+    rc, text, found, files = run_fixture(example, version)
+    assert problems(rule, example, version, rc, found, files) == []
+    expected = expected_file(example, version)
+    assert text == expected.read_text(encoding="utf-8"), (
+        f"`verl-lint check` output of {example.name} on verl {version} differs from {expected.name}; "
+        "if the change is meant, `python scripts/regen_golden.py " + rule.code + "` and review the diff"
+    )
 
 
 def test_every_rule_has_examples_and_docs():
     for r in REGISTRY:
         assert r.live or (r.bad and r.good), f"{r.code} needs bad and good examples"
-        doc = r.doc
         for heading in ("## What it does", "## Why is this bad?", "## Use instead"):
-            assert heading in doc, f"{r.code} doc lacks {heading!r}"
+            assert heading in r.doc, f"{r.code} doc lacks {heading!r}"
+
+
+def test_fixture_directories_are_well_formed():
+    """Each fixture is a directory of a registered rule's code, numbered from 1 in each kind,
+    with run.sh and expected.txt and nothing the harness would not read."""
+    for code_dir in EXAMPLES_DIR.iterdir():
+        rule = REGISTRY.get(code_dir.name)
+        assert rule is not None and rule.code == code_dir.name, f"{code_dir}: no rule {code_dir.name}"
+        assert not rule.live, f"{code_dir}: {rule.code} is found only in a running process"
+        for kind, examples in (("bad", rule.bad), ("good", rule.good)):
+            assert [ex.index for ex in examples] == list(range(1, len(examples) + 1)), f"{rule.code} {kind}-N"
+        assert {d.name for d in code_dir.iterdir()} == {ex.path.name for ex in (*rule.bad, *rule.good)}
+        for ex in (*rule.bad, *rule.good):
+            names = {p.name for p in ex.path.iterdir()}
+            recorded = ex.name not in NEVER_RUN
+            assert {"run.sh", *["expected.txt"] * recorded} <= names, f"{ex.name} lacks run.sh or expected.txt"
+            versions = set(releases_of(rule, ex))
+            for name in names - FIXTURE_FILES:
+                m = re.fullmatch(r"expected-(.+)\.txt", name)
+                assert m and m[1] in versions, f"{ex.name}/{name}: not a file of a fixture running on {versions}"
+
+
+def test_never_run_lists_exactly_the_fixtures_no_release_at_hand_runs(verl_trees):
+    """A fixture that runs nowhere tests nothing: only the known ones may (NEVER_RUN, with why)."""
+    idle = set()
+    for r, ex in fixtures():
+        if not any(r.holds_in(verl_trees[v].root) for v in releases_of(r, ex) if v not in OTHER_RELEASES):
+            idle.add(ex.name)
+    assert idle - NEVER_RUN <= {ex.name for r, ex in fixtures() if set(releases_of(r, ex)) <= set(OTHER_RELEASES)}
+    assert NEVER_RUN <= idle
+
+
+def test_a_fixture_may_carry_a_project_config():
+    """YAML examples: a fixture's config/*.yaml is linted with the script that launches it, and a
+    finding in it is located at the file's line and column."""
+    yaml = [ex for r, ex in fixtures() if any(n.startswith("config/") for n, _ in ex.files())]
+    assert any(ex.kind == "bad" for ex in yaml) and any(ex.kind == "good" for ex in yaml)
+    assert any(re.search(r"(?m)^config/\S+\.yaml:\d+:\d+: VL", expected_file(ex, NEWEST).read_text()) for ex in yaml)
 
 
 def test_expected_position_reads_the_example():
@@ -117,29 +115,5 @@ def test_expected_position_reads_the_example():
     assert expected_position(script, "VL103", "trainer.nnodes") == (4, 3)
     assert expected_position(script, "VL010", "vllm") == (3, 12)
     assert expected_position(script, "VL101", "trainer.nnode") is None
-
-
-@pytest.mark.parametrize("rule,version,index,kind", CASES)
-def test_example(lint, verl_trees, rule, version, index, kind):
-    if not rule.holds_in(verl_trees[version].root):
-        pytest.skip(f"verl {version} lacks the source {rule.code} mirrors")
-    script = rule.examples(kind, parse_version(version))[index]
-    report = lint(script, version, **(rule.bad_options if kind == "bad" else {}))
-    assert not report.errors, report.errors
-    got = sorted(set(codes(report)))
-    if kind == "bad":
-        assert got == [rule.code], (
-            f"{rule.code} bad example on verl {version} gave {got}: {[d.message for d in report.diagnostics]}"
-        )
-        for d in report.diagnostics:
-            where = expected_position(script, d.code, d.key)
-            assert where is not None, (
-                f"{rule.code} bad example on verl {version}: nothing in the script names {d.key!r}"
-            )
-            assert (d.span.line, d.span.col) == where, (
-                f"{rule.code} on verl {version} at {d.span.line}:{d.span.col}, expected {where[0]}:{where[1]}: {d.message}"
-            )
-    else:
-        assert got == [], (
-            f"{rule.code} good example on verl {version} gave {[(d.code, d.message) for d in report.diagnostics]}"
-        )
+    config = "defaults:\n  - ppo_trainer\ntrainer:\n  nnodez: 1\n"
+    assert expected_position(config, "VL101", "trainer.nnodez", yaml=True) == (4, 3)

@@ -67,7 +67,7 @@ def test_a_session_caches_privately_and_says_which_release_is_missing(tmp_path):
     (user / "releases").mkdir(parents=True)
     (user / "releases" / f"verl-{NEWEST}").symlink_to(SHARED_CACHE / "releases" / f"verl-{NEWEST}")
     env = os.environ | {"VERL_LINT_CACHE_DIR": str(user)}
-    pick = f"VL101-{NEWEST}-bad0 or VL101-{OLDEST}-bad0"
+    pick = f"VL101/bad-1:{NEWEST} or VL101/bad-1:{OLDEST}"
     r = subprocess.run(
         [
             sys.executable,

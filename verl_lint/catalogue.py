@@ -13,7 +13,7 @@ rule pack, so shell/, launch/ and config/ report without depending on rules/.
 import re
 
 from .model import Diagnostic
-from .registry import REGISTRY, declare, main_ppo
+from .registry import REGISTRY, declare
 
 # Codes of rules that are gone, and what reports their findings now: a `select`/`ignore` setting
 # written for an older verl-lint that names one still loads (it matches no rule). A retired code
@@ -52,8 +52,6 @@ BASH_PARSE_ERROR = declare(
         ## Use instead
         Fix the syntax; `bash -n script.sh` shows what bash thinks.
         """,
-    bad=['#!/bin/bash\nif [ -z "$X" ]; then\n  echo "unterminated\n'],
-    good=["#!/bin/bash\necho ok\n"],
     snippets=False,
 )
 
@@ -74,8 +72,6 @@ VARIABLE_USED_BEFORE_ASSIGNMENT = declare(
         ## Use instead
         Assign the variable before it is used.
         """,
-    bad=["#!/bin/bash\nmax_len=$(( 4096 / sp_size ))\nsp_size=4\n"],
-    good=["#!/bin/bash\nsp_size=4\nmax_len=$(( 4096 / sp_size ))\n"],
     snippets=False,
 )
 
@@ -95,12 +91,6 @@ UNUSED_SUPPRESSION = declare(
         ## Use instead
         Remove the code from the comment.
         """,
-    bad=[
-        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1  # verl-lint: disable=VL101\n"
-    ],
-    good=[
-        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1  # verl-lint: disable=VL101\n"
-    ],
 )
 
 
@@ -121,9 +111,6 @@ FILE_TOO_LARGE = declare(
     ## Use instead
     Exclude the file (`exclude` in `[tool.verl-lint]`) or raise `--max-file-size`.
     """,
-    bad=["#!/bin/bash\n# padding\n" * 8],
-    good=["#!/bin/bash\necho small\n"],
-    bad_options=dict(max_bytes=64),
     outcome="file",
 )
 ANALYSIS_TIMEOUT = declare(
@@ -150,9 +137,6 @@ ANALYSIS_TIMEOUT = declare(
     ## Use instead
     Split the script; raise `--timeout` when one launch really needs longer.
     """,
-    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
-    good=["#!/bin/bash\necho quick\n"],
-    bad_options=dict(timeout=1e-6),
     outcome="limit",
 )
 INVALID_UTF8 = declare(
@@ -171,8 +155,6 @@ INVALID_UTF8 = declare(
     ## Use instead
     Save the script as UTF-8.
     """,
-    bad=["#!/bin/bash\n# caf\udce9\n"],
-    good=["#!/bin/bash\n# café\n"],
     outcome="unparsed",
 )
 
@@ -200,11 +182,6 @@ LAUNCH_NOT_ANALYSABLE = declare(
     default such as `${CONFIG_DIR:-examples/config}`), or lint the command with the real
     value: `verl-lint check -- python3 -m ... --config-path /abs/dir ...`.
     """,
-    bad=[
-        '#!/bin/bash\nCONFIG_DIR=$(find_config_dir)\npython3 -m verl.trainer.main_ppo --config-path="$CONFIG_DIR" actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n',
-        '#!/bin/bash\nsu trainer -c "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1"\n',
-    ],
-    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
     outcome="launch",
 )
 
@@ -228,8 +205,6 @@ ENTRY_POINT_NOT_FOUND = declare(
     The module the tree has (`verl.trainer.main_ppo`, ...), or lint against the verl you run
     with `--verl-root` / `--verl`.
     """,
-    bad=["#!/bin/bash\npython3 -m verl.trainer.main_ppoo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
-    good=["#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"],
 )
 
 BROKEN_LINE_CONTINUATION = declare(
@@ -259,15 +234,6 @@ BROKEN_LINE_CONTINUATION = declare(
     Keep every line of the command ending in a bare `\\`; put comments in an array
     (`ARGS=( a=1  # why\n b=2 )`) instead.
     """,
-    bad=[
-        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n# a comment ends the command\n    trainer.n_gpus_per_node=8\n",
-        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\  # one node\n    trainer.n_gpus_per_node=8\n",
-    ],
-    good=[
-        "#!/bin/bash\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\\n    trainer.nnodes=1 \\\n    trainer.n_gpus_per_node=8\n",
-        "#!/bin/bash\nMODEL=Qwen/Qwen2.5-7B\nevalplus.codegen --model $MODEL --greedy\nLOG=/tmp/$MODEL.log\n",
-        "#!/bin/bash\nLOG_DIR=/tmp/logs\nRUN=grpo\nLOG_FILE=$LOG_DIR/$RUN.log\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n",
-    ],
 )
 
 ENGINE_VERSION_UNKNOWN = declare(
@@ -295,12 +261,6 @@ ENGINE_VERSION_UNKNOWN = declare(
     Pass the release you run, e.g. `verl-lint check run.sh --vllm 0.12.0`, or set
     `vllm = "0.12.0"` in `[tool.verl-lint]`; or lint where the engine is installed.
     """,
-    bad=[
-        "#!/bin/bash\nexport VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE=1\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"
-    ],
-    good=[
-        "#!/bin/bash\nexport VLLM_ASCEND_ENABLE_NZ=0\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"
-    ],
 )
 
 NEVER_ASSIGNED = declare(
@@ -337,12 +297,6 @@ NEVER_ASSIGNED = declare(
     Set it in the script, or give it a default: `${NGPUS:-8}` (or `${NGPUS:?set NGPUS}` to stop
     with a message when it is missing).
     """,
-    bad=[
-        "#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$projct\n"
-    ],
-    good=[
-        "#!/bin/bash\nproject=gsm8k\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.project_name=$project\n"
-    ],
     snippets=False,
 )
 
@@ -370,20 +324,6 @@ ENTRY_POINT_NOT_JUDGED = declare(
     Nothing to change. Check those keys against the app's own code, or launch through
     `verl.trainer.main_ppo` with `--config-name`.
     """,
-    bad=[
-        (
-            "#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
-            "actor_rollout_ref.actor.grad_clip=0.5\n",
-            ">=0.9",
-        )
-    ],
-    good=[
-        (
-            "#!/bin/bash\npython3 -m verl.experimental.one_step_off_policy.main_ppo actor_rollout_ref.rollout.name=vllm "
-            "actor_rollout_ref.actor.optim.clip_grad=0.5\n",
-            ">=0.9",
-        )
-    ],
 )
 
 
@@ -414,8 +354,6 @@ UNKNOWN_CONFIG_KEY = declare(
     The key the did-you-mean names, or `+key=value` when you really add a new key
     (for example a dataclass-only field such as `actor_rollout_ref.rollout.enable_sleep_mode`).
     """,
-    bad=[main_ppo("actor_rollout_ref.rollout.tensor_parallel_size=2")],
-    good=[main_ppo("actor_rollout_ref.rollout.tensor_model_parallel_size=2")],
 )
 OVERRIDE_SYNTAX_ERROR = declare(
     "VL102",
@@ -433,8 +371,6 @@ OVERRIDE_SYNTAX_ERROR = declare(
     Quote values with spaces, brackets or special characters for Hydra inside the shell
     quoting, e.g. `'trainer.logger=["console","wandb"]'`.
     """,
-    bad=[main_ppo("trainer.logger=[console,wandb")],
-    good=[main_ppo("trainer.logger=[console,wandb]")],
     before_the_cut=True,
 )
 ADD_EXISTING_KEY = declare(
@@ -452,8 +388,6 @@ ADD_EXISTING_KEY = declare(
     ## Use instead
     `key=value` to override, or `++key=value` to add-or-override.
     """,
-    bad=[main_ppo("+trainer.nnodes=2")],
-    good=[main_ppo("++trainer.nnodes=2")],
 )
 DELETE_MISSING_KEY = declare(
     "VL104",
@@ -470,8 +404,6 @@ DELETE_MISSING_KEY = declare(
     ## Use instead
     Remove the override, or fix the key.
     """,
-    bad=[main_ppo("~trainer.no_such_key")],
-    good=[main_ppo("~trainer.val_before_train")],
 )
 OVERRIDE_REJECTED = declare(
     "VL105",
@@ -489,8 +421,6 @@ OVERRIDE_REJECTED = declare(
     ## Use instead
     What the message says: quote comma-separated values (`'key="a,b"'`), or fix the type.
     """,
-    bad=[main_ppo("trainer.nnodes=1,2")],
-    good=[main_ppo("trainer.nnodes=2")],
 )
 CONFIG_COMPOSITION_ERROR = declare(
     "VL106",
@@ -513,6 +443,4 @@ CONFIG_COMPOSITION_ERROR = declare(
     An existing option of the config group (the message lists them). For a project's config that
     builds on verl's, `hydra: {searchpath: [pkg://verl.trainer.config]}` in the primary config.
     """,
-    bad=[main_ppo("model_engine=no_such_engine")],
-    good=[main_ppo("model_engine=torchtitan")],
 )

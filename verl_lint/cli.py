@@ -417,12 +417,12 @@ def _rule(args) -> int:
         if evs:
             print(f"{label}: " + " or ".join(f"/{ev.pattern}/ in {', '.join(ev.files)}" for ev in evs) + "\n")
     print(textwrap.dedent("\n".join(r.doc.splitlines()[1:])).strip() if "\n" in r.doc else r.doc.strip())
-    for title, examples in (("Bad", r.bad), ("Good", r.good)):
-        for ex in examples:
-            script, spec = ex if isinstance(ex, tuple) else (ex, "")
-            if len(script) > 2000:
-                script = script[:2000] + "\n..."
-            print(f"\n{title} example{f' (verl {spec})' if spec else ''}:\n" + textwrap.indent(script.rstrip(), "    "))
+    for ex in (*r.bad, *r.good):
+        print(f"\n{ex.kind.capitalize()} example{f' (verl {ex.verl})' if ex.verl else ''}:")
+        if ex.note:
+            print(textwrap.indent(ex.note, "  "))
+        for name, text in ex.shown():
+            print(("" if name == "run.sh" else f"  {name}:\n") + textwrap.indent(text.rstrip(), "    "))
     return EXIT_CLEAN
 
 

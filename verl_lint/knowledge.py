@@ -382,22 +382,6 @@ def _fact(node, raw) -> Fact:
 # ------------------------------------------------------- rule records ----
 
 
-class Example(NamedTuple):
-    """An example launch of verl.trainer.main_ppo (ppo_trainer config)."""
-
-    launch: str | tuple[str, ...]  # one override line as written in a script (a whole script line
-    # for an entry-point record), or the override list of one launch
-    verl: str = ""  # the releases it runs on, when narrower than the record's range
-
-
-def _example(node, value) -> Example:
-    launch = _one_or_more(_text)
-    if isinstance(value, dict):
-        got = _fields({"script": launch, "verl": _range}, required=("script",))(node, value)
-        return Example(got["script"], got.get("verl", ""))
-    return Example(launch(node, value))
-
-
 def _conditions(node, value) -> tuple[tuple[str, str], ...]:
     return tuple(_map(_as_text)(node, value).items())
 
@@ -424,11 +408,7 @@ class RuleRecord:
     # The evidence, checked in the verl tree being linted (all must hold; see Fact), each file read once per
     # process. Only where the tree has no source to check (no Python file in verl/workers) does the range decide.
     requires: tuple[Fact, ...] = _field(_list(_fact, nonempty=True), ())
-    # Example launches that get the finding / do not, each run on the releases of the record's
-    # range where the tests have them: a string is an override line as written in a script, a
-    # list the override list of one launch; {script: ..., verl: RANGE} narrows the releases.
-    bad: tuple[Example, ...] = _field(_list(_example), ())
-    good: tuple[Example, ...] = _field(_list(_example), ())
+    # Its bad/good examples are fixtures: verl_lint/rules/examples/CODE/ (registry.Example).
     line: int = 0  # where the record starts in its table (not a table field)
 
     @property

@@ -11,6 +11,7 @@ Front ends (the shell reader, composition) report through rules of the same regi
 from __future__ import annotations
 
 import fnmatch
+import functools
 import importlib.util
 import re
 import shlex
@@ -18,7 +19,7 @@ import sys
 import textwrap
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Protocol
@@ -105,16 +106,11 @@ class Rule:
     # the subject selects too: `check(ctx, settings)`.
     check: Callable[..., Iterable[Diagnostic]] | None
     verl: str = ""  # a packaging specifier of the verl releases it applies to ('' for all)
-    # Example scripts: bad ones must produce this rule, good ones nothing. An example may be
-    # a (script, verl specifier) pair when it only holds for some releases.
-    bad: list[str | tuple[str, str]] = field(default_factory=list)
-    good: list[str | tuple[str, str]] = field(default_factory=list)
     # verl's entry points (modules) whose code path, trainer and workers, the rule was verified on
     # (empty: any). A launch of another of verl's own entry points is not judged (a note says so
     # where the rule would report); a project's own entry point is taken at its config's word.
     entry_points: tuple[str, ...] = ()
-    bad_options: dict = field(default_factory=dict)  # Options fields the bad examples need (e.g. a tiny timeout)
-    live: bool = False  # found only in a running process (callback, doctor): no example scripts
+    live: bool = False  # found only in a running process (callback, doctor): no example fixtures
     # The check in verl's source the rule mirrors: it runs only on a tree holding one of these,
     # and none of `unless` (code that makes the problem moot, e.g. verl fixing the value itself).
     evidence: tuple[Evidence, ...] = ()
@@ -183,30 +179,27 @@ class Rule:
                 f"({note.code if note is not None else 'a note'} says so)."
             )
         out += ["", self.body] if self.body else []
-        for title, examples in (("Bad", self.bad), ("Good", self.good)):
-            for ex in examples:
-                script, spec = ex if isinstance(ex, tuple) else (ex, "")
-                if len(script) > 2000:
-                    script = script[:2000] + "\n..."
-                script = script.encode("utf-8", "backslashreplace").decode()  # an invalid-UTF-8 example, shown escaped
-                out += [
-                    "",
-                    f"## {title} example{f' (verl {spec})' if spec else ''}",
-                    "",
-                    "```bash",
-                    script.rstrip(),
-                    "```",
-                ]
+        for ex in (*self.bad, *self.good):
+            out += ["", f"## {ex.kind.capitalize()} example{f' (verl {ex.verl})' if ex.verl else ''}"]
+            out += ["", ex.note] if ex.note else []
+            for name, text in ex.shown():
+                out += ["", f"`{name}`:"] if name != "run.sh" else []
+                out += ["", f"```{'bash' if name == 'run.sh' else 'yaml'}", text.rstrip(), "```"]
         return "\n".join(out) + "\n"
 
-    def examples(self, kind: str, version: Version) -> list[str]:
-        """The bad or good example scripts that hold for `version`."""
-        out = []
-        for ex in self.bad if kind == "bad" else self.good:
-            script, spec = ex if isinstance(ex, tuple) else (ex, "")
-            if spec_contains(spec, version):
-                out.append(script)
-        return out
+    @property
+    def bad(self) -> tuple["Example", ...]:
+        """The example fixtures that must produce this rule (rules/examples/CODE/bad-N/)."""
+        return tuple(ex for ex in examples_of(self.code) if ex.kind == "bad")
+
+    @property
+    def good(self) -> tuple["Example", ...]:
+        """The example fixtures that must produce nothing (rules/examples/CODE/good-N/)."""
+        return tuple(ex for ex in examples_of(self.code) if ex.kind == "good")
+
+    def examples(self, kind: str, version: Version) -> list["Example"]:
+        """The bad or good example fixtures that hold for `version`."""
+        return [ex for ex in (self.bad if kind == "bad" else self.good) if spec_contains(ex.verl, version)]
 
     def applies_to(self, version: Version | None) -> bool:
         if not self.verl:
@@ -362,10 +355,7 @@ def declare(
     doc: str,
     check=None,
     verl: str = "",
-    bad=(),
-    good=(),
     entry_points=(),
-    bad_options=None,
     evidence=(),
     unless=(),
     live: bool = False,
@@ -387,10 +377,7 @@ def declare(
             doc,
             check,
             verl,
-            list(bad),
-            list(good),
             tuple(entry_points),
-            dict(bad_options or {}),
             live=live,
             evidence=tuple(evidence),
             unless=tuple(unless),
@@ -404,8 +391,9 @@ def declare(
 def rule(code: str, name: str, severity: str, **where):
     """Decorator: `declare` a rule checked by the decorated function (with `producer=`: found by
     that `Family`, the function only documents it); its docstring is the rule's documentation.
-    `where`: verl, bad, good, entry_points, bad_options, evidence, unless, supersedes, and the
-    facts the front ends read (`Rule.snippets` ... `Rule.subject`)."""
+    `where`: verl, entry_points, evidence, unless, supersedes, and the facts the front ends read
+    (`Rule.snippets` ... `Rule.subject`). Its bad/good examples are fixtures: rules/examples/CODE/
+    (see `Example`)."""
 
     def deco(fn):
         declare(code, name, severity, fn.__doc__ or "", None if where.get("producer") else fn, **where)
@@ -475,3 +463,77 @@ def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict |
             d.severity = severity[d.code]
         out.setdefault((d.sort_key(), d.span.end_line, d.span.end_col), d)
     return [out[k] for k in sorted(out)]
+
+
+# The rules' examples: fixture directories shipped as package data, read when a page or a test
+# asks (never on the lint path). rules/examples/CODE/bad-N/ must produce the rule, good-N/ nothing:
+#   run.sh          the script, linted as `run.sh` from the fixture's directory
+#   config/*.yaml   optional: the project's own Hydra configs run.sh launches with
+#   verl            optional: the packaging specifier of the verl releases the example holds for
+#   options         optional: the CLI flags it is linted with, instead of EXAMPLE_OPTIONS
+#   note            optional: why it holds (or holds only where it does), shown on the rule's page
+#   expected.txt    what `verl-lint check` prints for it (expected-VERSION.txt where a release differs)
+# scripts/regen_golden.py writes the expected output; tests/test_rule_examples.py compares it.
+EXAMPLES_DIR = Path(__file__).resolve().parent / "rules" / "examples"
+EXAMPLE_OPTIONS = ("--gpu-memory", "80")  # an 80 GiB GPU: the memory rules judge the examples
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example fixture of a rule (see EXAMPLES_DIR)."""
+
+    code: str
+    kind: str  # "bad" or "good"
+    index: int  # from 1, the order on the rule's page
+    path: Path
+    verl: str  # '' for every release
+    options: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.code}/{self.kind}-{self.index}"
+
+    def files(self) -> list[tuple[str, bytes]]:
+        """(relative path, content) of run.sh and its config files, run.sh first."""
+        configs = sorted(p for p in (self.path / "config").rglob("*") if p.is_file())
+        return [(p.relative_to(self.path).as_posix(), p.read_bytes()) for p in [self.path / "run.sh", *configs]]
+
+    @property
+    def note(self) -> str:
+        note = self.path / "note"
+        return note.read_text(encoding="utf-8").strip() if note.is_file() else ""
+
+    @property
+    def script(self) -> str:
+        return (self.path / "run.sh").read_bytes().decode("utf-8", "surrogateescape")  # may carry invalid UTF-8
+
+    def shown(self) -> list[tuple[str, str]]:
+        """The files as a page shows them: long ones cut, invalid UTF-8 escaped."""
+        out = []
+        for name, data in self.files():
+            text = data.decode("utf-8", "surrogateescape")
+            if len(text) > 2000:
+                text = text[:2000] + "\n..."
+            out.append((name, text.encode("utf-8", "backslashreplace").decode()))
+        return out
+
+
+def _example(code: str, d: Path) -> Example:
+    kind, _, n = d.name.partition("-")
+    spec, options = d / "verl", d / "options"
+    return Example(
+        code,
+        kind,
+        int(n),
+        d,
+        spec.read_text(encoding="utf-8").strip() if spec.is_file() else "",
+        tuple(shlex.split(options.read_text(encoding="utf-8"))) if options.is_file() else EXAMPLE_OPTIONS,
+    )
+
+
+@functools.cache
+def examples_of(code: str) -> tuple[Example, ...]:
+    """The example fixtures of rule `code`: bad ones, then good ones, each in their order."""
+    root = EXAMPLES_DIR / code
+    dirs = [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
+    return tuple(sorted((_example(code, d) for d in dirs), key=lambda ex: (ex.kind != "bad", ex.index)))

@@ -15,7 +15,7 @@ from ..allocator.verl_code import analyze_verl, rollout_config_default
 from ..config.context import MISSING
 from ..evidence import Evidence
 from ..model import Diagnostic, EnvVar
-from ..registry import family, main_ppo, parse_version, rule
+from ..registry import family, parse_version, rule
 from .allocator_checks import AllocInput, all_findings
 
 # ---------------------------------------------------------- the inputs ----
@@ -85,14 +85,6 @@ NPU = "trainer.device=npu"
     "alloc-conf-unknown-option",
     "error",
     producer=analyse,
-    bad=[
-        main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segment:True"}),
-        main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "backend:cudaMallocAsync"}),
-    ],
-    good=[
-        main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False,pinned_use_cuda_host_register:True"}),
-        main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False,base_addr_aligned_kb:4"}),
-    ],
 )
 def unknown_option():
     """An allocator env var names an option the caching allocator does not have.
@@ -126,12 +118,6 @@ def unknown_option():
     "alloc-conf-bad-value",
     "error",
     producer=analyse,
-    bad=[
-        main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:true"}),
-        main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments=True"}),
-        main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "garbage_collection_threshold:1.5"}),
-    ],
-    good=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False,pinned_num_register_threads:8"})],
 )
 def bad_value():
     """An allocator option has a value (or a `key=value` form) the allocator rejects.
@@ -161,13 +147,6 @@ def bad_value():
     "alloc-conf-malformed",
     "error",
     producer=analyse,
-    bad=[
-        main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments"}),
-        main_ppo(
-            "actor_rollout_ref.rollout.name=sglang", env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True:False"}
-        ),
-    ],
-    good=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments: False,"})],
 )
 def malformed():
     """An allocator config string has an option without a value, or a stray separator.
@@ -195,19 +174,6 @@ def malformed():
     "alloc-conf-var-ignored",
     "warning",
     producer=analyse,
-    bad=[
-        main_ppo(
-            env={
-                "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False",
-                "PYTORCH_ALLOC_CONF": "expandable_segments:True",
-            }
-        ),
-        main_ppo(NPU, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
-    ],
-    good=[
-        main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}),
-        main_ppo(NPU, env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False"}),
-    ],
 )
 def var_ignored():
     """An allocator env var that the allocator in use never reads.
@@ -239,15 +205,6 @@ def var_ignored():
     "npu-alloc-conf-both-set",
     "error",
     producer=analyse,
-    bad=[
-        main_ppo(
-            env={
-                "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False",
-                "PYTORCH_ALLOC_CONF": "expandable_segments:False",
-            }
-        )
-    ],
-    good=[main_ppo(env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:False"})],
 )
 def npu_both_set():
     """`PYTORCH_NPU_ALLOC_CONF` and `PYTORCH_ALLOC_CONF` are both set.
@@ -274,18 +231,6 @@ def npu_both_set():
     "npu-expandable-segments-with-max-split",
     "error",
     producer=analyse,
-    bad=[
-        main_ppo(
-            "actor_rollout_ref.rollout.name=sglang",
-            env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,max_split_size_mb:512"},
-        )
-    ],
-    good=[
-        main_ppo(
-            "actor_rollout_ref.rollout.name=sglang",
-            env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,base_addr_aligned_kb:16"},
-        )
-    ],
 )
 def npu_expandable_conflict():
     """NPU `expandable_segments:True` together with `max_split_size_mb` or `garbage_collection_threshold`.
@@ -315,19 +260,6 @@ def npu_expandable_conflict():
     producer=analyse,
     # verl's vLLM>=0.7 rollout passes enable_sleep_mode (0.2 on); the verl 0.1 that TinyZero/Logic-RL vendor does not.
     evidence=[Evidence(("verl/workers/rollout/vllm_rollout/*.py",), r"enable_sleep_mode[\"']?\s*[:=]")],
-    bad=[
-        main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
-        main_ppo(VLLM, NPU, env={"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"}),
-    ],
-    good=[
-        main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}),
-        main_ppo(
-            VLLM,
-            "+actor_rollout_ref.rollout.enable_sleep_mode=False",
-            env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
-        ),
-    ],
-    bad_options={"versions": {"vllm": "0.12.0"}},  # verl 0.9.1 pins vllm==0.24.0, which no longer asserts
 )
 def vllm_sleep_mode():
     """`expandable_segments:True` in the env while vLLM runs with sleep mode (verl's default).
@@ -364,8 +296,6 @@ def vllm_sleep_mode():
     "expandable-segments-with-sglang-memory-saver",
     "error",
     producer=analyse,
-    bad=[main_ppo(SGLANG, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})],
-    good=[main_ppo(SGLANG, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"})],
 )
 def sglang_memory_saver():
     """`expandable_segments:True` in the env while verl runs SGLang with its memory saver.
@@ -395,11 +325,6 @@ def sglang_memory_saver():
     "expandable-segments-hidden-from-memory-pool",
     "warning",
     producer=analyse,
-    bad=[
-        main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments: True"}),
-        main_ppo(SGLANG, env={"PYTORCH_CUDA_ALLOC_CONF": "release_lock_on_cudamalloc:True, expandable_segments: True"}),
-    ],
-    good=[main_ppo(VLLM, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments: False"})],
 )
 def hidden_expandable():
     """Expandable segments are on in a form the rollout's memory pool does not detect.
@@ -431,8 +356,6 @@ def hidden_expandable():
     "allocator-options-reset-by-verl",
     "info",
     producer=analyse,
-    bad=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512"})],
-    good=[main_ppo(env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False,release_lock_on_cudamalloc:True"})],
 )
 def options_reset():
     """verl's expandable-segments toggle resets `max_split_size_mb` and friends.

@@ -9,7 +9,7 @@ from math import gcd
 from .roles import uses_critic
 from ..evidence import Evidence
 from ..model import Severity
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .sizes import (
     A,
     GPUS,
@@ -30,24 +30,6 @@ from .sizes import (
     "error",
     size_check=True,
     evidence=[Evidence(VALIDATION, r"must be divisible by minimal possible batch size")],
-    bad=[
-        main_ppo(
-            "data.train_batch_size=1000",
-            "actor_rollout_ref.rollout.n=5",
-            "trainer.n_gpus_per_node=8",
-            "trainer.nnodes=6",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=48",
-        )
-    ],
-    good=[
-        main_ppo(
-            "data.train_batch_size=960",
-            "actor_rollout_ref.rollout.n=5",
-            "trainer.n_gpus_per_node=8",
-            "trainer.nnodes=6",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=192",
-        )
-    ],
 )
 @validating_app
 def train_batch_divisible(ctx):
@@ -126,24 +108,6 @@ MINI_CHECKS = {
     size_check=True,
     # verl 0.1-0.2 has no such check: the actor splits the batch into mini batches of at most that size.
     evidence=[*MINI_CHECKS[A], *MINI_CHECKS["critic"]],
-    bad=[
-        main_ppo("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
-        main_ppo(
-            "algorithm.adv_estimator=gae",
-            "data.train_batch_size=64",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=32",
-            "critic.ppo_mini_batch_size=128",
-        ),
-    ],
-    good=[
-        main_ppo("data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=128"),
-        main_ppo(
-            "algorithm.adv_estimator=grpo",
-            "data.train_batch_size=64",
-            "actor_rollout_ref.actor.ppo_mini_batch_size=32",
-            "critic.ppo_mini_batch_size=128",
-        ),
-    ],
 )
 @validating_app
 def train_batch_vs_mini(ctx):
@@ -248,35 +212,6 @@ def actor_worker(ctx) -> str | None:
     "mini-batch-not-divisible-by-dp",
     "error",
     size_check=True,
-    bad=[
-        (
-            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"),
-            ">=0.8",
-        ),  # engine worker
-        (
-            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=4", "data.train_batch_size=96"),
-            "<0.8",
-        ),  # legacy: 4 // 8 GPUs = 0
-        (
-            main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=12", "data.train_batch_size=96"),
-            "<0.8",
-        ),  # legacy: truncated to 1 (a warning)
-        (
-            main_ppo(
-                "algorithm.adv_estimator=gae",
-                "data.train_batch_size=96",
-                "actor_rollout_ref.actor.ppo_mini_batch_size=16",
-                "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-                "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
-                "critic.ppo_mini_batch_size=16",
-                "critic.ppo_micro_batch_size_per_gpu=4",
-            ),
-            "<0.8",
-        ),  # the legacy critic: 16 / 8 = 2 per GPU
-    ],
-    good=[
-        main_ppo("actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=96"),
-    ],
     evidence=[ENGINE_DP_ASSERT, ACTOR_SPLIT, CRITIC_SPLIT],
 )
 def mini_batch_dp(ctx):

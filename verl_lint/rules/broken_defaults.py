@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..config.context import Context
 from ..evidence import Evidence, source_text
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .sizes import R, VLLM_SERVER, anchor_key, evidence_at, report_unless_default, shipped_at
 
 # verl 0.3-0.6's synchronous vLLM rollout (vllm_rollout_spmd.py, and 0.3-0.5's vllm_rollout.py)
@@ -51,10 +51,6 @@ def model_len(ctx: Context) -> tuple[int | None, str]:
     size_check=True,
     evidence=[CHUNKED_PREFILL_CHECK],
     verl=">=0.3,<0.7",
-    bad=[main_ppo("data.max_prompt_length=2048", "data.max_response_length=8192")],
-    good=[
-        main_ppo("data.max_prompt_length=2048", "data.max_response_length=8192", f"{R}.max_num_batched_tokens=10240")
-    ],
 )
 def batched_tokens_chunked(ctx: Context):
     """The synchronous vLLM rollout's batched-token budget is below the model length.

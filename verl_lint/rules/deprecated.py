@@ -19,7 +19,7 @@ from ..config.context import Context
 from ..config.deprecations import Deprecation, in_config_comments
 from ..config.reader import app_sources, key_facts, reader_index
 from ..model import Diagnostic, Related, Span
-from ..registry import Subject, main_ppo, rule
+from ..registry import Subject, rule
 
 
 def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str]]:
@@ -71,8 +71,6 @@ def _warns(fact: Deprecation, value) -> bool:
     "deprecated-key",
     "warning",
     subject=Subject(),
-    bad=[main_ppo("data.val_batch_size=16"), (main_ppo("+actor_rollout_ref.actor.optim.grad_clip=0.5"), ">=0.6")],
-    good=[main_ppo("data.val_batch_size=null"), (main_ppo("+actor_rollout_ref.actor.optim.grad_clip=null"), ">=0.6")],
 )
 def deprecated_key(ctx: Context, settings):
     """A key this verl still accepts but warns about as deprecated.

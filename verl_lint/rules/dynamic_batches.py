@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from ..config.context import Context
 from ..evidence import Evidence
-from ..registry import Subject, main_ppo, rule
-from .sizes import A, R
+from ..registry import Subject, rule
 
 # name of the micro batch size -> (the switch beside it, the token budget that applies instead).
 # The global (deprecated) sizes are normalised into the `_per_gpu` ones, so they are as dead.
@@ -44,21 +43,6 @@ V1_CRITIC_BUDGET = Evidence(
     evidence=[PACKS_BY_TOKENS],
     supersedes=("VL232",),  # a global size verl declares deprecated is, here, not used at all
     subject=Subject(tuple(f"*.{name}" for name in ROLE_KEYS)),
-    bad=[
-        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_micro_batch_size_per_gpu=4"),
-        main_ppo(
-            f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=8192", "critic.ppo_micro_batch_size_per_gpu=2"
-        ),
-    ],
-    good=[
-        main_ppo(f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=16384"),
-        main_ppo(
-            f"{A}.use_dynamic_bsz=False",
-            f"{A}.ppo_micro_batch_size_per_gpu=4",
-            f"{R}.log_prob_micro_batch_size_per_gpu=8",
-            "algorithm.adv_estimator=grpo",
-        ),
-    ],
 )
 def micro_batch_under_dynamic_bsz(ctx: Context, settings):
     """A micro batch size set where that role's dynamic batch size is on: the value is dead.

@@ -4,8 +4,7 @@ whose value verl's config types as a bool or a number."""
 from __future__ import annotations
 
 from ..config.context import Context
-from ..registry import Subject, main_ppo, rule
-from .sizes import A
+from ..registry import Subject, rule
 
 
 _KIND = {bool: "a bool", int: "an int", float: "a float"}
@@ -16,14 +15,6 @@ _KIND = {bool: "a bool", int: "an int", float: "a float"}
     "empty-override-value",
     "warning",
     subject=Subject(kinds=("set",), source="script"),  # a key the command line sets
-    bad=[
-        f"#!/bin/bash\nDYN=\npython3 -m verl.trainer.main_ppo {A}.use_dynamic_bsz=$DYN actor_rollout_ref.rollout.name=vllm\n",
-        main_ppo(f"{A}.ppo_epochs="),
-    ],
-    good=[
-        f"#!/bin/bash\nDYN=${{DYN:-True}}\npython3 -m verl.trainer.main_ppo {A}.use_dynamic_bsz=$DYN actor_rollout_ref.rollout.name=vllm\n",
-        main_ppo("trainer.experiment_name="),
-    ],
 )
 def empty_value(ctx: Context, settings):
     """An override that sets a bool or a number to the empty string.

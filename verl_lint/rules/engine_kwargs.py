@@ -19,14 +19,10 @@ defaults is one info per run):
 
 from __future__ import annotations
 
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .engine_kwargs_checks import analyse
 
 # ------------------------------------------------------------------ rules ----
-
-_V = "actor_rollout_ref.rollout.name=vllm"
-_S = "actor_rollout_ref.rollout.name=sglang"
-_EK = "+actor_rollout_ref.rollout.engine_kwargs"
 
 
 @rule(
@@ -35,16 +31,6 @@ _EK = "+actor_rollout_ref.rollout.engine_kwargs"
     "error",
     producer=analyse,
     engines=("vllm", "sglang"),
-    bad=[
-        main_ppo(_V, f"{_EK}.vllm.max_num_batch_tokens=8192"),
-        # removed in vLLM 0.13; verl 0.7 declares vllm<=0.12, where it is still valid
-        (main_ppo(_V, f"{_EK}.vllm.cuda_graph_sizes=[1,2,4]"), ">=0.8"),
-        main_ppo(_S, f"{_EK}.sglang.enable_expert_parallel=True"),
-    ],
-    good=[
-        main_ppo(_V, f"{_EK}.vllm.swap_space=null", f"{_EK}.vllm.kv_cache_dtype=fp8"),
-        main_ppo(_S, f"{_EK}.sglang.chunked_prefill_size=4096"),
-    ],
 )
 def unknown_engine_kwarg():
     """An `engine_kwargs` key that the rollout engine does not accept.
@@ -84,16 +70,6 @@ def unknown_engine_kwarg():
     "error",
     producer=analyse,
     verl=">=0.6.0",
-    bad=[
-        main_ppo(_V, "actor_rollout_ref.rollout.tensor_model_parallel_size=2", f"{_EK}.vllm.tensor_parallel_size=4"),
-        main_ppo(_V, f"{_EK}.vllm.enable_sleep_mode=False"),
-        main_ppo(_V, f"{_EK}.vllm.distributed_executor_backend=ray"),
-        main_ppo(_S, "actor_rollout_ref.rollout.tensor_model_parallel_size=2", f"{_EK}.sglang.tp_size=4"),
-    ],
-    good=[
-        main_ppo(_V, "actor_rollout_ref.rollout.tensor_model_parallel_size=2", f"{_EK}.vllm.tensor_parallel_size=2"),
-        main_ppo(_V, "actor_rollout_ref.rollout.tensor_model_parallel_size=4"),
-    ],
 )
 def engine_kwarg_breaks_mapping():
     """An engine kwarg replaces a topology or lifecycle value that verl builds its workers from.
@@ -134,37 +110,6 @@ def engine_kwarg_breaks_mapping():
     "error",
     producer=analyse,
     verl=">=0.6.0",
-    bad=[
-        # the vLLM argument only exists from vLLM 0.14, newer than verl 0.7 declares
-        (
-            main_ppo(
-                _V,
-                "actor_rollout_ref.rollout.enable_rollout_routing_replay=True",
-                f"{_EK}.vllm.enable_return_routed_experts=False",
-            ),
-            ">=0.8",
-        ),
-        # ... and the SGLang one from SGLang 0.5.7 (verl 0.7 declares sglang==0.5.6)
-        (
-            main_ppo(
-                _S,
-                "actor_rollout_ref.rollout.enable_rollout_routing_replay=True",
-                f"{_EK}.sglang.enable_return_routed_experts=False",
-            ),
-            ">=0.8",
-        ),
-    ],
-    good=[
-        main_ppo(_V, f"{_EK}.vllm.limit_mm_per_prompt.image=4"),
-        (
-            main_ppo(
-                _S,
-                f"{_EK}.sglang.enable_return_routed_experts=True",
-                "actor_rollout_ref.rollout.enable_rollout_routing_replay=True",
-            ),
-            ">=0.8",
-        ),
-    ],
 )
 def engine_kwarg_overwritten():
     """verl overwrites an engine kwarg after spreading `engine_kwargs`, so your value is lost.
@@ -204,15 +149,6 @@ def engine_kwarg_overwritten():
     "warning",
     producer=analyse,
     verl=">=0.6.0",
-    bad=[
-        main_ppo(_V, f"{_EK}.vllm.max_model_len=8192"),
-        main_ppo(_V, f"{_EK}.vllm.seed=1"),
-        main_ppo(_S, f"{_EK}.sglang.mem_fraction_static=0.8"),
-    ],
-    good=[
-        main_ppo(_V, "actor_rollout_ref.rollout.max_model_len=8192"),
-        main_ppo(_V, "actor_rollout_ref.rollout.gpu_memory_utilization=0.6", f"{_EK}.vllm.gpu_memory_utilization=0.6"),
-    ],
 )
 def engine_kwarg_bypasses_verl():
     """An engine kwarg replaces a value verl passes from its own config, which verl keeps using.
@@ -246,11 +182,6 @@ def engine_kwarg_bypasses_verl():
     "engine-kwarg-passed-twice",
     "error",
     producer=analyse,
-    bad=[(main_ppo(_V, f"{_EK}.vllm.enable_prefix_caching=False"), ">=0.5,<0.7")],
-    good=[
-        main_ppo(_V, f"{_EK}.vllm.kv_cache_dtype=fp8"),
-        (main_ppo(_V, "actor_rollout_ref.rollout.enforce_eager=True"), ">=0.5,<0.7"),
-    ],
 )
 def engine_kwarg_passed_twice():
     """An engine kwarg that verl's synchronous rollout already passes as a keyword of the same call.
@@ -286,8 +217,6 @@ def engine_kwarg_passed_twice():
     "engine-kwargs-for-inactive-engine",
     "warning",
     producer=analyse,
-    bad=[main_ppo(_S, f"{_EK}.vllm.max_num_seqs=256")],
-    good=[main_ppo(_V, f"{_EK}.vllm.kv_cache_dtype=fp8")],
 )
 def engine_kwargs_inactive():
     """`engine_kwargs.<engine>` is set for an engine the rollout does not run.

@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from ..engines import versions
 from ..config.context import Context
-from ..registry import family, lazy_module, main_ppo, rule, spec_contains
+from ..registry import family, lazy_module, rule, spec_contains
 from ..knowledge import load_table as load_data
 from ..model import Diagnostic, EnvVar, Severity
 
@@ -278,8 +278,6 @@ def engine_env(ctx: Context):
 
 # ------------------------------------------------------------------ rules ----
 
-_NPU = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
-
 
 @rule(
     "VL501",
@@ -289,11 +287,6 @@ _NPU = {"VLLM_ATTENTION_BACKEND": "XFORMERS"}
     engines=("vllm",),
     # verl 0.7 declares vllm>=0.8.5,<=0.12.0, which includes releases where these crash; verl
     # 0.9.1 pins vllm==0.24.0, where neither does
-    bad=[
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_USE_V1": "0"}), "<0.8"),
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env=_NPU), "<0.8"),
-    ],
-    good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"})],
 )
 def vllm_env_crash():
     """An exported vLLM variable makes the rollout server refuse to start.
@@ -332,23 +325,6 @@ def vllm_env_crash():
     producer=engine_env,
     engines=("vllm",),
     # deprecated/removed after vllm 0.12.0, the newest release verl 0.7 declares
-    bad=[
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}), ">=0.8"),
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_TORCH_PROFILER_DIR": "/tmp/prof"}), ">=0.8"),
-        (main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_SLEEP_WHEN_IDLE": "1"}), ">=0.8"),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_USE_V1": "1"}),
-    ],
-    good=[
-        (
-            main_ppo(
-                "actor_rollout_ref.rollout.name=vllm",
-                "+actor_rollout_ref.rollout.engine_kwargs.vllm.all2all_backend=deepep_low_latency",
-                env={"VLLM_WORKER_MULTIPROC_METHOD": "spawn"},
-            ),
-            ">=0.8",  # the engine argument only exists from vLLM 0.11.1
-        ),
-        main_ppo("actor_rollout_ref.rollout.name=sglang", env={"VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}),
-    ],
 )
 def obsolete_vllm_env():
     """A vLLM environment variable is deprecated, removed or redundant in the vLLM release checked.
@@ -383,13 +359,6 @@ def obsolete_vllm_env():
     "warning",
     producer=engine_env,
     engines=("vllm_ascend",),
-    bad=[
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_FLASHCOMM": "1"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_DENSE_OPTIMIZE": "1"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_PREFETCH_MLP": "1"}),
-    ],
-    good=[main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZ": "0"})],
-    bad_options={"versions": {"vllm_ascend": "0.23.0"}},  # no verl release declares vllm-ascend
 )
 def obsolete_vllm_ascend_env():
     """A vllm-ascend environment variable was renamed or removed in the vllm-ascend release checked.
@@ -420,16 +389,6 @@ def obsolete_vllm_ascend_env():
     "warning",
     producer=engine_env,
     engines=("vllm", "vllm_ascend"),
-    bad=[
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ALLOW_LONG_MAX_MODEL_LENGTH": "1"}),
-        main_ppo("actor_rollout_ref.rollout.name=vllm", env={"VLLM_ASCEND_ENABLE_NZZ": "0"}),
-    ],
-    good=[
-        main_ppo(
-            "actor_rollout_ref.rollout.name=vllm",
-            env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1", "VLLM_ASCEND_ENABLE_NZ": "0", "VLLM_LOGGING_LEVEL": "INFO"},
-        )
-    ],
 )
 def unknown_vllm_env():
     """A `VLLM_*` / `VLLM_ASCEND_*` variable that no vLLM / vllm-ascend release declares.

@@ -18,7 +18,7 @@ from ..config.guards import Cond, Read
 from ..config.keys import all_keys
 from ..config.reader import app_sources
 from ..model import Unknown
-from ..registry import Subject, main_ppo, rule
+from ..registry import Subject, rule
 from .unread import read_unseen, silent_value, tree_index
 
 
@@ -131,12 +131,6 @@ def _interpolated_names(ctx: Context, index) -> set[str]:
     "warning",
     in_callback=False,
     subject=Subject(last=True),  # the last setting of a key is the one that sets it
-    bad=[main_ppo("algorithm.kl_ctrl.kl_coef=0.01"), main_ppo("actor_rollout_ref.actor.kl_loss_type=mse")],
-    good=[
-        main_ppo("algorithm.use_kl_in_reward=True", "algorithm.kl_ctrl.kl_coef=0.01"),
-        main_ppo("algorithm.kl_ctrl.kl_coef=0"),
-        main_ppo("actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.kl_loss_type=mse"),
-    ],
 )
 def key_read_only_under_off_condition(ctx: Context, settings):
     """A key you set that verl reads only under a condition your config turns off.

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from ..files import read_regular
 from ..model import Fix, Severity, place
-from ..registry import Subject, main_ppo, rule
+from ..registry import Subject, rule
 
 
 @rule(
@@ -16,8 +16,6 @@ from ..registry import Subject, main_ppo, rule
     "duplicate-override",
     "warning",
     subject=Subject(source="script"),  # the values the command line sets
-    bad=[main_ppo("trainer.nnodes=1", "trainer.project_name=p", "trainer.nnodes=2")],
-    good=[main_ppo("trainer.nnodes=2", "trainer.project_name=p")],
 )
 def duplicate_override(ctx, settings):
     """The same key is overridden twice in one launch; the last one silently wins.

@@ -32,7 +32,7 @@ from packaging.version import Version
 from ..evidence import Evidence
 from ..gpus import GIB
 from ..models import ModelFacts
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .model_sizes import CONTEXT_RAISE, M, ROLLOUT_FILES, _path, known
 from .sizes import A, R, anchor_key, report_unless_default
 
@@ -271,9 +271,6 @@ MEMORY_RULES = ("VL325", "VL326", "VL327")
     "error",
     size_check=True,
     evidence=[VLLM_SHARE],
-    bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.15")],
-    good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization=0.5")],
-    bad_options=H100,
 )
 def rollout_weights(ctx) -> Iterator:
     """The rollout's weights alone exceed its `gpu_memory_utilization` share of the GPU.
@@ -325,29 +322,6 @@ def rollout_weights(ctx) -> Iterator:
     "error",
     size_check=True,
     evidence=[VLLM_SHARE],
-    bad=[
-        main_ppo(
-            QWEN7,
-            f"{R}.tensor_model_parallel_size=1",
-            f"{R}.gpu_memory_utilization=0.19",
-            f"{R}.max_model_len=32768",
-            "data.max_prompt_length=1024",
-            "data.max_response_length=2048",
-            f"{R}.max_num_batched_tokens=32768",
-        )
-    ],
-    good=[
-        main_ppo(
-            QWEN7,
-            f"{R}.tensor_model_parallel_size=1",
-            f"{R}.gpu_memory_utilization=0.19",
-            f"{R}.max_model_len=16384",
-            "data.max_prompt_length=1024",
-            "data.max_response_length=2048",
-            f"{R}.max_num_batched_tokens=16384",
-        )
-    ],
-    bad_options=H100,
 )
 def kv_room(ctx) -> Iterator:
     """The rollout's KV cache has no room for one sequence of `max_model_len` tokens.
@@ -403,16 +377,6 @@ def kv_room(ctx) -> Iterator:
     "training-state-exceeds-gpu",
     "warning",
     size_check=True,
-    bad=[main_ppo(f"{M}.path=Qwen/Qwen2.5-32B-Instruct", "trainer.n_gpus_per_node=4", f"{A}.use_kl_loss=True")],
-    good=[
-        main_ppo(
-            f"{M}.path=Qwen/Qwen2.5-32B-Instruct",
-            "trainer.n_gpus_per_node=8",
-            "trainer.nnodes=2",
-            f"{A}.use_kl_loss=True",
-        )
-    ],
-    bad_options=H100,
 )
 def training_memory(ctx) -> Iterator:
     """The training state's lower bound per GPU exceeds the GPU's memory.
@@ -469,9 +433,6 @@ def training_memory(ctx) -> Iterator:
     "memory-checks-without-gpu",
     "info",
     size_check=True,
-    bad=[main_ppo(QWEN7)],
-    good=[main_ppo(QWEN7)],  # linted with a GPU given
-    bad_options={"gpu_gib": None},
 )
 def no_gpu(ctx) -> Iterator:
     """The GPU's memory is not known: the memory checks do not run.

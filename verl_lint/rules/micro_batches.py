@@ -6,13 +6,9 @@ from __future__ import annotations
 
 from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .sizes import A, GPUS, R, VALIDATION, gpu_count, parallel_size, report_unless_default, validating_app
 
-# Examples set the micro batch sizes a real launch sets (VL315 judges a launch that sets some).
-MICRO_ACTOR = (f"{A}.ppo_micro_batch_size_per_gpu=8",)
-MICRO_ROLLOUT = (f"{R}.log_prob_micro_batch_size_per_gpu=16",)
-GRPO = "algorithm.adv_estimator=grpo"
 # verl 0.2-0.6 also check the reward model's pair (0.4-0.6: in validate_config's list of sections).
 REWARD_MODEL_PAIR = Evidence(
     VALIDATION, r'"reward_model": "micro_batch_size"|config\.reward_model\.micro_batch_size_per_gpu,\s*"reward_model"\)'
@@ -26,25 +22,6 @@ REWARD_MODEL_PAIR = Evidence(
     size_check=True,
     evidence=[
         Evidence((*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"), r"You have set both")
-    ],
-    bad=[
-        main_ppo(
-            f"{R}.log_prob_micro_batch_size=64",
-            f"{R}.log_prob_micro_batch_size_per_gpu=8",
-            *MICRO_ACTOR,
-            "algorithm.adv_estimator=grpo",
-        ),
-        main_ppo(
-            "algorithm.adv_estimator=gae",
-            "critic.ppo_micro_batch_size=64",
-            "critic.ppo_micro_batch_size_per_gpu=8",
-            *MICRO_ACTOR,
-            *MICRO_ROLLOUT,
-        ),
-    ],
-    good=[
-        main_ppo(*MICRO_ROLLOUT, *MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
-        main_ppo("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=8", *MICRO_ACTOR, *MICRO_ROLLOUT),
     ],
     supersedes=("VL232",),  # the deprecated global key set with its replacement: verl raises, not only warns
 )
@@ -126,21 +103,6 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
             r"Please set at least one of",
         )
     ],
-    bad=[
-        main_ppo(*MICRO_ACTOR, "algorithm.adv_estimator=grpo"),
-        main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, f"{A}.use_kl_loss=True", "algorithm.adv_estimator=grpo"),
-        main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=gae"),
-    ],
-    good=[
-        main_ppo(*MICRO_ACTOR, *MICRO_ROLLOUT, "algorithm.adv_estimator=grpo"),
-        main_ppo(
-            f"{A}.use_dynamic_bsz=True",
-            f"{A}.use_kl_loss=True",
-            "critic.use_dynamic_bsz=False",
-            "critic.ppo_micro_batch_size_per_gpu=8",
-        ),
-        main_ppo(f"{A}.use_kl_loss=True"),  # no micro batch size set at all: not judged
-    ],
 )
 @validating_app
 def micro_batch_unset(ctx):
@@ -203,38 +165,6 @@ GLOBAL_MICRO = Evidence(
     size_check=True,
     supersedes=("VL232",),  # "deprecated" is the weaker form of "verl stops on this value"
     evidence=[GLOBAL_MICRO],
-    # verl 0.8+'s engine worker does not take the global actor micro batch at all (VL318)
-    bad=[
-        (
-            main_ppo(
-                f"{A}.ppo_micro_batch_size=4",
-                *MICRO_ROLLOUT,
-                "trainer.n_gpus_per_node=8",
-                f"{A}.ppo_mini_batch_size=16",
-                GRPO,
-            ),
-            "<0.8",
-        ),
-        (
-            main_ppo(
-                f"{A}.ppo_micro_batch_size=12",
-                *MICRO_ROLLOUT,
-                "trainer.n_gpus_per_node=8",
-                f"{A}.ppo_mini_batch_size=16",
-                GRPO,
-            ),
-            "<0.8",
-        ),
-    ],
-    good=[
-        main_ppo(
-            f"{A}.ppo_micro_batch_size_per_gpu=2",
-            *MICRO_ROLLOUT,
-            "trainer.n_gpus_per_node=8",
-            f"{A}.ppo_mini_batch_size=16",
-            GRPO,
-        )
-    ],
 )
 @validating_app
 def global_micro(ctx):

@@ -17,7 +17,7 @@ from weakref import WeakKeyDictionary
 from ..evidence import Evidence
 from ..model import Severity
 from ..models import ModelFacts, ModelProblem, resolve
-from ..registry import REGISTRY, main_ppo, rule
+from ..registry import REGISTRY, rule
 from .sizes import A, R, ULYSSES as SP, anchor_key, report_unless_default, ulysses_size
 
 M = "actor_rollout_ref.model"
@@ -127,8 +127,6 @@ def _divides_kv(kv: int, size: int) -> bool:
     "error",
     size_check=True,
     evidence=[Evidence(ROLLOUT_FILES, r"tensor_parallel_size")],
-    bad=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=8")],
-    good=[main_ppo(QWEN7, f"{R}.tensor_model_parallel_size=4")],
 )
 def rollout_tp_heads(ctx) -> Iterator:
     """The rollout's tensor-parallel size does not divide the model's attention (or KV) heads.
@@ -193,14 +191,6 @@ ULYSSES = {  # role -> (its section, its model)
     "error",
     size_check=True,
     evidence=[Evidence(MONKEY_PATCH, r"assert num_attention_heads % ulysses_sp_size == 0")],
-    bad=[
-        (main_ppo(QWEN7, f"{A}.{SP}=8", f"{M}.use_remove_padding=True"), "<0.7"),
-        (main_ppo(QWEN7, f"{A}.fsdp_config.{SP}=8", f"{M}.use_remove_padding=True"), ">=0.7"),
-    ],
-    good=[
-        (main_ppo(QWEN7, f"{A}.{SP}=4", f"{M}.use_remove_padding=True"), "<0.7"),
-        (main_ppo(QWEN7, f"{A}.fsdp_config.{SP}=4", f"{M}.use_remove_padding=True"), ">=0.7"),
-    ],
 )
 def ulysses_heads(ctx) -> Iterator:
     """The Ulysses sequence-parallel size does not divide the model's attention (or KV) heads.
@@ -259,16 +249,6 @@ def ulysses_heads(ctx) -> Iterator:
     size_check=True,
     evidence=[CONTEXT_ASSERT, CONTEXT_RAISE],
     # (a batched-token budget that holds the sequence: verl 0.3-0.6 also checks that, VL317)
-    bad=[
-        main_ppo(
-            QWEN7, "data.max_prompt_length=4096", "data.max_response_length=32768", f"{R}.max_num_batched_tokens=40960"
-        )
-    ],
-    good=[
-        main_ppo(
-            QWEN7, "data.max_prompt_length=4096", "data.max_response_length=28672", f"{R}.max_num_batched_tokens=40960"
-        )
-    ],
 )
 def context_length(ctx) -> Iterator:
     """Prompt plus response length (or rollout.max_model_len) exceeds the model's context.
@@ -355,20 +335,6 @@ MEGATRON_TP = {
     "error",
     size_check=True,
     evidence=[MEGATRON],
-    bad=[
-        (main_ppo("model_engine=megatron", QWEN7, f"{A}.megatron.tensor_model_parallel_size=8"), ">=0.8"),
-        (
-            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} {A}.megatron.tensor_model_parallel_size=8\n",
-            "<0.8",
-        ),
-    ],
-    good=[
-        (main_ppo("model_engine=megatron", QWEN7, f"{A}.megatron.tensor_model_parallel_size=4"), ">=0.8"),
-        (
-            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} {A}.megatron.tensor_model_parallel_size=4\n",
-            "<0.8",
-        ),
-    ],
 )
 def megatron_tp_heads(ctx) -> Iterator:
     """Megatron's tensor-parallel size does not divide the model's attention heads or query groups.
@@ -426,18 +392,6 @@ EXPERT_PARALLEL = (f"{R}.expert_parallel_size", f"{A}.megatron.expert_model_para
     "warning",
     size_check=True,
     evidence=[Evidence(("verl/workers/config/rollout.py",), r"expert_parallel_size")],
-    bad=[
-        main_ppo(QWEN7, f"{R}.expert_parallel_size=2", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")
-    ],
-    good=[
-        main_ppo(
-            f"{M}.path=Qwen/Qwen3-30B-A3B",
-            "algorithm.adv_estimator=grpo",
-            f"{R}.expert_parallel_size=2",
-            f"{R}.tensor_model_parallel_size=2",
-            f"{R}.data_parallel_size=1",
-        )
-    ],
 )
 def expert_parallel_dense(ctx) -> Iterator:
     """Expert parallelism asked for a model without experts.
@@ -485,8 +439,6 @@ MODEL_RULES = ("VL320", "VL321", "VL322", "VL323", "VL324")
     "model-config-unreadable",
     "warning",
     size_check=True,
-    bad=[main_ppo(f"{M}.path=/etc/hostname")],
-    good=[main_ppo(QWEN7)],
 )
 def unreadable(ctx) -> Iterator:
     """The model's config.json cannot be read: the checks against the model do not run.
@@ -522,8 +474,6 @@ def unreadable(ctx) -> Iterator:
     "model-unknown",
     "info",
     size_check=True,
-    bad=[main_ppo(f"{M}.path=my-org/my-private-model")],
-    good=[main_ppo(QWEN7)],
 )
 def unknown_model(ctx) -> Iterator:
     """The launch names a model verl-lint knows nothing about: the checks against it do not run.

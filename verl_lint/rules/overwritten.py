@@ -12,12 +12,8 @@ import ast
 from ..config import classes as config_classes
 from ..config.context import Context
 from ..model import Unknown
-from ..registry import Subject, main_ppo, rule
+from ..registry import Subject, rule
 from .batch_sizes import actor_worker
-
-_MEGATRON = "model_engine=megatron"
-_SP = "actor_rollout_ref.actor.megatron.sequence_parallel"
-_TP = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"
 
 
 @rule(
@@ -25,11 +21,6 @@ _TP = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"
     "key-overwritten-by-post-init",
     "warning",
     subject=Subject(),
-    bad=[(main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=True"), ">=0.8")],
-    good=[
-        (main_ppo(_MEGATRON, f"{_TP}=2", f"{_SP}=True"), ">=0.8"),
-        (main_ppo(_MEGATRON, f"{_TP}=1", f"{_SP}=False"), ">=0.8"),
-    ],
 )
 def key_overwritten(ctx: Context, settings):
     """A key you set that the config dataclass built from its section replaces when it is created.

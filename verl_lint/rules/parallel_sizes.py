@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..evidence import Evidence
 from .roles import uses_critic
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .sizes import (
     A,
     GPUS,
@@ -51,8 +51,6 @@ SP_FSDP_ONLY = Evidence(
     "rollout-parallel-does-not-divide-gpus",
     "error",
     size_check=True,
-    bad=[main_ppo(f"{R}.tensor_model_parallel_size=3")],
-    good=[main_ppo(f"{R}.tensor_model_parallel_size=4")],
     evidence=[Evidence(WORKERS, r"is not divisible by infer_")],
 )
 def rollout_world(ctx):
@@ -130,8 +128,6 @@ def rollout_world(ctx):
             ROLLOUT_CONFIG, r"expert_parallel_size must be equal to tensor_model_parallel_size \* data_parallel_size"
         )
     ],
-    bad=[main_ppo(f"{R}.expert_parallel_size=4", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=1")],
-    good=[main_ppo(f"{R}.expert_parallel_size=4", f"{R}.tensor_model_parallel_size=2", f"{R}.data_parallel_size=2")],
 )
 def rollout_ep(ctx):
     """rollout.expert_parallel_size > 1 must equal tensor_model_parallel_size × data_parallel_size.
@@ -173,8 +169,6 @@ def rollout_ep(ctx):
     "error",
     size_check=True,
     evidence=[Evidence(ROLLOUT_CONFIG, r"not implemented pipeline_model_parallel_size > 1")],
-    bad=[main_ppo(f"{R}.name=vllm", f"{R}.pipeline_model_parallel_size=2")],
-    good=[main_ppo(f"{R}.name=vllm", f"{R}.tensor_model_parallel_size=4")],
 )
 def rollout_pp(ctx):
     """Pipeline parallelism in the rollout engine is not implemented.
@@ -210,22 +204,6 @@ def rollout_pp(ctx):
     "error",
     size_check=True,
     evidence=[Evidence(VALIDATION, r"must be divisible by model_parallel_size")],
-    bad=[
-        (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=3"), ">=0.8"),
-        (
-            "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
-            f"{A}.megatron.tensor_model_parallel_size=3\n",
-            "<0.8",
-        ),
-    ],
-    good=[
-        (main_ppo("model_engine=megatron", f"{A}.megatron.tensor_model_parallel_size=4"), ">=0.8"),
-        (
-            "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm "
-            f"{A}.megatron.tensor_model_parallel_size=4\n",
-            "<0.8",
-        ),
-    ],
 )
 @validating_app
 def megatron_parallel(ctx):
@@ -271,24 +249,6 @@ def megatron_parallel(ctx):
     "error",
     size_check=True,
     # verl 0.7+ declares actor.ulysses_sequence_parallel_size deprecated (VL232) but still checks it
-    bad=[
-        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False"), "<0.7"),
-        (
-            main_ppo(
-                f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=False"
-            ).replace("\npython3", "\n# verl-lint: disable=VL232\npython3"),
-            ">=0.7",
-        ),
-    ],
-    good=[
-        (main_ppo(f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True"), "<0.7"),
-        (
-            main_ppo(
-                f"{A}.ulysses_sequence_parallel_size=2", "actor_rollout_ref.model.use_remove_padding=True"
-            ).replace("\npython3", "\n# verl-lint: disable=VL232\npython3"),
-            ">=0.7",
-        ),
-    ],
     evidence=[
         Evidence(("verl/workers/config/actor.py", "verl/trainer/ppo/ray_trainer.py"), r"sequence parallelism for actor")
     ],
@@ -335,23 +295,6 @@ def ulysses_padding(ctx):
         Evidence(
             VLLM_SERVER,
             r"data_parallel_size > 1:\s*\n\s*assert self\.gpus_per_node % self\.config\.tensor_model_parallel_size == 0",
-        )
-    ],
-    bad=[
-        main_ppo(
-            f"{R}.name=vllm",
-            f"{R}.data_parallel_size=2",
-            f"{R}.tensor_model_parallel_size=8",
-            "trainer.n_gpus_per_node=4",
-            "trainer.nnodes=4",
-        )
-    ],
-    good=[
-        main_ppo(
-            f"{R}.name=vllm",
-            f"{R}.data_parallel_size=2",
-            f"{R}.tensor_model_parallel_size=2",
-            "trainer.n_gpus_per_node=8",
         )
     ],
 )
@@ -411,42 +354,6 @@ ULYSSES_MESH = Evidence(
     "error",
     size_check=True,
     evidence=[ULYSSES_MESH],
-    bad=[
-        (
-            main_ppo(
-                f"{A}.ulysses_sequence_parallel_size=3",
-                "actor_rollout_ref.model.use_remove_padding=True",
-                "trainer.n_gpus_per_node=8",
-            ),
-            "<0.7",
-        ),
-        (
-            main_ppo(
-                f"{A}.fsdp_config.ulysses_sequence_parallel_size=3",
-                "actor_rollout_ref.model.use_remove_padding=True",
-                "trainer.n_gpus_per_node=8",
-            ),
-            ">=0.7",
-        ),
-    ],
-    good=[
-        (
-            main_ppo(
-                f"{A}.ulysses_sequence_parallel_size=4",
-                "actor_rollout_ref.model.use_remove_padding=True",
-                "trainer.n_gpus_per_node=8",
-            ),
-            "<0.7",
-        ),
-        (
-            main_ppo(
-                f"{A}.fsdp_config.ulysses_sequence_parallel_size=4",
-                "actor_rollout_ref.model.use_remove_padding=True",
-                "trainer.n_gpus_per_node=8",
-            ),
-            ">=0.7",
-        ),
-    ],
 )
 def ulysses_divides_gpus(ctx):
     """A Ulysses sequence-parallel size that does not divide the GPU count.

@@ -10,7 +10,7 @@ from ..config.context import Context
 from ..evidence import source_text
 from ..knowledge import load_table as load_data
 from ..model import RayAttach
-from ..registry import main_ppo, rule
+from ..registry import rule
 
 
 def _skip_table() -> tuple[frozenset[str], tuple[str, ...]]:
@@ -91,20 +91,6 @@ def verl_runtime_env(root: str) -> tuple[frozenset[str], frozenset[str]]:
     "VL505",
     "env-not-propagated-to-ray",
     "warning",
-    bad=[
-        "#!/bin/bash\nray start --head --num-gpus 8\nexport NCCL_IB_DISABLE=1\n"
-        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
-        "#!/bin/bash\nexport RAY_ADDRESS=10.0.0.1:6379\nexport VLLM_LOGGING_LEVEL=DEBUG\n"
-        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
-    ],
-    good=[
-        "#!/bin/bash\nexport NCCL_IB_DISABLE=1\nray start --head --num-gpus 8\n"
-        + main_ppo("trainer.nnodes=1").split("\n", 1)[1],
-        "#!/bin/bash\nray start --head --num-gpus 8\n"
-        + main_ppo("trainer.nnodes=1", "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_IB_DISABLE=1").split("\n", 1)[1],
-        main_ppo("trainer.nnodes=1", env={"NCCL_IB_DISABLE": "1"}),
-        main_ppo("trainer.nnodes=1", env={"RAY_ADDRESS": "local", "NCCL_IB_DISABLE": "1"}),
-    ],
 )
 def env_not_propagated(ctx: Context):
     """A variable exported in the script never reaches the Ray workers that need it.

@@ -8,7 +8,6 @@ from ..evidence import Evidence
 from ..registry import rule
 
 SFT = Evidence(("verl/trainer/fsdp_sft_trainer.py",), r"is not divisible by dp size")
-_LAUNCH = "#!/bin/bash\ntorchrun --standalone --nproc_per_node=8 -m verl.trainer.fsdp_sft_trainer {}\n"
 
 
 @rule(
@@ -17,11 +16,6 @@ _LAUNCH = "#!/bin/bash\ntorchrun --standalone --nproc_per_node=8 -m verl.trainer
     "error",
     size_check=True,
     evidence=[SFT],
-    bad=[
-        _LAUNCH.format("data.train_batch_size=100"),
-        _LAUNCH.format("data.train_batch_size=64 data.micro_batch_size_per_gpu=3"),
-    ],
-    good=[_LAUNCH.format("data.train_batch_size=64 data.micro_batch_size_per_gpu=4 ulysses_sequence_parallel_size=2")],
 )
 def sft_batch_divisible(ctx):
     """The SFT train batch does not split over the data-parallel ranks and their micro batches.

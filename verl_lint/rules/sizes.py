@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..config.context import MISSING, Context
 from ..evidence import Evidence, source_text, tree_has
-from ..registry import REGISTRY, main_ppo, rule
+from ..registry import REGISTRY, rule
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
@@ -95,10 +95,6 @@ def report_unless_default(ctx, code, message, inputs, key, help, severity=None):
     "VL300",
     "size-checks-skipped-for-unknown-values",
     "info",
-    bad=[
-        f"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm data.train_batch_size=$(cat bsz.txt) {A}.ppo_mini_batch_size=128\n"
-    ],
-    good=[main_ppo("data.train_batch_size=256", f"{A}.ppo_mini_batch_size=128")],
 )
 def skipped_for_unknown(ctx):
     """Size checks that could not run for this launch: a value they need is only known at run time.

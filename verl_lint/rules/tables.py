@@ -25,7 +25,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from ..knowledge import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord, TableError, load_table
-from ..registry import EVERY, REGISTRY, ROLLOUT_NAME, Subject, declare, main_ppo, parse_version
+from ..registry import EVERY, REGISTRY, Subject, declare, parse_version
 from ..config.context import Context
 from .roles import ref_worker
 from ..config.reader import app_sources, reader_index
@@ -208,25 +208,6 @@ def _doc(rec: RuleRecord) -> str:
     )
 
 
-def _examples(rec: RuleRecord, bad: bool) -> list[tuple[str, str]]:
-    """The record's bad or good examples, each for the releases of its range (where the evidence
-    holds in the releases the tests use) unless the example names its own range."""
-    out = []
-    for ex in rec.bad if bad else rec.good:
-        if isinstance(ex.launch, str):  # an override line as written (a whole script for entry-point records)
-            launch = ex.launch
-            if getattr(rec, "module", None) is None:  # verl >= 0.7 requires the rollout's name (`name: ???`)
-                launch = (
-                    f"#!/bin/bash\npython3 -m verl.trainer.main_ppo {launch}"
-                    + ("" if "rollout.name=" in launch else f" {ROLLOUT_NAME}")
-                    + "\n"
-                )
-        else:
-            launch = main_ppo(*ex.launch)
-        out.append((launch, ex.verl or rec.fallback))
-    return out
-
-
 def _ineffective(rec: IneffectiveRecord):
     """The check of one ineffective_keys.yaml record: the values set at its keys."""
 
@@ -366,8 +347,6 @@ def _register() -> None:
                 rec.severity,
                 _doc(rec),
                 check,
-                bad=_examples(rec, True),
-                good=_examples(rec, False),
                 entry_points=entry_points,
                 supersedes=SUPERSEDED[name],
                 subject=subject,

@@ -5,9 +5,9 @@ the batch sizes are in `batch_sizes.py`)."""
 from __future__ import annotations
 
 from ..evidence import Evidence
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .broken_defaults import model_len
-from .model_sizes import CONTEXT_RAISE, QWEN7, known
+from .model_sizes import CONTEXT_RAISE, known
 from .sizes import VALIDATION, VLLM_SERVER, A, R, anchor_key, parallel_size, report_unless_default, validating_app
 
 BUDGET_SCALE = {
@@ -30,22 +30,6 @@ BUDGET_SCALE = {
     "max-token-len-below-sequence-length",
     "error",
     size_check=True,
-    bad=[
-        main_ppo(
-            f"{A}.use_dynamic_bsz=True",
-            f"{A}.ppo_max_token_len_per_gpu=4096",
-            "data.max_prompt_length=2048",
-            "data.max_response_length=4096",
-        )
-    ],
-    good=[
-        main_ppo(
-            f"{A}.use_dynamic_bsz=True",
-            f"{A}.ppo_max_token_len_per_gpu=8192",
-            "data.max_prompt_length=2048",
-            "data.max_response_length=4096",
-        )
-    ],
     evidence=[Evidence(("verl/utils/seqlen_balancing.py",), r"assert max_token_len >= max_seq_len")],
 )
 def max_token_len(ctx):
@@ -122,14 +106,6 @@ BATCHED_TOKENS_RAISED = Evidence(VLLM_SERVER, r"raising max_num_batched_tokens f
     size_check=True,
     evidence=[Evidence(VLLM_SERVER, r"max_num_batched_tokens")],
     unless=[BATCHED_TOKENS_RAISED],
-    bad=[
-        main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=8192"),
-        (main_ppo(f"{R}.enable_chunked_prefill=False", QWEN7, f"{R}.max_num_batched_tokens=8192"), ">=0.7"),
-    ],
-    good=[
-        main_ppo(f"{R}.enable_chunked_prefill=False", f"{R}.max_model_len=16384", f"{R}.max_num_batched_tokens=16384"),
-        (main_ppo(f"{R}.enable_chunked_prefill=False", QWEN7, f"{R}.max_num_batched_tokens=32768"), ">=0.7"),
-    ],
 )
 def batched_tokens(ctx):
     """Without chunked prefill, max_num_batched_tokens must be at least max_model_len.
@@ -189,8 +165,6 @@ def batched_tokens(ctx):
     "warning",
     size_check=True,
     evidence=[Evidence(VLLM_SERVER, r"max_possible_tokens = self\.config\.max_model_len - len\(prompt_ids\)")],
-    bad=[main_ppo(f"{R}.max_model_len=2048", "data.max_prompt_length=1024", "data.max_response_length=2048")],
-    good=[main_ppo(f"{R}.max_model_len=4096", "data.max_prompt_length=1024", "data.max_response_length=2048")],
 )
 def max_model_len_budget(ctx):
     """rollout.max_model_len is below max_prompt_length + max_response_length.
@@ -229,8 +203,6 @@ def max_model_len_budget(ctx):
     "error",
     size_check=True,
     evidence=[Evidence(VALIDATION, r"validation gen temperature should be greater than 0")],
-    bad=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0")],
-    good=[main_ppo(f"{R}.val_kwargs.do_sample=True", f"{R}.temperature=0.7")],
 )
 @validating_app
 def val_sampling(ctx):

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, ListConfig
 from ..config.keys import all_keys, same_name_elsewhere
 from ..config.context import Context
 from ..model import Unknown
-from ..registry import Subject, main_ppo, rule
+from ..registry import Subject, rule
 from ..config.reader import ReaderIndex, app_sources, reader_index
 
 # Nodes verl hands whole to another library or to user code, so their keys are never read by
@@ -240,19 +240,6 @@ def _misplaced_finding(ctx: Context, o, where: str, section: str, home: str):
     "warning",
     in_callback=False,
     subject=Subject(kinds=("add", "force_add")),
-    bad=[
-        main_ppo("+trainer.no_such_knob=1"),
-        main_ppo("+data.train_batch_sizee=4"),
-        main_ppo("+trainer.val_before_trian=False"),
-        main_ppo("+actor_rollout_ref.critic.optim.lr=1e-5"),
-    ],
-    good=[
-        main_ppo("+trainer.no_such_knob=False"),
-        main_ppo("+trainer.no_such_knob=null"),
-        main_ppo("+actor_rollout_ref.model.override_config.attention_dropout=0.0"),
-        main_ppo("++actor_rollout_ref.rollout.engine_kwargs.vllm.block_size=16"),
-        main_ppo("actor_rollout_ref.actor.clip_ratio=0.2"),
-    ],
 )
 def key_never_read(ctx: Context, settings):
     """A key added with `+key=` / `++key=` that no code in this verl tree reads.
@@ -307,8 +294,6 @@ def key_never_read(ctx: Context, settings):
     in_callback=False,
     subject=Subject(kinds=("set",)),
     # (data.return_raw_input_ids, the other key both releases ship unread, is VL215's example too.)
-    bad=[main_ppo("global_profiler.global_tool_config.torch_memory.kw_args={}")],
-    good=[main_ppo("actor_rollout_ref.rollout.gpu_memory_utilization=0.6")],
 )
 def config_key_never_read(ctx: Context, settings):
     """A key the config ships, set on the command line, that no code in this verl tree reads.

@@ -19,7 +19,7 @@ from ..config.context import Context
 from ..config.keys import closest_name, same_name_elsewhere
 from ..config.reader import app_sources, key_facts
 from ..evidence import Evidence, source_text, sources_have, tree_has
-from ..registry import Subject, main_ppo, rule
+from ..registry import Subject, rule
 
 # A project module assigning its own function over verl's `omega_conf_to_dataclass` (a monkey patch).
 REPLACES_CONVERSION = r"\.omega_conf_to_dataclass\s*=(?!=)"
@@ -44,16 +44,6 @@ def _accepted(value, allowed: tuple) -> bool:
     "error",
     in_callback=False,
     subject=Subject(),  # only values the user chose are judged, not every node of the config
-    bad=[
-        main_ppo("actor_rollout_ref.actor.loss_agg_mode=True"),
-        main_ppo("actor_rollout_ref.actor.optim.lr_scheduler_type=linear-warmup"),
-    ],
-    good=[
-        main_ppo(
-            "actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-mean",
-            "actor_rollout_ref.actor.optim.lr_scheduler_type=cosine",
-        )
-    ],
 )
 def value_not_accepted(ctx: Context, settings):
     """A value that verl's config class rejects when a worker builds it.
@@ -131,15 +121,6 @@ def _check_of(ctx: Context, root: str, key: str, in_code: dict[str, Choice]) -> 
     # keys added under a section (a project's config file may add one: an override of it sets it,
     # and Hydra accepts that, but it is as foreign)
     subject=Subject(("*.*",), adding=True),
-    bad=[
-        main_ppo("+actor_rollout_ref.actor.clip_ratio_cap=3.0"),
-        main_ppo("+actor_rollout_ref.actor.optim.warmup_ratio=0.1"),
-    ],
-    good=[
-        main_ppo(
-            "actor_rollout_ref.actor.clip_ratio_c=3.0", "+actor_rollout_ref.model.override_config.attention_dropout=0.0"
-        )
-    ],
     supersedes=("VL230",),  # "nothing reads this key" is the weaker form of "the class built from it has no such field"
 )
 def added_key_not_a_field(ctx: Context, settings):
@@ -215,8 +196,6 @@ def _recipe_workers(ctx: Context) -> bool:
     "VL109",
     "mandatory-value-unset",
     "error",
-    bad=[("#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.total_epochs=1\n", ">=0.7")],
-    good=[main_ppo("trainer.total_epochs=1"), (main_ppo("reward.reward_model.enable=True"), ">=0.7")],
 )
 def mandatory_value_unset(ctx: Context):
     """A mandatory value (`???` in verl's config) that nothing sets, in a node verl builds.
@@ -327,8 +306,6 @@ def rollout_names(root: str) -> frozenset[str] | None:
     # main_ppo builds the rollout with get_rollout_class, whatever its config; verl's other apps
     # may build their own (the VLA recipe's NaiveRolloutRob takes `name=hf`).
     entry_points=("verl.trainer.main_ppo",),
-    bad=[(main_ppo("actor_rollout_ref.rollout.name=hf"), ">=0.7")],
-    good=[main_ppo("actor_rollout_ref.rollout.name=sglang")],
 )
 def rollout_not_registered(ctx: Context):
     """A rollout engine name the verl tree has no rollout for.

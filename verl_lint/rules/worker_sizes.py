@@ -11,7 +11,7 @@ from math import lcm
 from .batch_sizes import ENGINE_MICRO, actor_worker
 from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .sizes import A, GPUS, R, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
 
 REF = "actor_rollout_ref.ref"
@@ -30,12 +30,6 @@ REF_PER_GPU = Evidence(
 )
 # verl 0.9's trainer pads each step's batch to a multiple of the data-parallel size and the mini batches.
 PADDING = Evidence(("verl/trainer/ppo/v1/trainer_base.py",), r"def _get_required_batch_multiple")
-ENGINE_DEFAULT = ">=0.8"  # the releases whose main_ppo runs the engine worker by default (0.7's runs the legacy one)
-MICRO = (
-    f"{A}.ppo_micro_batch_size_per_gpu=4",
-    f"{R}.log_prob_micro_batch_size_per_gpu=8",
-    "algorithm.adv_estimator=grpo",
-)
 
 
 def _engine(ctx) -> bool:
@@ -48,25 +42,6 @@ def _engine(ctx) -> bool:
     "error",
     size_check=True,
     evidence=[DYNAMIC_MATCH],
-    bad=[
-        (
-            main_ppo(
-                *MICRO[1:],
-                f"{A}.use_dynamic_bsz=True",
-                f"{R}.log_prob_use_dynamic_bsz=False",
-                f"{A}.ppo_max_token_len_per_gpu=8192",
-            ),
-            ENGINE_DEFAULT,
-        )
-    ],
-    good=[
-        main_ppo(
-            "algorithm.adv_estimator=grpo",
-            f"{A}.use_dynamic_bsz=True",
-            f"{R}.log_prob_use_dynamic_bsz=True",
-            f"{A}.ppo_max_token_len_per_gpu=8192",
-        )
-    ],
 )
 @validating_app
 def dynamic_bsz_match(ctx):
@@ -111,17 +86,6 @@ def dynamic_bsz_match(ctx):
     size_check=True,
     evidence=[PER_GPU_SET],
     supersedes=("VL232",),  # "deprecated" is the weaker form of "this release's workers require the other key"
-    bad=[
-        (
-            main_ppo(
-                f"{A}.ppo_micro_batch_size=32",
-                f"{R}.log_prob_micro_batch_size_per_gpu=8",
-                "algorithm.adv_estimator=grpo",
-            ),
-            ENGINE_DEFAULT,
-        )
-    ],
-    good=[main_ppo(*MICRO)],
 )
 @validating_app
 def per_gpu_required(ctx):
@@ -177,27 +141,6 @@ def per_gpu_required(ctx):
     "error",
     size_check=True,
     evidence=[ENGINE_MICRO, PADDING],
-    bad=[
-        (
-            main_ppo(
-                "data.train_batch_size=64",
-                f"{A}.ppo_mini_batch_size=16",
-                f"{A}.ppo_micro_batch_size_per_gpu=2",
-                f"{R}.log_prob_micro_batch_size_per_gpu=32",
-                "algorithm.adv_estimator=grpo",
-            ),
-            ENGINE_DEFAULT,
-        )
-    ],
-    good=[
-        main_ppo(
-            "data.train_batch_size=64",
-            f"{A}.ppo_mini_batch_size=16",
-            f"{A}.ppo_micro_batch_size_per_gpu=2",
-            f"{R}.log_prob_micro_batch_size_per_gpu=8",
-            "algorithm.adv_estimator=grpo",
-        )
-    ],
 )
 @validating_app
 def log_prob_micro(ctx):

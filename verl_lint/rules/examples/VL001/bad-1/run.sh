@@ -1,0 +1,3 @@
+#!/bin/bash
+if [ -z "$X" ]; then
+  echo "unterminated

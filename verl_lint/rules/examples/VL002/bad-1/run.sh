@@ -1,0 +1,3 @@
+#!/bin/bash
+max_len=$(( 4096 / sp_size ))
+sp_size=4

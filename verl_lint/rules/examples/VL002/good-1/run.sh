@@ -1,0 +1,3 @@
+#!/bin/bash
+sp_size=4
+max_len=$(( 4096 / sp_size ))

@@ -1,0 +1,16 @@
+#!/bin/bash
+# padding
+#!/bin/bash
+# padding
+#!/bin/bash
+# padding
+#!/bin/bash
+# padding
+#!/bin/bash
+# padding
+#!/bin/bash
+# padding
+#!/bin/bash
+# padding
+#!/bin/bash
+# padding

@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.val_kwargs.do_sample=False actor_rollout_ref.rollout.val_kwargs.temperature=0.6 actor_rollout_ref.rollout.name=vllm

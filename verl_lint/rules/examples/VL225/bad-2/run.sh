@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo algorithm.rollout_correction.bypass_mode=True algorithm.rollout_correction.loss_type=reinforce actor_rollout_ref.rollout.name=vllm

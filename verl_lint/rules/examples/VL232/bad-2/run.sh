@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo +actor_rollout_ref.actor.optim.grad_clip=0.5 actor_rollout_ref.rollout.name=vllm

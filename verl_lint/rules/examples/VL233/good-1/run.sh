@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo algorithm.use_kl_in_reward=True algorithm.kl_ctrl.kl_coef=0.01 actor_rollout_ref.rollout.name=vllm

@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.data_parallel_size=2 actor_rollout_ref.rollout.tensor_model_parallel_size=8 trainer.n_gpus_per_node=4 trainer.nnodes=4

@@ -1,0 +1,2 @@
+#!/bin/bash
+torchrun --standalone --nproc_per_node=8 -m verl.trainer.fsdp_sft_trainer data.train_batch_size=100

@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct actor_rollout_ref.rollout.tensor_model_parallel_size=1 actor_rollout_ref.rollout.gpu_memory_utilization=0.19 actor_rollout_ref.rollout.max_model_len=16384 data.max_prompt_length=1024 data.max_response_length=2048 actor_rollout_ref.rollout.max_num_batched_tokens=16384 actor_rollout_ref.rollout.name=vllm

@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo ray_kwargs.timeline_json_file=/tmp/timeline.json actor_rollout_ref.rollout.name=vllm

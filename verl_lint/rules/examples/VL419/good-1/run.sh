@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo critic.optim.lr_scheduler_type=cosine actor_rollout_ref.rollout.name=vllm

@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo critic.checkpoint.save_contents=[model,optimizer,extra] actor_rollout_ref.rollout.name=vllm

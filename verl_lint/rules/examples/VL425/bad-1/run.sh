@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm

@@ -1,0 +1,1 @@
+python3 -m verl.trainer.main_generation trainer.n_gpus_per_node=8

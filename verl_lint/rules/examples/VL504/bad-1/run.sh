@@ -1,0 +1,3 @@
+#!/bin/bash
+export VLLM_ALLOW_LONG_MAX_MODEL_LENGTH=1
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm

@@ -1,0 +1,3 @@
+#!/bin/bash
+export PYTORCH_NPU_ALLOC_CONF=backend:cudaMallocAsync
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm

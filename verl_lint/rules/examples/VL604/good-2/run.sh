@@ -1,0 +1,3 @@
+#!/bin/bash
+export PYTORCH_NPU_ALLOC_CONF=expandable_segments:False
+python3 -m verl.trainer.main_ppo trainer.device=npu actor_rollout_ref.rollout.name=vllm

@@ -1,0 +1,4 @@
+#!/bin/bash
+export PYTORCH_NPU_ALLOC_CONF=expandable_segments:False
+export PYTORCH_ALLOC_CONF=expandable_segments:False
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm

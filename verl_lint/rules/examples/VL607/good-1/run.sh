@@ -1,0 +1,3 @@
+#!/bin/bash
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm

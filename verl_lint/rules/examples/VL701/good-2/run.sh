@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=sglang +actor_rollout_ref.rollout.engine_kwargs.sglang.chunked_prefill_size=4096
