@@ -28,6 +28,7 @@ BASE = (
     "catalogue",
     "knowledge",
     "embedded",
+    "launchers",
     "models",
     "gpus",
 )
