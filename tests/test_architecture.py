@@ -27,6 +27,8 @@ BASE = (
     "registry",
     "catalogue",
     "knowledge",
+    "table_checks",
+    "table_records",
     "embedded",
     "launchers",
     "models",
