@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 from verl_lint.evidence import Evidence
-from verl_lint.rules import registered_rules
-from verl_lint.rules import parallel_sizes, roles, values
+from verl_lint.rules import parallel_sizes, registered_rules, roles, values
 
 RULES = Path(__file__).resolve().parent.parent / "verl_lint" / "rules"
 

@@ -23,9 +23,9 @@ from .model import Word
 
 # How a launcher names the app it starts (the recogniser has one reader per way).
 READS = {
-    "python": "its own options, then `-m MOD` or `FILE.py`; `-m` of a launcher's module (`torch.distributed.run`) is that launcher",
+    "python": "its own options, then `-m MOD` or `FILE.py` (`-m torch.distributed.run`: that launcher's module)",
     "options": "its options (`--opt V`, `--opt=V`, the value-less `flags`), then `-m MOD` / `--module MOD` or `FILE`",
-    "entry": "the first word naming a verl entry point (a module after `-m`/`--module`, a `main_*.py` file): its many options are not all known",
+    "entry": "the first word naming a verl entry point (a module after `-m`/`--module`, a `main_*.py` file)",
     "after --": "the command after `--`",
     "interpreter": "the first program after it that starts an app (its options may take separate values: `srun -N 2`)",
     "next": "the next word after its own `-x` options",
@@ -92,7 +92,7 @@ DEEPSPEED = Launcher(
     reads="entry",
     module_flags=("-m", "--module"),
     example=f"deepspeed --num_gpus 8 --bind_cores_to_rank --module {_MAIN}",
-    starts="`--num_gpus` × `--num_nodes`, by default every GPU of its hostfile's nodes (not read: the hostfile is not at hand)",
+    starts="`--num_gpus` × `--num_nodes`, by default every GPU of its hostfile's nodes (not read: no hostfile here)",
 )
 ACCELERATE = Launcher(
     names=("accelerate",),

@@ -344,7 +344,7 @@ def _verl_release(node, value) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class AssemblyEntry:
-    """One place where verl's server code sets, keeps or consumes an engine argument (engines/assembly.py's `ArgSet`)."""
+    """One place where verl's server code sets, keeps or consumes an engine argument (assembly.py's `ArgSet`)."""
 
     key: str = table_field(is_text)
     phase: str = table_field(choice("pre", "default", "after"))

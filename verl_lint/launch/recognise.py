@@ -17,9 +17,9 @@ import os
 import re
 import shlex
 
+from ..launchers import PYTHON, RAY_JOB_SUBMIT, WRAPPERS, Launcher, at, by_module
 from ..model import EnvVar, Launch, RayAttach, Span, Word
 from ..shell import Command, env_of
-from ..launchers import PYTHON, RAY_JOB_SUBMIT, WRAPPERS, Launcher, at, by_module
 
 # A verl entry point named in a command: `-m verl.x` / `-m recipe.x` / `-m pkg.main_x` (a
 # project's own trainer, `verl_tool.trainer.main_ppo`), or a `main_*.py` file.
