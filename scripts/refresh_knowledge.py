@@ -32,9 +32,10 @@ from packaging.version import Version  # noqa: E402
 
 from verl_lint import download  # noqa: E402
 from verl_lint.config.context import config_has  # noqa: E402
-from verl_lint.knowledge import HEADER, RemovedRecord, load_table, table  # noqa: E402
+from verl_lint.knowledge import HEADER, load_table, table  # noqa: E402
 from verl_lint.launch.locate import LocateError, release_tree  # noqa: E402
 from verl_lint.rules.tables import facts_hold, release_in  # noqa: E402
+from verl_lint.table_records import RemovedRecord  # noqa: E402
 
 TABLES = ("ineffective_keys.yaml", "removed_keys.yaml")
 

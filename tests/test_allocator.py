@@ -148,7 +148,7 @@ def test_corpus_matches_real_torch():
 def test_table_loads_from_rules_folder():
     t = load_table("allocator_options.yaml")
     assert load_table("allocator_options") is t
-    assert {"cuda", "npu", "env_vars", "reset_on_parse"} <= set(t)
+    assert t.cuda and t.npu and t.env_vars and t.reset_on_parse
     for alloc in ("cuda", "npu"):
         for opt in S.options(alloc).values():
             assert opt.type in {

@@ -27,7 +27,10 @@ BASE = (
     "registry",
     "catalogue",
     "knowledge",
+    "table_checks",
+    "table_records",
     "embedded",
+    "launchers",
     "models",
     "gpus",
 )

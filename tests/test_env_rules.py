@@ -40,15 +40,15 @@ def env_diags(report):
 def test_env_facts_table_is_well_formed():
     table = load_table("env_vars.yaml")
     for engine in ("vllm", "vllm_ascend"):
-        for rec in table[engine]:
-            assert rec["code"] in ("VL501", "VL502", "VL503"), rec
-            assert REGISTRY.get(rec["code"]) is not None
-            for k in ("since", "until"):
-                if rec.get(k):
-                    Version(str(rec[k]))
-            if rec.get("value"):
-                re.compile(rec["value"])
-            assert rec["message"] and rec.get("help") and rec.get("evidence"), rec["name"]
+        for rec in getattr(table, engine):
+            assert rec.code in ("VL501", "VL502", "VL503"), rec
+            assert REGISTRY.get(rec.code) is not None
+            for v in (rec.since, rec.until):
+                if v:
+                    Version(v)
+            if rec.value:
+                re.compile(rec.value)
+            assert rec.message and rec.help and rec.evidence, rec.name
         assert facts(engine)
 
 

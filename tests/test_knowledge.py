@@ -14,7 +14,8 @@ import yaml
 from packaging.version import Version
 
 from verl_lint import knowledge
-from verl_lint.knowledge import PRODUCTS, IneffectiveRecord, RemovedRecord, TableError, check_table
+from verl_lint.knowledge import PRODUCTS, TableError, check_table
+from verl_lint.table_records import AllocatorTable, EnvRecord, IneffectiveRecord, KnobsTable, RemovedRecord
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 SHIPPED = sorted(p.relative_to(RULES).as_posix() for p in RULES.rglob("*.yaml"))
@@ -48,12 +49,19 @@ def test_every_table_states_the_releases_it_was_verified_through(name):
         assert {"verl", "vllm", "vllm_ascend"} <= set(verified)
 
 
-def test_load_table_keeps_the_shapes_other_modules_read():
-    """The header is not part of what load_table returns; the rule tables come as typed records."""
+def test_load_table_gives_typed_records():
+    """Every table but the engine snapshots loads as typed records (the header is not part of them)."""
     env = knowledge.load_table("env_vars.yaml")
-    assert set(env) == {"worker_env_skip", "vllm", "vllm_ascend"} and env["vllm"][0]["name"] == "VLLM_USE_V1"
-    assert knowledge.HEADER not in knowledge.load_table("allocator_options")
-    assert set(knowledge.load_table("engine_args/verl_knobs.yaml")) == {"worker_mapping", "knob_values"}
+    assert isinstance(env.vllm[0], EnvRecord) and env.vllm[0].name == "VLLM_USE_V1" and env.vllm[0].help
+    assert "PATH" in env.worker_env_skip.names and "RAY_" in env.worker_env_skip.prefixes
+    allocator = knowledge.load_table("allocator_options")
+    assert isinstance(allocator, AllocatorTable) and all(isinstance(o.since, tuple) for o in allocator.npu)
+    knobs = knowledge.load_table("engine_args/verl_knobs.yaml")
+    assert isinstance(knobs, KnobsTable) and knobs.worker_mapping["vllm"]
+    assembly = knowledge.load_table("engine_args/verl_assembly.yaml")
+    assert set(assembly) == {"vllm", "sglang"} and assembly["vllm"].derived_from.startswith("verl ")
+    assert all(e.line > 0 for e in assembly["vllm"].entries)
+    assert {m.id for m in knowledge.load_table("models").models} >= {"Qwen/Qwen2.5-7B-Instruct"}
     ineffective, removed = knowledge.load_table("ineffective_keys.yaml"), knowledge.load_table("removed_keys.yaml")
     assert all(isinstance(r, IneffectiveRecord) for r in ineffective) and all(
         isinstance(r, RemovedRecord) for r in removed
@@ -162,6 +170,14 @@ def _line(text: str, marker: str, nth: int = 1) -> int:
             'field "vllm.entries.phase": expected one of pre, default, after, not "before"',
         ),
         # missing field
+        (
+            "models.yaml",
+            "    params: 7.61\n",
+            "",
+            "- id: Qwen/Qwen2.5-7B-Instruct",
+            1,
+            'missing field "params" in record Qwen/Qwen2.5-7B-Instruct',
+        ),
         (
             "removed_keys.yaml",
             '  removed: "0.6.0"\n',

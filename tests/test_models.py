@@ -35,10 +35,10 @@ CONFIG = {
 }
 
 
-@pytest.mark.parametrize("record", load_table("models")["models"], ids=lambda r: r["id"])
+@pytest.mark.parametrize("record", load_table("models").models, ids=lambda r: r.id)
 def test_each_table_record_computes_its_nominal_size(record):
-    facts = facts_from_config(record["id"], "table", record["config"])
-    assert abs(facts.params() / 1e9 / record["params"] - 1) < 0.03, (facts.params(), record["params"])
+    facts = facts_from_config(record.id, "table", record.config)
+    assert abs(facts.params() / 1e9 / record.params - 1) < 0.03, (facts.params(), record.params)
     assert facts.heads % facts.kv_heads == 0 and facts.max_positions
 
 

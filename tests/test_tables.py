@@ -18,7 +18,8 @@ import pytest
 from conftest import NEWEST, OLDER, across_releases, codes
 from packaging.version import Version
 
-from verl_lint.knowledge import Fact, load_table, table
+from verl_lint.knowledge import load_table, table
+from verl_lint.table_records import Fact
 from verl_lint.registry import parse_version
 from verl_lint.launch.locate import tree_at
 from verl_lint.model import Options

@@ -90,7 +90,9 @@ def test_a_verl_wheel_declares_its_engines_in_metadata(verl_trees):
 
 def test_judge_all_some_none_and_unknown_releases():
     releases = ["0.8.5.post1", "0.9.2", "0.10.0", "0.11.0", "0.12.0"]
-    rng = V.Evidence("vllm", groups=((SpecifierSet(">=0.10.0,<=0.12.0"),),), source="vllm>=0.10.0,<=0.12.0 in setup.py")
+    rng = V.EngineReleases(
+        "vllm", groups=((SpecifierSet(">=0.10.0,<=0.12.0"),),), source="vllm>=0.10.0,<=0.12.0 in setup.py"
+    )
     assert V.judge(rng, releases, lambda r: True).level == "all"
     some = V.judge(rng, releases, lambda r: r == "0.12.0")
     assert (
@@ -99,15 +101,17 @@ def test_judge_all_some_none_and_unknown_releases():
     )
     assert V.judge(rng, releases, lambda r: r == "0.9.2").level == "none"
     # releases older (or newer) than the bundled ones are unknown: not "every release"
-    old = V.Evidence("vllm", groups=((SpecifierSet("<=0.11.0"),),), source="x")
+    old = V.EngineReleases("vllm", groups=((SpecifierSet("<=0.11.0"),),), source="x")
     assert V.judge(old, releases, lambda r: True).level == "some"
     assert V.judge(old, releases, lambda r: True, older=True).level == "all"
     assert (
-        V.judge(V.Evidence("vllm", groups=((SpecifierSet("<=0.6.3"),),)), releases, lambda r: True, older=False).level
+        V.judge(
+            V.EngineReleases("vllm", groups=((SpecifierSet("<=0.6.3"),),)), releases, lambda r: True, older=False
+        ).level
         == "none"
     )
     # no evidence: unanimous facts still hold (a misspelling), others are skipped, never guessed
-    none = V.Evidence("vllm")
+    none = V.EngineReleases("vllm")
     assert V.judge(none, releases, lambda r: True, True, True).level == "all"
     assert V.judge(none, releases, lambda r: r == "0.12.0").level == "skipped"
     assert V.judge(none, releases, lambda r: False).level == "none"

@@ -413,9 +413,8 @@ def _rule(args) -> int:
     if r is None:
         return usage_error(f"no rule {args.code!r} (see `verl-lint rules`)")
     print(f"{r.code} {r.name} [{r.severity}]  verl {str(r.verl) or '*'}\n")
-    for label, evs in (("Runs on a verl tree whose source has", r.evidence), ("Not where it has", r.unless)):
-        if evs:
-            print(f"{label}: " + " or ".join(f"/{ev.pattern}/ in {', '.join(ev.files)}" for ev in evs) + "\n")
+    if r.evidence_lines():
+        print("\n".join(r.evidence_lines()) + "\n")
     print(textwrap.dedent("\n".join(r.doc.splitlines()[1:])).strip() if "\n" in r.doc else r.doc.strip())
     for ex in (*r.bad, *r.good):
         print(f"\n{ex.kind.capitalize()} example{f' (verl {ex.verl})' if ex.verl else ''}:")

@@ -17,13 +17,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .launchers import launch_pattern
+
 DOCS = (".md", ".markdown", ".rst")
 YAMLS = (".yaml", ".yml")
 
-# A verl launch, as a quick test of a block's text (the shell front end decides what it really is).
-_LAUNCH = re.compile(
-    r"(?:^|[\s;&|(=\"'])(?:python[\d.]*|torchrun|ray\s+job\s+submit)\s[^\n]*?(?:-m\s+[\w.]+|\S+\.py\b)", re.MULTILINE
-)
+# A verl launch, as a quick test of a block's text (the shell front end decides what it really is):
+# a launcher of the table that starts an app, written as a program (after a blank, an operator, a quote or a path).
+_LAUNCH = re.compile(r"(?:^|[\s;&|(=\"'/])" + launch_pattern(), re.MULTILINE)
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*\{?\s*([\w+-]*)")
 _SHELL_LANGS = {"", "bash", "sh", "shell", "zsh", "console", "shell-session", "shellsession", "terminal"}
 _RST_BLOCK = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode)::\s*(\w*)\s*$")

@@ -1,14 +1,21 @@
 """verl's source read as text, never imported: the facts rules rest on (`Evidence` of a rule,
 the knowledge tables' `requires:` facts), read once per process, and for an installed (or
 unpacked) wheel kept on disk with the wheel's stamp (`cache.remembered`, folder `facts/`): a
-Hydra job start then reads one file instead of the hundreds a glob covers."""
+Hydra job start then reads one file instead of the hundreds a glob covers.
+
+A rule's evidence has one form, `Evidence`, a module constant: on the rule (`evidence=`,
+`unless=`) where it gates the whole rule, or read by its check (`ctx.verl_has(EV)`) where it
+decides what the rule judges; `consulted` finds the latter in the check's code, so that the
+rule's page lists both."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from types import CodeType, FunctionType, ModuleType
+from typing import Any, NamedTuple
 
 from .cache import remembered
 
@@ -78,3 +85,59 @@ def sources_have(paths: tuple[Path, ...], pattern: str) -> bool:
         if any(rx.search(source_text(f) or "") for f in files[:5000]):
             return True
     return False
+
+
+def consulted(check: Callable) -> tuple[tuple[str, Evidence], ...]:
+    """The `Evidence` a rule's `check` reads, as (the module constant's name, the evidence), first
+    met first: the constants its code names (and the Evidence inside a constant tuple, list or
+    dict: `MINI_CHECKS[section]`), through the functions of its own package it calls or wraps.
+    Read from the code objects, so a rule page lists what the code does; nothing is called (a
+    lazily loaded module named by the code stays unloaded)."""
+    package = check.__module__.rpartition(".")[0]
+    out: dict[Evidence, str] = {}
+    seen: set[int] = set()
+
+    def walk(fn: Any) -> None:
+        while not isinstance(fn, FunctionType) and callable(getattr(fn, "__wrapped__", None)):
+            fn = fn.__wrapped__  # lru_cache, functools.wraps
+        if not isinstance(fn, FunctionType) or id(fn) in seen or not fn.__module__.startswith(package):
+            return
+        seen.add(id(fn))
+        cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+        for name, value in [*((n, fn.__globals__.get(n)) for n in _names(fn.__code__)), *(("", v) for v in cells)]:
+            kind = type(value)  # never an attribute of `value`: a lazy module would load
+            if issubclass(kind, ModuleType):
+                continue
+            for ev in _evidence_in(value):
+                out.setdefault(ev, name)
+            if kind is FunctionType or hasattr(kind, "cache_info"):
+                walk(value)
+
+    walk(check)
+    return tuple((name, ev) for ev, name in out.items())
+
+
+def _names(code: CodeType) -> Iterator[str]:
+    """The global names a code object and the code nested in it (lambdas, comprehensions) use."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _names(const)
+
+
+def _evidence_in(value: Any) -> list[Evidence]:
+    if type(value) is Evidence:
+        return [value]
+    if type(value) in (tuple, list):
+        return [ev for item in value for ev in _evidence_in(item)]
+    if type(value) is dict:
+        return [ev for item in value.values() for ev in _evidence_in(item)]
+    return []
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True

@@ -324,7 +324,7 @@ def from_table(name: str) -> ModelFacts | None:
     if hit is None:
         return None
     record, hub_id = hit
-    return facts_from_config(name, f"verl-lint's model table: {hub_id} ({record['source']})", record["config"])
+    return facts_from_config(name, f"verl-lint's model table: {hub_id} ({record.source})", record.config)
 
 
 @lru_cache(maxsize=1)
@@ -335,8 +335,8 @@ def _table_index() -> dict:
 
     index: dict = {}
     clashes = set()
-    for rec in load_table("models")["models"]:
-        for hub_id in (rec["id"], *rec.get("also", ())):
+    for rec in load_table("models").models:
+        for hub_id in (rec.id, *rec.also):
             index[hub_id.lower()] = (rec, hub_id)
             base = hub_id.rsplit("/", 1)[-1].lower()
             if base in index and index[base][0] is not rec:

@@ -27,7 +27,7 @@ from typing import Protocol
 from packaging.version import InvalidVersion, Version
 
 from .cache import memo
-from .evidence import Evidence, tree_has
+from .evidence import Evidence, consulted, tree_has
 from .model import Diagnostic, Severity, Span
 
 
@@ -135,6 +135,28 @@ class Rule:
     producer: Family | None = None  # the analysis that finds it, with other rules' findings (see `Family`)
     subject: Subject | None = None  # the settings it judges, handed to its check (None: it reads `ctx` only)
 
+    @property
+    def consults(self) -> tuple[tuple[str, Evidence], ...]:
+        """The evidence its check reads in verl's source (`evidence.consulted`), beyond the
+        `evidence` and `unless` that gate the whole rule: (the constant's name, the evidence)."""
+        gates = {*self.evidence, *self.unless}
+        return tuple((n, ev) for n, ev in consulted(self.check) if ev not in gates) if self.check else ()
+
+    def evidence_lines(self, quote: str = "") -> list[str]:
+        """Its evidence as lines (code in `quote`): what gates the rule, then the list of what its check reads."""
+
+        def show(ev: Evidence) -> str:
+            return f"{quote}/{ev.pattern}/{quote} in {', '.join(ev.files)}"
+
+        out = []
+        for label, evs in (("Runs on a verl tree whose source has", self.evidence), ("Not where it has", self.unless)):
+            if evs:
+                out.append(f"{label}: " + " or ".join(show(ev) for ev in evs) + ".")
+        if self.consults:
+            out += ["", "What it judges depends on whether the verl tree's source has:"]
+            out += [f"- {show(ev)}" + (f" ({name})" if name else "") for name, ev in self.consults]
+        return out
+
     def finding(
         self, message: str, span: Span, help: str = "", key: str = "", severity: Severity | None = None
     ) -> Diagnostic:
@@ -160,9 +182,7 @@ class Rule:
             "",
             f"Severity: {self.severity}. verl releases: {self.verl or 'all'}.",
         ]
-        for label, evs in (("Runs on a verl tree whose source has", self.evidence), ("Not where it has", self.unless)):
-            if evs:
-                out.append(f"{label}: " + " or ".join(f"`/{ev.pattern}/` in {', '.join(ev.files)}" for ev in evs) + ".")
+        out += self.evidence_lines("`")
         if self.live:
             out.append("Found only in a running process (the Hydra callback, `verl-lint doctor`).")
         elif not self.in_callback:

@@ -20,7 +20,6 @@ Exit codes without exec: 1 findings at or above --fail-on, 2 usage or input erro
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 from argparse import Namespace
@@ -30,6 +29,7 @@ from pathlib import Path
 from .check import UsageError, load, options_for
 from .config.compose import Composer
 from .files import WriteError, write_atomic
+from .launchers import is_launcher
 from .limits import Timeout, time_limit
 from .model import COMMAND_LINE, Severity, Span, Word, command_text
 from .files import is_shell_script
@@ -44,7 +44,6 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 SHELLS = {"bash", "sh", "dash"}
 # Shell options that take a separate value.
 _SHELL_VALUE_OPTS = {"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}
-_LAUNCHERS = re.compile(r"^(python[0-9.]*|torchrun|ray|env|uv|conda|mpirun|srun)$")
 
 
 # ----------------------------------------------------------- the command ----
@@ -91,9 +90,9 @@ def script_call(argv: list[str]) -> ScriptCall | None:
             # bash -c STRING [NAME [ARGS...]]: NAME becomes $0, ARGS "$@".
             return ScriptCall("<bash -c>", argv[i], argv[i + 2 :], i + 2)
         return ScriptCall(argv[i], None, argv[i + 1 :], i + 1)
-    # `./train.sh ARGS`: only a path, never a bare name looked up on PATH, and never an
-    # interpreter: pyenv's `python3` shim, for one, is a bash script.
-    if os.sep not in argv[0] or _LAUNCHERS.match(head):
+    # `./train.sh ARGS`: only a path, never a bare name looked up on PATH, and never a
+    # launcher (launchers.py): pyenv's `python3` shim, for one, is a bash script.
+    if os.sep not in argv[0] or is_launcher(head):
         return None
     if Path(argv[0]).is_file() and is_shell_script(Path(argv[0])):
         return ScriptCall(argv[0], None, argv[1:], 1)

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from packaging.version import Version
 
 from ..knowledge import load_table
+from ..table_records import AllocatorOption, AllocatorTable
 
 NPU_VAR = "PYTORCH_NPU_ALLOC_CONF"
 ALLOC_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", NPU_VAR)
@@ -36,7 +37,7 @@ class Option(NamedTuple):
     key: str
     since: tuple[Version, ...]  # cuda: one version; npu: the first version on each release line
     type: str
-    params: dict  # the record's other fields (range, choices, ...)
+    record: AllocatorOption | None  # its record in the table (range, choices, ...)
 
     def accepted_by(self, v: Version) -> bool:
         v = norm(v)
@@ -52,35 +53,27 @@ class Option(NamedTuple):
         return " / ".join(str(s) for s in self.since)
 
 
-@lru_cache(maxsize=1)
-def _table() -> dict:
-    t = load_table("allocator_options.yaml")
-    if not isinstance(t, dict):
-        raise RuntimeError("rules/allocator_options.yaml is missing")
-    return t
+def _table() -> AllocatorTable:
+    return load_table("allocator_options.yaml")
 
 
 @lru_cache(maxsize=2)
 def options(allocator: str) -> dict[str, Option]:
-    out = {}
-    for rec in _table()[allocator]:
-        since = rec["since"] if isinstance(rec["since"], list) else [rec["since"]]
-        params = {k: v for k, v in rec.items() if k not in ("key", "since", "type", "verified")}
-        out[rec["key"]] = Option(rec["key"], tuple(Version(str(s)) for s in since), rec["type"], params)
-    return out
+    records = {"cuda": _table().cuda, "npu": _table().npu}[allocator]
+    return {r.key: Option(r.key, tuple(Version(s) for s in r.since), r.type, r) for r in records}
 
 
 def reset_keys() -> tuple[str, ...]:
     """The options every parse of a settings string resets to their default unless it sets them."""
-    return tuple(_table()["reset_on_parse"])
+    return _table().reset_on_parse
 
 
 def npu_has_setter_by_version(v: Version | None) -> bool | None:
     """torch-npu `v` defines `torch.npu.memory._set_allocator_settings` (None: `v` unknown)."""
     if v is None:
         return None
-    since = tuple(Version(s) for s in _table()["npu_set_allocator_settings_since"])
-    return Option("_", since, "any", {}).accepted_by(v)
+    since = tuple(Version(s) for s in _table().npu_set_allocator_settings_since)
+    return Option("_", since, "any", None).accepted_by(v)
 
 
 # ---------------------------------------------------------- the parser ----
@@ -292,16 +285,16 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
         x = _int(v) if t == "int" else _float(v)
         if x is None:
             return f"`{k}:{v}` is not a{'n integer' if t == 'int' else ' number'}", f"write `{k}:<number>`"
-        lo = opt.params.get("min")
+        lo = opt.record.min
         if lo is not None and x < lo:
             return f"`{k}:{v}` is too small (minimum {lo})", f"use at least {lo}"
     elif t == "range":
         x = _int(v)
-        lo, hi = opt.params["min"], opt.params["max"]
+        lo, hi = opt.record.min, opt.record.max
         if x is None or not lo <= x <= hi:
             return f"`{k}:{v}` must be an integer in [{lo}, {hi}]", f"use a value in [{lo}, {hi}]"
     elif t == "backend":
-        choices = opt.params["choices"]
+        choices = opt.record.choices
         if v not in choices:
             return (
                 f"`{k}:{v}` is not an allocator backend ({', '.join(choices)})",

@@ -42,7 +42,7 @@ class Context:
         self.cfg: DictConfig = comp.config
         self.versions = versions  # exact versions only (verl, torch, and engines known exactly)
         self.env = env
-        self.engines = engines or {}  # engine -> versions.Evidence (exact, declared range, or none)
+        self.engines = engines or {}  # engine -> versions.EngineReleases (exact, declared range, or none)
         # engines whose unknown release silenced a rule (`engines.versions.notes`)
         self.skipped_engines: set[str] = set()
         # live (the Hydra callback): the config and env are the real ones, OmegaConf resolves as at

@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..cache import memo
 from ..evidence import source_text
-from ..knowledge import load_table as load_data
+from ..knowledge import load_table
 from .pysource import const_str, parse_source, top_classes
 
 
@@ -402,36 +402,30 @@ def _version_test(test: ast.expr, version: Version | None) -> bool | None:
 
 
 def fallback_assembly(engine: str, why: str) -> Assembly | None:
-    table = (load_data("engine_args/verl_assembly.yaml") or {}).get(engine)
-    if not table:
+    rec = load_table("engine_args/verl_assembly.yaml").get(engine)
+    if rec is None:
         return None
-    entries = tuple(
-        ArgSet(
-            e["key"], e["phase"], e["kind"], e.get("value"), tuple(e.get("condition") or ()), int(e.get("line") or 0)
-        )
-        for e in table.get("entries") or []
-    )
     return Assembly(
         engine,
-        table.get("path", SERVER_FILES[engine]),
-        table.get("function", "launch_server"),
-        int(table.get("spread_line") or 0),
-        entries,
-        tuple((k, v) for k, v in (table.get("locals") or {}).items()),
+        rec.path,
+        rec.function,
+        rec.spread_line,
+        tuple(ArgSet(e.key, e.phase, e.kind, e.value, e.condition, e.line) for e in rec.entries),
+        tuple(rec.locals.items()),
         (),
-        origin=f"data: {why}; using the bundled copy from {table.get('derived_from', 'an older verl')}",
+        origin=f"data: {why}; using the bundled copy from {rec.derived_from}",
     )
 
 
 def worker_mapping(engine: str) -> dict:
     """Engine argument -> the rollout knob verl builds its workers from (rules/engine_args/verl_knobs.yaml)."""
-    return ((load_data("engine_args/verl_knobs.yaml") or {}).get("worker_mapping") or {}).get(engine) or {}
+    return load_table("engine_args/verl_knobs.yaml").worker_mapping.get(engine, {})
 
 
 def knob_formula(knob: str) -> str | None:
     """The value a rollout knob needs, as a verl expression (`expert_parallel_size` = TP × DP;
     rules/engine_args/verl_knobs.yaml), or None."""
-    return ((load_data("engine_args/verl_knobs.yaml") or {}).get("knob_values") or {}).get(knob)
+    return load_table("engine_args/verl_knobs.yaml").knob_values.get(knob)
 
 
 def assembly_table(a: Assembly, derived_from: str) -> dict:

@@ -37,7 +37,7 @@ from ..model import Severity
 from ..registry import REGISTRY
 
 # packaging.specifiers / .requirements are imported where used: the Hydra callback only needs
-# Evidence and notes (specifier sets are typed `Spec` here).
+# EngineReleases and notes (specifier sets are typed `Spec` here).
 Spec = object
 
 # key (as in Context.versions) -> (distribution, how messages name it, flag)
@@ -65,8 +65,9 @@ class Declared(NamedTuple):
     path: str  # as shown in messages (relative to the tree or project root)
 
 
-class Evidence(NamedTuple):
-    """What is known about one engine's release: an exact version, a declared range, or nothing."""
+class EngineReleases(NamedTuple):
+    """What is known about one engine's release: an exact version, a declared range, or nothing
+    (not a rule's `evidence.Evidence` in verl's source: the releases of an engine that are in play)."""
 
     engine: str
     exact: Version | None = None
@@ -128,7 +129,7 @@ def version_problem(text: object) -> str | None:
 
 def resolve(
     given: dict[str, tuple[str, str]], verl_root: Path | None, project_root: Path | None
-) -> dict[str, Evidence]:
+) -> dict[str, EngineReleases]:
     """The evidence for every engine. `given`: {key: (version text, where: "--vllm" / "[tool.verl-lint] vllm")}."""
     roots = tuple(dict.fromkeys(str(r) for r in (project_root, verl_root) if r is not None))
     stamps: tuple | None = None
@@ -138,7 +139,7 @@ def resolve(
         if text is None or _version(text) is None:
             text, where = installed_version(dist), "installed"
         if text is not None and (v := _version(text)) is not None:
-            out[engine] = Evidence(engine, v, source=where)
+            out[engine] = EngineReleases(engine, v, source=where)
             continue
         stamps = stamps if stamps is not None else tuple(_stamp(r) for r in roots)
         out[engine] = _declared_evidence(engine, roots, stamps)
@@ -147,12 +148,12 @@ def resolve(
 
 def live_evidence(
     installed: dict[str, Version | None], verl_root: Path | None, project_root: Path | None
-) -> dict[str, Evidence]:
+) -> dict[str, EngineReleases]:
     """`resolve` for the Hydra callback: the installed engines, else what the verl tree and the
     project declare, as `check` reads them, so both report from the same evidence. The declared
     ranges are kept on disk by the requirement files' stamps: a job start reads them back without
     parsing requirements (packaging.requirements) again."""
-    out = {k: Evidence(k, v, source="installed") for k, v in installed.items() if k in ENGINES and v is not None}
+    out = {k: EngineReleases(k, v, source="installed") for k, v in installed.items() if k in ENGINES and v is not None}
     if len(out) == len(ENGINES):
         return out
     roots = tuple(dict.fromkeys(str(r) for r in (project_root, verl_root) if r is not None))
@@ -162,13 +163,13 @@ def live_evidence(
     return {**declared, **out}
 
 
-def declared_evidence(engine: str, roots: tuple[str, ...]) -> Evidence:
+def declared_evidence(engine: str, roots: tuple[str, ...]) -> EngineReleases:
     """The range the trees at `roots` declare (the project's own files first), intersected."""
     return _declared_evidence(engine, roots, tuple(_stamp(r) for r in roots))
 
 
 @lru_cache(maxsize=64)
-def _declared_evidence(engine: str, roots: tuple[str, ...], stamps: tuple) -> Evidence:
+def _declared_evidence(engine: str, roots: tuple[str, ...], stamps: tuple) -> EngineReleases:
     dist = ENGINES[engine][0]
     base = Path(roots[0]) if roots else None
     # per root (the project's own files before a vendored verl's): package metadata, then each
@@ -185,11 +186,11 @@ def _declared_evidence(engine: str, roots: tuple[str, ...], stamps: tuple) -> Ev
         sources += declared or ([(tuple(dict.fromkeys(d.spec for d in docker)), docker)] if docker else [])
     kept: list[tuple[tuple[Spec, ...], list[Declared]]] = []
     for specs, found in sources:
-        if _nonempty(Evidence(engine, groups=tuple(s for s, _ in kept) + (specs,))):
+        if _nonempty(EngineReleases(engine, groups=tuple(s for s, _ in kept) + (specs,))):
             kept.append((specs, found))
     if not kept:
-        return Evidence(engine)
-    ev = Evidence(engine, groups=tuple(s for s, _ in kept))
+        return EngineReleases(engine)
+    ev = EngineReleases(engine, groups=tuple(s for s, _ in kept))
     # say which file each admitted requirement came from: `vllm<=0.6.3 in requirements.txt`,
     # `vllm 0.8.2 / 0.8.3 pinned in docker/Dockerfile.ngc.vllm0.8 (and 1 more)`
     parts = []
@@ -197,11 +198,11 @@ def _declared_evidence(engine: str, roots: tuple[str, ...], stamps: tuple) -> Ev
         if len(specs) == 1 and len(found) == 1:
             parts.append(f"{dist}{found[0].spec} in {found[0].path}")
             continue
-        used = [d for d in found if _nonempty(Evidence(engine, groups=ev.groups + ((d.spec,),)))] or found
+        used = [d for d in found if _nonempty(EngineReleases(engine, groups=ev.groups + ((d.spec,),)))] or found
         pins = sorted({str(d.spec).lstrip("=") for d in used}, key=_sort_key)
         more = f" (and {len(used) - 1} more)" if len(used) > 1 else ""
         parts.append(f"{dist} {' / '.join(pins)} pinned in {used[0].path}{more}")
-    return Evidence(engine, groups=ev.groups, source=", ".join(parts))
+    return EngineReleases(engine, groups=ev.groups, source=", ".join(parts))
 
 
 def _shown_root(root: Path, base: Path | None) -> str:
@@ -218,12 +219,12 @@ def _sort_key(text: str):
     return _version(text) or Version("0")
 
 
-def _nonempty(ev: Evidence) -> bool:
+def _nonempty(ev: EngineReleases) -> bool:
     """Some version is admitted: probed at every version the specifiers name (and next to them)."""
     return any(ev.admits(v) for v in probes(ev))
 
 
-def probes(ev: Evidence) -> list[Version]:
+def probes(ev: EngineReleases) -> list[Version]:
     out = {Version("0"), Version("9999")}
     for g in ev.groups:
         for s in g:
@@ -424,7 +425,7 @@ class Verdict(NamedTuple):
 
 
 def judge(
-    ev: Evidence,
+    ev: EngineReleases,
     releases: Sequence[str],
     holds_at: Callable[[str], bool],
     older: bool | None = None,
@@ -448,7 +449,7 @@ def judge(
         if known:
             from packaging.specifiers import SpecifierSet  # heavy; not at Hydra job start (see Spec)
 
-            ev = Evidence(
+            ev = EngineReleases(
                 ev.engine,
                 groups=((SpecifierSet(f"=={known[0]}"),),),
                 source=f"{ev.source}; checked against the bundled {known[0]}",
@@ -519,11 +520,11 @@ def notes(ctx) -> list:
     return out
 
 
-def evidence(ctx, engine: str) -> Evidence:
+def evidence(ctx, engine: str) -> EngineReleases:
     """The evidence a Context carries for `engine` (none when the launch did not assemble any)."""
-    return ctx.engines.get(engine) or Evidence(engine)
+    return ctx.engines.get(engine) or EngineReleases(engine)
 
 
-def context_versions(evidence_by_engine: dict[str, Evidence]) -> dict[str, Version | None]:
+def context_versions(evidence_by_engine: dict[str, EngineReleases]) -> dict[str, Version | None]:
     """The exact versions (Context.versions) the evidence gives: ranges are not versions."""
     return {k: e.pinned for k, e in evidence_by_engine.items() if e.pinned is not None}

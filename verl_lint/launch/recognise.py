@@ -1,9 +1,9 @@
 """Recognise Python/Hydra launches among a script's commands.
 
-Handles `python[3] [flags] -m MOD | FILE.py`, `torchrun [opts] -m MOD | FILE.py`, `deepspeed` and
-`accelerate launch`, `ray job submit [opts] -- [A=1] <launch>`, wrappers such as `nohup`, `env -u X A=1`, `exec`,
-`time`, launchers whose options take values (`srun`, `apptainer exec`, `uv run`, ...),
-and `$PYTHON`-style interpreters. Hydra's own command-line flags
+The launchers are the table in `verl_lint/launchers.py` (python, torchrun, deepspeed, `accelerate
+launch`, `ray job submit`, `srun`-style launchers whose options take values, wrappers such as
+`nohup`, `env -u X A=1`); here is one reader per way a launcher names its app (`READS`), plus
+`eval`, `VAR=1` prefixes and `$PYTHON`-style interpreters. Hydra's own command-line flags
 (`--config-path/-cp`, `--config-name/-cn`, `--config-dir/-cd`) are separated
 from the overrides exactly as Hydra's argparse would.
 
@@ -17,31 +17,10 @@ import os
 import re
 import shlex
 
+from ..launchers import PYTHON, RAY_JOB_SUBMIT, WRAPPERS, Launcher, at, by_module
 from ..model import EnvVar, Launch, RayAttach, Span, Word
 from ..shell import Command, env_of
 
-# `python3.10`, and `python.sh`: the interpreter wrapper Isaac Sim ships (verl's VLA recipe runs it)
-_PYTHON = re.compile(r"^(.*/)?python(\d(\.\d+)?)?(\.sh)?$")
-_WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "setsid", "command", "numactl", "taskset"}
-# Launchers whose options may take separate values (`srun -N 2`, `apptainer exec IMAGE`): the
-# launch starts at the first interpreter after them.
-_PREFIX_LAUNCHERS = {
-    "srun",
-    "mpirun",
-    "mpiexec",
-    "apptainer",
-    "singularity",
-    "docker",
-    "podman",
-    "uv",
-    "conda",
-    "mamba",
-    "micromamba",
-    "pixi",
-    "poetry",
-    "timeout",
-    "sudo",
-}
 # A verl entry point named in a command: `-m verl.x` / `-m recipe.x` / `-m pkg.main_x` (a
 # project's own trainer, `verl_tool.trainer.main_ppo`), or a `main_*.py` file.
 _ENTRY_MODULE = re.compile(r"^((verl|recipe)(\.\w+)+|\w+(\.\w+)*\.main_\w+)$")
@@ -52,10 +31,8 @@ _ASSIGNMENT = re.compile(r"^\s*((export|local|readonly|declare)\s+)?[A-Za-z_]\w*
 _EVAL_SYNTAX = re.compile(r"[$`;&|<>(){}]|\s#")
 _QUOTING = re.compile(r"['\"\\]")
 _NOT_RUN = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "log", "info"}  # print, do not run, their words
-# python options that take a separate value
-_PY_VALUE_OPTS = {"-X", "-W", "-Q"}
-# torchrun / torch.distributed.run options that take a separate value (when not written with `=`)
-_TORCHRUN_FLAGS = {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path", "--module", "-m"}
+# What `_head` skips to find the program: the wrappers, `env` and `sudo` (they take no separate values there).
+_HEAD_SKIP = frozenset(WRAPPERS.names) | {"env", "sudo"}
 _HYDRA_VALUE_FLAGS = {
     "--config-path": "config_path",
     "-cp": "config_path",
@@ -86,7 +63,7 @@ def launches(commands: list[Command], path: str, text: str | None = None) -> lis
         launch = _recognise(cmd.words, env, cmd, path) or _unreadable(cmd, env, path)
         if launch is not None:
             launch.words, launch.variant = cmd.words, cmd.variant
-            if heads[:3] == ["ray", "job", "submit"]:
+            if heads[: 1 + len(RAY_JOB_SUBMIT.subcommand)] == [*RAY_JOB_SUBMIT.names, *RAY_JOB_SUBMIT.subcommand]:
                 launch.ray = _job_submit(cmd)
             elif ray_started is not None:
                 launch.ray = ray_started
@@ -164,9 +141,7 @@ def _head(words: list[Word]) -> list[str | None]:
     while (
         i < len(words)
         and words[i].text is not None
-        and (
-            os.path.basename(words[i].text) in _WRAPPERS | {"env", "sudo"} or re.match(r"^[A-Za-z_]\w*=", words[i].text)
-        )
+        and (os.path.basename(words[i].text) in _HEAD_SKIP or re.match(r"^[A-Za-z_]\w*=", words[i].text))
     ):
         i += 1
     out = [w.text for w in words[i:]]
@@ -203,22 +178,16 @@ def _job_submit(cmd: Command) -> RayAttach:
 
 def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: str) -> Launch | None:
     i = 0
-    # wrappers and `env VAR=...`
+    # wrappers, `env VAR=...`, `VAR=...` and launchers that run another program (the table's readers)
     while i < len(words):
         t = words[i].text
         if t is None:
             break
-        base = os.path.basename(t)
-        if base == "eval":
+        if os.path.basename(t) == "eval":
             again = _parsed_again(words[i + 1 :])
             if again is None:
                 break
             words = [*words[:i], *again]
-            continue
-        if base in _WRAPPERS:
-            i += 1
-            while i < len(words) and (words[i].text or "").startswith("-"):
-                i += 1
             continue
         if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t):  # `ray job submit -- A=1 python3 ...` (a shell string)
             k, v = t.split("=", 1)
@@ -226,58 +195,60 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
             env[k] = EnvVar(k, v, words[i].span)
             i += 1
             continue
-        if base in _PREFIX_LAUNCHERS:
+        launcher = at(words, i)
+        if launcher is None or launcher.starts_app:
+            break
+        if launcher.reads == "next":
+            i += 1
+            while i < len(words) and (words[i].text or "").startswith("-"):
+                i += 1
+        elif launcher.reads == "interpreter":
             start = _interpreter_after(words, i + 1)
             if start is None:
                 return None
             i = start
-            break
-        if base == "env":
-            i += 1
-            while i < len(words):
-                a = words[i].text
-                if a is not None and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a):
-                    k, v = a.split("=", 1)
-                    env = dict(env)
-                    env[k] = EnvVar(k, v, words[i].span)
-                    i += 1
-                elif a in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):  # an option with a value
-                    if a in ("-u", "--unset") and i + 1 < len(words) and words[i + 1].text:
-                        env = {k: v for k, v in env.items() if k != words[i + 1].text}
-                    i += 2
-                elif a is not None and a.startswith("-"):
-                    i += 1
-                else:
-                    break
-            continue
-        break
+        else:
+            i, env = _env(words, i + 1, env)
     if i >= len(words):
         return None
+    launcher = at(words, i)
+    if launcher is not None:
+        return _READERS[launcher.reads](launcher, words[i + 1 + len(launcher.subcommand) :], env, cmd, path)
     head = words[i]
-    t = head.text
-    if t is not None and os.path.basename(t) == "ray":
-        rest = [w.text for w in words[i + 1 : i + 3]]
-        if rest == ["job", "submit"]:
-            for j in range(i + 3, len(words)):
-                if words[j].text == "--":
-                    return _recognise(words[j + 1 :], env, cmd, path)
+    if head.text is not None or head.from_caller:
         return None
-    if t is not None and os.path.basename(t) in ("torchrun",):
-        return _torchrun(words[i + 1 :], env, cmd, path)
-    if t is not None and (
-        os.path.basename(t) == "deepspeed"
-        or (os.path.basename(t) == "accelerate" and words[i + 1 : i + 2] and words[i + 1].text == "launch")
-    ):
-        return _script_launcher(words[i + 1 :], env, cmd, path)
-    is_python = t is not None and _PYTHON.match(os.path.basename(t))
     # `$PYTHON -m ...` where the interpreter variable is unknown
-    if t is None and i + 1 < len(words) and words[i + 1].text == "-m" and not head.from_caller:
-        is_python = True
-    if not is_python:
-        # `$LAUNCHER python3 -m ...`: an unknown prefix command before a real interpreter
-        start = _interpreter_after(words, i + 1) if t is None and not head.from_caller else None
-        return _recognise(words[start:], env, cmd, path) if start is not None else None
-    j = i + 1
+    if i + 1 < len(words) and words[i + 1].text == "-m":
+        return _python(None, words[i + 1 :], env, cmd, path)
+    # `$LAUNCHER python3 -m ...`: an unknown prefix command before a real interpreter
+    start = _interpreter_after(words, i + 1)
+    return _recognise(words[start:], env, cmd, path) if start is not None else None
+
+
+def _env(words: list[Word], i: int, env: dict[str, EnvVar]) -> tuple[int, dict[str, EnvVar]]:
+    """`env [-u X] [A=1] ...` from `words[i]`: the index of its command, and the environment it gets."""
+    while i < len(words):
+        a = words[i].text
+        if a is not None and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", a):
+            k, v = a.split("=", 1)
+            env = dict(env)
+            env[k] = EnvVar(k, v, words[i].span)
+            i += 1
+        elif a in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):  # an option with a value
+            if a in ("-u", "--unset") and i + 1 < len(words) and words[i + 1].text:
+                env = {k: v for k, v in env.items() if k != words[i + 1].text}
+            i += 2
+        elif a is not None and a.startswith("-"):
+            i += 1
+        else:
+            break
+    return i, env
+
+
+def _python(launcher: Launcher | None, words: list[Word], env, cmd, path) -> Launch | None:
+    """`python [opts] -m MOD | FILE.py args`: `words` after the interpreter."""
+    value_options = (launcher or PYTHON).value_options
+    j = 0
     while j < len(words):
         a = words[j].text
         if a is None:
@@ -286,12 +257,13 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
             if j + 1 >= len(words) or words[j + 1].text is None:
                 return None
             mod = words[j + 1].text
-            if mod in ("torch.distributed.run", "torch.distributed.launch"):
-                return _torchrun(words[j + 2 :], env, cmd, path)
+            runs = by_module(mod)
+            if runs is not None:  # `python -m torch.distributed.run`: torchrun
+                return _READERS[runs.reads](runs, words[j + 2 :], env, cmd, path)
             return _app(mod, None, words[j + 1], words[j + 2 :], env, cmd, path)
         if a in ("-c",):
             return None
-        if a in _PY_VALUE_OPTS:
+        if a in value_options:
             j += 2
             continue
         if a.startswith("-"):
@@ -303,7 +275,8 @@ def _recognise(words: list[Word], env: dict[str, EnvVar], cmd: Command, path: st
     return None
 
 
-def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
+def _options(launcher: Launcher, words: list[Word], env, cmd, path) -> Launch | None:
+    """`torchrun [opts] -m MOD | FILE args`: its options known, those that size the job kept."""
     j = 0
     module_mode = False
     processes: dict[str, Word] = {}
@@ -314,24 +287,25 @@ def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
             if not words[j].prefix.startswith("-") or "=" not in words[j].prefix:
                 return None
             name = words[j].prefix.split("=", 1)[0].lstrip("-").replace("-", "_")
-            if name in ("nproc_per_node", "nnodes"):
-                processes[name] = words[j]._replace(prefix="")
+            if name in launcher.processes:
+                processes[launcher.processes[name]] = words[j]._replace(prefix="")
             j += 1
             continue
-        if a in ("-m", "--module"):
+        if a in launcher.module_flags:
             module_mode = True
             j += 1
             continue
         if a.startswith("-"):
             flag, eq, inline = a.partition("=")
             name = flag.lstrip("-").replace("-", "_")
-            if name in ("nproc_per_node", "nnodes"):
-                processes[name] = (
+            if name in launcher.processes:
+                processes[launcher.processes[name]] = (
                     words[j]._replace(text=inline) if eq else (words[j + 1] if j + 1 < len(words) else words[j])
                 )
-            elif name == "standalone":
-                processes["nnodes"] = words[j]._replace(text="1")
-            j += 1 if eq or a in _TORCHRUN_FLAGS else 2
+            elif name in launcher.implies:
+                key, value = launcher.implies[name]
+                processes[key] = words[j]._replace(text=value)
+            j += 1 if eq or a in launcher.flags else 2
             continue
         launch = _app(a if module_mode else None, None if module_mode else a, words[j], words[j + 1 :], env, cmd, path)
         launch.processes = processes
@@ -339,14 +313,14 @@ def _torchrun(words: list[Word], env, cmd, path) -> Launch | None:
     return None
 
 
-def _script_launcher(words: list[Word], env, cmd, path) -> Launch | None:
+def _entry(launcher: Launcher, words: list[Word], env, cmd, path) -> Launch | None:
     """`deepspeed [opts] -m MOD args`, `accelerate launch [opts] FILE args`: the launcher's many
     flags are not all known here, so the app starts at the first word naming a verl entry point
     (a module after `-m`/`--module`, a `main_*.py` file)."""
     module_mode = False
     for j, w in enumerate(words):
         t = w.text
-        if t in ("-m", "--module"):
+        if t in launcher.module_flags:
             module_mode = True
         elif t is not None and module_mode and _ENTRY_MODULE.match(t):
             return _app(t, None, w, words[j + 1 :], env, cmd, path)
@@ -355,18 +329,20 @@ def _script_launcher(words: list[Word], env, cmd, path) -> Launch | None:
     return None
 
 
+def _after_separator(launcher: Launcher, words: list[Word], env, cmd, path) -> Launch | None:
+    """`ray job submit [opts] -- [A=1] <launch>`: the launch after `--`."""
+    sep = next((j for j, w in enumerate(words) if w.text == "--"), None)
+    return None if sep is None else _recognise(words[sep + 1 :], env, cmd, path)
+
+
+_READERS = {"python": _python, "options": _options, "entry": _entry, "after --": _after_separator}
+
+
 def _interpreter_after(words: list[Word], start: int) -> int | None:
-    """The index of the first python interpreter, torchrun or `ray job submit` at or after `start`."""
+    """The index of the first launcher that starts an app (python, torchrun, ...) at or after `start`."""
     for k in range(start, len(words)):
-        t = words[k].text
-        if t is None:
-            continue
-        base = os.path.basename(t)
-        if (
-            _PYTHON.match(base)
-            or base in ("torchrun", "deepspeed", "accelerate")
-            or (base == "ray" and [w.text for w in words[k + 1 : k + 3]] == ["job", "submit"])
-        ):
+        launcher = at(words, k)
+        if launcher is not None and launcher.starts_app:
             return k
     return None
 

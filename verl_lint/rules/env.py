@@ -10,18 +10,15 @@ range a finding is an error only where every release in it agrees. The finding s
 
 # Real (not postponed) annotations: NamedTuple classes define faster, at every Hydra job start.
 
-import fnmatch
-import re
 from dataclasses import replace
-from functools import lru_cache
-from typing import NamedTuple
 
 from packaging.version import Version
 
 from ..engines import versions
 from ..config.context import Context
 from ..registry import family, lazy_module, rule, spec_contains
-from ..knowledge import load_table as load_data
+from ..knowledge import load_table
+from ..table_records import EnvRecord
 from ..model import Diagnostic, EnvVar, Severity
 
 # lazy_module, not `import`: loaded (with the snapshots) for VLLM_* variables only, not at every Hydra job start
@@ -31,66 +28,18 @@ assembly = lazy_module("verl_lint.engines.assembly")
 # ------------------------------------------------------------------ facts ----
 
 
-class Fact(NamedTuple):
-    name: str
-    value: str | None
-    since: str | None
-    until: str | None
-    verl: str
-    code: str
-    severity: Severity | None
-    message: str
-    help: str
-
-    def name_matches(self, name: str) -> bool:
-        return fnmatch.fnmatchcase(name, self.name)
-
-    def value_matches(self, value: str | None) -> bool:
-        if self.value is None:
-            return True
-        return value is not None and re.fullmatch(self.value, value.strip(), re.IGNORECASE) is not None
-
-    def holds_at(self, v: Version) -> bool:
-        if self.since and v < schemas.lenient_version(self.since):
-            return False
-        if self.until and v >= schemas.lenient_version(self.until):
-            return False
-        return True
-
-    def verl_ok(self, verl: Version | None) -> bool:
-        if not self.verl:
-            return True
-        return verl is not None and spec_contains(self.verl, verl)
-
-    def span_text(self, title: str) -> str:
-        if self.since and self.until:
-            return f"{title} {self.since} up to (not including) {self.until}"
-        if self.since:
-            return f"{title} >= {self.since}"
-        if self.until:
-            return f"{title} < {self.until}"
-        return f"every {title} release"
+def facts(engine: str) -> tuple[EnvRecord, ...]:
+    """What env_vars.yaml says about `engine`'s variables."""
+    return getattr(load_table("env_vars.yaml"), engine)
 
 
-@lru_cache(maxsize=None)
-def facts(engine: str) -> tuple[Fact, ...]:
-    table = load_data("env_vars.yaml") or {}
-    out = []
-    for r in table.get(engine) or []:
-        out.append(
-            Fact(
-                str(r["name"]),
-                r.get("value"),
-                str(r["since"]) if r.get("since") else None,
-                str(r["until"]) if r.get("until") else None,
-                str(r.get("verl") or ""),
-                str(r["code"]),
-                Severity.parse(r["severity"]) if r.get("severity") else None,
-                str(r["message"]),
-                str(r.get("help") or ""),
-            )
-        )
-    return tuple(out)
+def _holds(f: EnvRecord, verl: Version | None, v: Version) -> bool:
+    """`f` holds for verl `verl` (when it names verl releases) and engine release `v`."""
+    if f.verl and (verl is None or not spec_contains(f.verl, verl)):
+        return False
+    if f.since and v < schemas.lenient_version(f.since):
+        return False
+    return not (f.until and v >= schemas.lenient_version(f.until))
 
 
 # ---------------------------------------------------------------- engines ----
@@ -199,8 +148,9 @@ def _region(ctx: Context, var: EnvVar, engine: str, code: str, probes: list[Vers
 
 def _fact_at(ctx: Context, var: EnvVar, engine: str, v: Version) -> Diagnostic | None:
     for f in facts(engine):
-        if f.name_matches(var.name) and f.value_matches(var.value) and f.verl_ok(ctx.verl_version) and f.holds_at(v):
-            return _found(ctx, var, f.code, _fill(f.message, var), _fill(f.help, var), f.severity)
+        if f.name_matches(var.name) and f.value_matches(var.value) and _holds(f, ctx.verl_version, v):
+            severity = Severity.parse(f.severity) if f.severity else None
+            return _found(ctx, var, f.code, _fill(f.message, var), _fill(f.help, var), severity)
     return None
 
 

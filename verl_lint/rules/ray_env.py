@@ -8,14 +8,14 @@ from pathlib import Path
 
 from ..config.context import Context
 from ..evidence import source_text
-from ..knowledge import load_table as load_data
+from ..knowledge import load_table
 from ..model import RayAttach
 from ..registry import rule
 
 
 def _skip_table() -> tuple[frozenset[str], tuple[str, ...]]:
-    t = (load_data("env_vars.yaml") or {}).get("worker_env_skip") or {}
-    return frozenset(t.get("names") or ()), tuple(t.get("prefixes") or ())
+    skip = load_table("env_vars.yaml").worker_env_skip
+    return frozenset(skip.names), skip.prefixes
 
 
 RUNTIME_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from ..config.context import MISSING, Context
-from ..evidence import Evidence, source_text, tree_has
+from ..evidence import Evidence, source_text
 from ..registry import REGISTRY, rule
 
 A = "actor_rollout_ref.actor"
@@ -51,7 +51,7 @@ TRAINER_VALIDATES = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"self\._vali
 def _validates(ctx) -> bool:
     """verl's own entry point of this launch runs verl's config validation."""
     text = source_text(ctx.app.file) or ""
-    return "validate_config(" in text or ("RayPPOTrainer" in text and tree_has(str(ctx.verl_root), TRAINER_VALIDATES))
+    return "validate_config(" in text or ("RayPPOTrainer" in text and ctx.verl_has(TRAINER_VALIDATES))
 
 
 # Where verl validates the config: ray_trainer.py up to 0.5, verl/utils/config.py and the config dataclasses after.

@@ -4,11 +4,11 @@
 - `removed_keys.yaml` (4xx): keys, values, entry points and config names removed or
   renamed between verl releases, with the replacement.
 
-Each record (a typed record, `knowledge.RuleRecord`, checked when the table loads) becomes a
+Each record (a typed record, `table_records.RuleRecord`, checked when the table loads) becomes a
 registered rule with its own code, documentation and examples.
 
 A record is gated on evidence, not on a version string: its `requires:` facts are checked in
-the verl tree being linted (see `knowledge.Fact`). Only where that tree has no source to check
+the verl tree being linted (see `table_records.Fact`). Only where that tree has no source to check
 (a tree whose `verl/workers` holds no Python file) does the record's version range decide, and
 then a dev, rc, post or local version of a release counts as that release (`0.7.0.dev` is the
 0.7.0 code: its release tuple is compared, not its PEP 440 order).
@@ -24,7 +24,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ..knowledge import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord, TableError, load_table
+from ..knowledge import TableError, load_table
+from ..table_records import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord
 from ..registry import EVERY, REGISTRY, Subject, declare, parse_version
 from ..config.context import Context
 from .roles import ref_worker
@@ -66,7 +67,7 @@ def holds(f: Fact, root: Path, ctx: Context | None = None, name: str = "") -> bo
         f = f._replace(subject=f.subject.replace("{name}", name))
     if f.kind == "config_key":
         return ctx is not None and ctx.has(f.subject)
-    if f.kind == "worker":  # only "ref" (knowledge.WORKERS); None (not known) is no evidence
+    if f.kind == "worker":  # only "ref" (table_records.WORKERS); None (not known) is no evidence
         return ctx is not None and ref_worker(ctx) is True
     extra = ()
     if f.kind in ("reads", "not_read") and ctx is not None:

@@ -271,7 +271,9 @@ def _under_a_switch(ctx: Context, path: str) -> bool:
 
 ROLLOUT_REGISTRY = "verl/workers/rollout/base.py"
 # Code that adds to the registry (a recipe registering its own engine: 0.7.0's r1_ascend).
-REGISTRY_EXTENDED = r"_ROLLOUT_REGISTRY\[.*\]\s*=[^=]|_ROLLOUT_REGISTRY\.(update|setdefault)\("
+REGISTRY_EXTENDED = Evidence(
+    ("verl/**/*.py",), r"_ROLLOUT_REGISTRY\[.*\]\s*=[^=]|_ROLLOUT_REGISTRY\.(update|setdefault)\("
+)
 
 
 @lru_cache(maxsize=32)
@@ -279,7 +281,7 @@ def rollout_names(root: str) -> frozenset[str] | None:
     """The rollout names of the tree's `_ROLLOUT_REGISTRY` (`{("vllm", "async"): ..., ...}`), when
     `get_rollout_class` asserts on it and nothing else in verl/ adds to it; else None."""
     text = source_text(Path(root, ROLLOUT_REGISTRY))
-    if not text or "in _ROLLOUT_REGISTRY" not in text or tree_has(root, Evidence(("verl/**/*.py",), REGISTRY_EXTENDED)):
+    if not text or "in _ROLLOUT_REGISTRY" not in text or tree_has(root, REGISTRY_EXTENDED):
         return None
     try:
         body = ast.parse(text).body
