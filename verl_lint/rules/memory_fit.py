@@ -49,6 +49,7 @@ H100 = {"gpu_gib": 80.0, "gpu_origin": "--gpu H100"}
 # window, Qwen3-Next...) need less, which vLLM's hybrid KV cache manager counts: not judged.
 FULL_ATTENTION = (
     "qwen2",
+    "qwen2_5_vl",
     "qwen2_moe",
     "qwen3",
     "qwen3_moe",
