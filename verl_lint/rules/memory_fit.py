@@ -32,7 +32,7 @@ from packaging.version import Version
 from ..evidence import Evidence
 from ..gpus import GIB
 from ..models import ModelFacts
-from ..registry import main_ppo, rule
+from ..registry import REGISTRY, main_ppo, rule
 from .model_sizes import CONTEXT_RAISE, M, ROLLOUT_FILES, _path, known
 from .sizes import A, R, anchor_key, report_unless_default
 
@@ -475,7 +475,8 @@ def no_gpu(ctx) -> Iterator:
 
     ## What it does
     Says, once per run, that a launch's model is known but the GPU's memory is not, and names
-    the checks that therefore did not run.
+    the checks that therefore did not run (those that apply to the launch's verl tree and app;
+    none: no note).
 
     ## Why is this bad?
     Nothing is wrong; a clean report is then not read as "the model fits the GPUs".
@@ -484,10 +485,13 @@ def no_gpu(ctx) -> Iterator:
     `--gpu NAME` (H100, A100-80GB, H20, 910B...) or `--gpu-memory GIB`, or `gpu = "H100"` in
     `[tool.verl-lint]`.
     """
-    if gpu_of(ctx) is None and known(ctx) is not None:
+    if gpu_of(ctx) is not None or known(ctx) is None:
+        return
+    skipped = [r.code for r in REGISTRY if r.code in MEMORY_RULES and r.runs_on(ctx)]
+    if skipped:  # none of them applies to this tree or app: nothing went unchecked
         d = ctx.diag(
             "VL330",
-            f"the memory checks ({', '.join(MEMORY_RULES)}) did not run: the GPU's memory is not known",
+            f"the memory checks ({', '.join(skipped)}) did not run: the GPU's memory is not known",
             key=f"{M}.path",
             help="give --gpu NAME or --gpu-memory GIB, or set gpu in [tool.verl-lint]",
         )

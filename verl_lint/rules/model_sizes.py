@@ -565,6 +565,8 @@ def unknown_model(ctx) -> Iterator:
         path = _path(ctx, prefix)
         if path and _resolved(ctx, prefix)[0] is None:
             skipped = [r.code for r in REGISTRY if r.code in MODEL_RULES and r.runs_on(ctx)]
+            if not skipped:
+                continue  # none applies to this tree or app (verl 0.1): nothing went unchecked
             # One line per run, whatever the models: the message names no model, the help the first one met.
             d = ctx.diag(
                 "VL329",
