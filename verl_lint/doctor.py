@@ -35,6 +35,7 @@ _LABELS = {
     "vllm_ascend": "vllm-ascend",
     "sglang": "sglang",
     "torch_memory_saver": "torch_memory_saver",
+    "megatron_core": "megatron-core",
 }
 
 
