@@ -5,7 +5,6 @@ real releases."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import NEWEST, OLDEST
 
 R = "actor_rollout_ref.rollout"

@@ -199,9 +199,10 @@ def generation_batch(ctx: Context):
     yield report_unless_default(
         ctx,
         "VL336",
-        f"{batch}, less than half the rollout's data-parallel size {dp} (n_gpus_per_node={gpus} x nnodes={nodes} / "
-        f"tensor_model_parallel_size={tp}): the generation app pads a batch with its own first rows, {size} are too few "
-        f"to reach a multiple of {dp}, and verl asserts batch_size % dp_size == 0 ({evidence_at(ctx, GENERATION_PAD) or 'main_generation.py'})",
+        f"{batch}, less than half the rollout's data-parallel size {dp} (n_gpus_per_node={gpus} x "
+        f"nnodes={nodes} / tensor_model_parallel_size={tp}): the generation app pads a batch with its own first "
+        f"rows, {size} are too few to reach a multiple of {dp}, and verl asserts batch_size % dp_size == 0 "
+        f"({evidence_at(ctx, GENERATION_PAD) or 'main_generation.py'})",
         inputs,
         anchor_key(ctx, *inputs),
         f"set {key}={dp} (or a multiple of it), or use fewer GPUs",

@@ -71,7 +71,8 @@ def _pipeline_example(*overrides: str) -> list:
     return [
         (main_ppo("model_engine=megatron", *overrides), ">=0.8"),
         (
-            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {' '.join(overrides)}\n",
+            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm "
+            f"{' '.join(overrides)}\n",
             "<0.8",
         ),
     ]
@@ -157,8 +158,10 @@ def pipeline_layers(ctx) -> Iterator:
             inputs = [pp_key, f"{M}.path"]
             yield ctx.diag(
                 "VL334",
-                f"{role} megatron.pipeline_model_parallel_size={pp} does not divide the {layers} layers of {facts.name}; "
-                'Megatron-Core asserts "num_layers should be divisible by pipeline_model_parallel_size" when it builds the model',
+                f"{role} megatron.pipeline_model_parallel_size={pp} does not divide the {layers} layers of "
+                f"{facts.name}; "
+                'Megatron-Core asserts "num_layers should be divisible by pipeline_model_parallel_size" when it '
+                "builds the model",
                 key=anchor_key(ctx, *inputs),
                 help=f"use a PP among {', '.join(map(str, fits))}, or place the layers unevenly with "
                 f"{section}.megatron.override_transformer_config.num_layers_in_first_pipeline_stage / _last_",
@@ -172,8 +175,10 @@ def pipeline_layers(ctx) -> Iterator:
             fits = [n for n in range(2, per_stage + 1) if per_stage % n == 0]
             yield ctx.diag(
                 "VL334",
-                f"{role} megatron.virtual_pipeline_model_parallel_size={vpp} does not divide the {per_stage} layers of each of "
-                f"the {pp} pipeline stages ({layers} layers of {facts.name}); Megatron-Core asserts when it builds the model",
+                f"{role} megatron.virtual_pipeline_model_parallel_size={vpp} does not divide the {per_stage} layers "
+                "of each of "
+                f"the {pp} pipeline stages ({layers} layers of {facts.name}); Megatron-Core asserts when it builds "
+                "the model",
                 key=anchor_key(ctx, *inputs),
                 help=f"use a VPP among {', '.join(map(str, fits))}" if fits else f"leave {vpp_key}=null",
                 related=inputs,
@@ -230,7 +235,8 @@ def expert_parallel_experts(ctx) -> Iterator:
         if not facts.moe:
             message = (
                 f"{role} megatron.expert_model_parallel_size={ep} but {facts.name} is a dense model: Megatron-Core's "
-                'TransformerConfig raises "num_moe_experts must be non None to use expert-parallel" when the model is built'
+                'TransformerConfig raises "num_moe_experts must be non None to use expert-parallel" when the model is '
+                "built"
             )
             help = f"set {key}=1"
         elif facts.experts % ep:

@@ -33,7 +33,7 @@ from ..evidence import Evidence
 from ..gpus import GIB
 from ..models import ModelFacts
 from ..registry import REGISTRY, main_ppo, rule
-from .model_sizes import CONTEXT_RAISE, M, ROLLOUT_FILES, _path, known
+from .model_sizes import CONTEXT_RAISE, ROLLOUT_FILES, M, _path, known
 from .sizes import A, R, anchor_key, report_unless_default
 
 QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 7.6B parameters: 14.2 GiB of bf16 weights; 56 KiB of KV per token
@@ -297,8 +297,9 @@ def rollout_weights(ctx) -> Iterator:
     `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py`, 0.9.1 `vllm_async_server.py`);
     the check is vLLM's (`vllm/v1/core/kv_cache_utils.py`, `check_enough_kv_cache_memory`).
     Not judged where verl's own vLLM workers may run (`verl/third_party/vllm/*/worker.py`,
-    shipped up to 0.5, used with vLLM <= 0.6.3: the share is of the memory left free). Not judged: quantized weights, an fp8 KV cache, `cpu_offload_gb`, MoE experts spread by
-    expert or data parallelism, SGLang.
+    shipped up to 0.5, used with vLLM <= 0.6.3: the share is of the memory left free). Not
+    judged: quantized weights, an fp8 KV cache, `cpu_offload_gb`, MoE experts spread by expert or
+    data parallelism, SGLang.
     """
     facts, gpu = known(ctx), gpu_of(ctx)
     if facts is None or gpu is None or not _plain_vllm(ctx, facts):
@@ -311,7 +312,8 @@ def rollout_weights(ctx) -> Iterator:
         ctx,
         "VL325",
         f"the rollout's bf16 weights of {facts.name} ({fit.weights / GIB:.1f} GiB per TP rank, TP {fit.tp}) exceed "
-        f"gpu_memory_utilization {fit.util:g} x {gpu:g} GiB = {fit.share / GIB:.1f} GiB; vLLM finds no memory for the KV cache and refuses to start "
+        f"gpu_memory_utilization {fit.util:g} x {gpu:g} GiB = {fit.share / GIB:.1f} GiB; vLLM finds no memory for the "
+        "KV cache and refuses to start "
         f"(assumes {ctx.gpu_origin}; activations not counted)",
         inputs,
         anchor_key(ctx, *inputs),
@@ -388,8 +390,10 @@ def kv_room(ctx) -> Iterator:
     yield report_unless_default(
         ctx,
         "VL326",
-        f"one sequence of max_model_len {fit.length} ({fit.length_from}) needs {fit.length * fit.per_token / GIB:.1f} GiB of KV cache "
-        f"but at most {fit.room / GIB:.1f} GiB is left of gpu_memory_utilization {fit.util:g} x {gpu:g} GiB after {fit.weights / GIB:.1f} GiB of weights "
+        f"one sequence of max_model_len {fit.length} ({fit.length_from}) needs {fit.length * fit.per_token / GIB:.1f} "
+        "GiB of KV cache "
+        f"but at most {fit.room / GIB:.1f} GiB is left of gpu_memory_utilization {fit.util:g} x {gpu:g} GiB after "
+        f"{fit.weights / GIB:.1f} GiB of weights "
         f"(TP {fit.tp}); vLLM refuses to start (assumes {ctx.gpu_origin}; bf16 KV cache, activations not counted)",
         inputs,
         anchor_key(ctx, *inputs),
@@ -443,7 +447,8 @@ def training_memory(ctx) -> Iterator:
     if _on(ctx, f"{A}.fsdp_config.offload_policy") or (
         ctx.has("trainer.val_only") and ctx.flag("trainer.val_only") is not False
     ):
-        return  # FSDP2's CPUOffloadPolicy steps the optimizer on the CPU; a validation-only run (or one unknown) never updates
+        # FSDP2's CPUOffloadPolicy steps the optimizer on the CPU; a validation-only run (or one unknown) never updates
+        return
     rows, _ = training_state(ctx, facts, gpus)
     total = sum(b for _, b, _ in rows)
     if total <= gpu * GIB:
@@ -454,8 +459,10 @@ def training_memory(ctx) -> Iterator:
     yield report_unless_default(
         ctx,
         "VL327",
-        f"the training state alone takes at least {total / GIB:.1f} GiB per GPU ({parts}), more than the {gpu:g} GiB GPU "
-        f"({ctx.gpu_origin}): out of memory at the first update (lower bound: activations and allocator slack come on top)",
+        f"the training state alone takes at least {total / GIB:.1f} GiB per GPU ({parts}), more than the {gpu:g} GiB "
+        "GPU "
+        f"({ctx.gpu_origin}): out of memory at the first update (lower bound: activations and allocator slack come on "
+        "top)",
         inputs,
         anchor_key(ctx, *inputs),
         "shard over more GPUs, offload the reference policy or critic, use LoRA or Megatron",

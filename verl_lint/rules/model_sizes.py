@@ -20,13 +20,15 @@ from ..evidence import Evidence
 from ..model import Severity
 from ..models import ModelFacts, ModelProblem, resolve
 from ..registry import REGISTRY, main_ppo, rule
-from .sizes import A, R, ULYSSES as SP, anchor_key, report_unless_default, ulysses_size
+from .sizes import ULYSSES as SP
+from .sizes import A, R, anchor_key, report_unless_default, ulysses_size
 
 M = "actor_rollout_ref.model"
 QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 28 heads, 4 KV heads, 28 layers, 32768 positions
 ROLLOUT_FILES = ("verl/workers/rollout/*/*.py", "verl/workers/rollout/*.py")
 MONKEY_PATCH = ("verl/models/transformers/monkey_patch.py",)
-# The model's context checked where the rollout is built: verl <= 0.6 asserts, 0.7+ raises on an explicit larger max_model_len.
+# The model's context checked where the rollout is built: verl <= 0.6 asserts, 0.7+ raises on an explicit larger
+# max_model_len.
 CONTEXT_ASSERT = Evidence(ROLLOUT_FILES, r"model context length should be greater than total sequence length")
 CONTEXT_RAISE = Evidence(
     ROLLOUT_FILES, r"max_model_len \(\{self\.config\.max_model_len\}\) should be less than or equal to"
@@ -180,7 +182,8 @@ def rollout_tp_heads(ctx) -> Iterator:
         yield report_unless_default(
             ctx,
             "VL320",
-            f"rollout tensor_model_parallel_size={tp} does not divide {problem} of {facts.name}; {ctx.text(f'{R}.name')} refuses to start",
+            f"rollout tensor_model_parallel_size={tp} does not divide {problem} of {facts.name}; "
+            f"{ctx.text(f'{R}.name')} refuses to start",
             inputs,
             anchor_key(ctx, *inputs),
             f"use a rollout TP among {', '.join(map(str, [n for n in fits if n <= max(tp, 8)]))}",
@@ -251,7 +254,8 @@ def ulysses_heads(ctx) -> Iterator:
         yield report_unless_default(
             ctx,
             "VL321",
-            f"{role} {sp_key.removeprefix(section + '.')}={sp} does not divide the {problem} of {facts.name}; verl asserts when the model is built",
+            f"{role} {sp_key.removeprefix(section + '.')}={sp} does not divide the {problem} of {facts.name}; verl "
+            "asserts when the model is built",
             inputs,
             anchor_key(ctx, *inputs),
             f"use an SP that divides {facts.heads} (and {facts.kv_heads} KV heads)",
@@ -365,14 +369,16 @@ MEGATRON_TP = {
     bad=[
         (main_ppo("model_engine=megatron", QWEN7, f"{A}.megatron.tensor_model_parallel_size=8"), ">=0.8"),
         (
-            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} {A}.megatron.tensor_model_parallel_size=8\n",
+            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} "
+            f"{A}.megatron.tensor_model_parallel_size=8\n",
             "<0.8",
         ),
     ],
     good=[
         (main_ppo("model_engine=megatron", QWEN7, f"{A}.megatron.tensor_model_parallel_size=4"), ">=0.8"),
         (
-            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} {A}.megatron.tensor_model_parallel_size=4\n",
+            f"python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer {R}.name=vllm {QWEN7} "
+            f"{A}.megatron.tensor_model_parallel_size=4\n",
             "<0.8",
         ),
     ],
@@ -434,7 +440,8 @@ def megatron_tp_heads(ctx) -> Iterator:
             yield report_unless_default(
                 ctx,
                 "VL323",
-                f"{role} megatron.tensor_model_parallel_size={tp} does not divide the {' and '.join(bad)} of {facts.name}; {which}",
+                f"{role} megatron.tensor_model_parallel_size={tp} does not divide the {' and '.join(bad)} of "
+                f"{facts.name}; {which}",
                 inputs,
                 anchor_key(ctx, *inputs),
                 f"use a TP among {', '.join(map(str, fits))}",
@@ -494,7 +501,8 @@ def expert_parallel_dense(ctx) -> Iterator:
         ):
             yield ctx.diag(
                 "VL324",
-                f"{key.rsplit('.', 1)[-1]}={ep} but {facts.name} is a dense model (no experts): expert parallelism has no effect",
+                f"{key.rsplit('.', 1)[-1]}={ep} but {facts.name} is a dense model (no experts): expert parallelism "
+                "has no effect",
                 key=key,
                 help=f"set {key}=1",
                 related=[f"{M}.path"],
@@ -570,7 +578,8 @@ def unknown_model(ctx) -> Iterator:
             # One line per run, whatever the models: the message names no model, the help the first one met.
             d = ctx.diag(
                 "VL329",
-                f"the checks against the model ({', '.join(skipped)}) did not run: a launch's model is not a local directory, "
+                f"the checks against the model ({', '.join(skipped)}) did not run: a launch's model is not a local "
+                "directory, "
                 "not in the Hugging Face cache and not in verl-lint's table",
                 key=f"{prefix}.path",
                 help=f"lint where the directory or Hugging Face cache of {path} is",
