@@ -100,3 +100,19 @@ def test_tp_over_query_groups_follows_the_installed_megatron_core(lint):
     assert [
         d.severity.name for d in lint(bad, versions={"megatron_core": "0.16.0"}).diagnostics if d.code == "VL323"
     ] == ["ERROR"]
+
+
+def test_a_megatron_critic_is_judged_against_its_own_model(lint):
+    """GAE trains a critic; its Megatron sizes are judged against critic.model.path (30 layers here)."""
+    report = lint(
+        main_ppo(
+            "model_engine=megatron",
+            f"{M}.path=Qwen/Qwen2.5-7B-Instruct",
+            "critic.model.path=Qwen/Qwen2.5-3B-Instruct",  # 36 layers
+            "critic.megatron.pipeline_model_parallel_size=8",
+            f"{A}.megatron.pipeline_model_parallel_size=4",
+        )
+    )
+    found = [d for d in report.diagnostics if d.code == "VL334"]
+    assert [d.key for d in found] == ["critic.megatron.pipeline_model_parallel_size"], report.diagnostics
+    assert found[0].message.startswith("critic ") and "36 layers of Qwen/Qwen2.5-3B-Instruct" in found[0].message

@@ -27,8 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..evidence import Evidence
+from ..models import ModelFacts
 from ..registry import main_ppo, rule
 from .model_sizes import MCORE_CONFIG, M, known
+from .roles import uses_critic
 from .sizes import A, R, anchor_key
 
 # verl hands the launch's expert-parallel size to Megatron-Core's TransformerConfig (0.4+).
@@ -40,8 +42,8 @@ QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 28 layers, dense
 MOE = f"{M}.path=deepseek-ai/DeepSeek-V2-Lite"  # 27 layers, 64 routed experts
 GRPO = "algorithm.adv_estimator=grpo"  # no critic: the examples' memory stays within the GPU
 SIX_GPUS = ("trainer.n_gpus_per_node=6", "data.train_batch_size=240", f"{A}.ppo_mini_batch_size=60")
-# The roles whose Megatron model is built from the model at `model`: (section, model prefix).
-ROLES = {"actor": (A, M), "ref": ("actor_rollout_ref.ref", M)}
+# The roles whose Megatron model is built from a model path: (section, the model's prefix).
+ROLES = {"actor": (A, M), "ref": ("actor_rollout_ref.ref", M), "critic": ("critic", "critic.model")}
 # override_transformer_config fields that place the layers unevenly: Megatron-Core's even split is not used.
 UNEVEN = (
     "num_layers_in_first_pipeline_stage",
@@ -52,17 +54,21 @@ UNEVEN = (
 )
 
 
-def _megatron(ctx) -> bool:
-    return ctx.text(f"{A}.strategy") == "megatron"
-
-
-def _roles(ctx, field: str) -> Iterator[tuple[str, str, str]]:
-    """(role, its section, the key of its `megatron.{field}`) for the roles the launch sizes itself:
-    the actor, and the reference policy where the user set its own value."""
-    for role, (section, _model) in ROLES.items():
+def _roles(ctx, field: str) -> Iterator[tuple[str, str, str, ModelFacts]]:
+    """(role, its section, the key of its `megatron.{field}`, its model's facts) for the Megatron
+    roles the launch sizes itself: the actor; the reference policy where the user set its own
+    value (it follows the actor's otherwise); the critic where the launch trains one on Megatron
+    and the user set its own value. Roles whose model is not known are left out."""
+    for role, (section, prefix) in ROLES.items():
         key = f"{section}.megatron.{field}"
-        if role == "actor" or ctx.set_by_override(key):
-            yield role, section, key
+        if role != "actor" and not ctx.set_by_override(key):
+            continue
+        owner = "critic" if role == "critic" else A
+        if ctx.text(f"{owner}.strategy") != "megatron" or (role == "critic" and uses_critic(ctx) is not True):
+            continue
+        facts = known(ctx, prefix)
+        if facts is not None:
+            yield role, section, key, facts
 
 
 def _pipeline_example(*overrides: str) -> list:
@@ -78,8 +84,8 @@ def _pipeline_example(*overrides: str) -> list:
     ]
 
 
-def _uneven(ctx, section: str) -> bool | None:
-    """The role places its layers unevenly (True), evenly (False), or it is not known (None)."""
+def _uneven(ctx, section: str) -> bool:
+    """The role's override_transformer_config places its layers unevenly."""
     for name in UNEVEN:
         v = ctx.get(f"{section}.megatron.override_transformer_config.{name}", None)
         if v is not None and v is not False:
@@ -115,7 +121,7 @@ def pipeline_layers(ctx) -> Iterator:
     """Megatron's pipeline (or virtual pipeline) size does not divide the model's layers.
 
     ## What it does
-    For the Megatron actor (and a reference policy with its own sizes), flags
+    For the Megatron actor (and a reference policy or critic with its own sizes), flags
     `megatron.pipeline_model_parallel_size` (PP) when the model's `num_hidden_layers` is not a
     multiple of PP, and `megatron.virtual_pipeline_model_parallel_size` (VPP, with PP > 1) when
     the layers of one pipeline stage (layers / PP) are not a multiple of VPP. Silent when the
@@ -142,20 +148,15 @@ def pipeline_layers(ctx) -> Iterator:
     `verl/models/mcore/loader.py` (`_megatron_calc_layer_map`); the check is Megatron-Core's
     (`megatron/core/transformer/transformer_block.py`, `get_num_layers_to_build`, core 0.11+).
     """
-    if not _megatron(ctx):
-        return
-    facts = known(ctx)
-    if facts is None:
-        return
-    layers = facts.layers
-    for role, section, pp_key in _roles(ctx, "pipeline_model_parallel_size"):
+    for role, section, pp_key, facts in _roles(ctx, "pipeline_model_parallel_size"):
+        layers, model = facts.layers, f"{ROLES[role][1]}.path"
         pp = ctx.int(pp_key)
         if pp is None or pp < 1 or _uneven(ctx, section):
             continue
         vpp_key = f"{section}.megatron.virtual_pipeline_model_parallel_size"
         if layers % pp:
             fits = [n for n in range(2, min(layers, 64) + 1) if layers % n == 0][:8]
-            inputs = [pp_key, f"{M}.path"]
+            inputs = [pp_key, model]
             yield ctx.diag(
                 "VL334",
                 f"{role} megatron.pipeline_model_parallel_size={pp} does not divide the {layers} layers of "
@@ -171,7 +172,7 @@ def pipeline_layers(ctx) -> Iterator:
         vpp = ctx.int(vpp_key) if ctx.get(vpp_key, None) is not None else None
         if pp > 1 and vpp is not None and vpp > 1 and (layers // pp) % vpp:
             per_stage = layers // pp
-            inputs = [vpp_key, pp_key, f"{M}.path"]
+            inputs = [vpp_key, pp_key, model]
             fits = [n for n in range(2, per_stage + 1) if per_stage % n == 0]
             yield ctx.diag(
                 "VL334",
@@ -201,7 +202,7 @@ def expert_parallel_experts(ctx) -> Iterator:
     """Megatron's expert-parallel size does not divide the model's experts, or the model has none.
 
     ## What it does
-    For the Megatron actor (and a reference policy with its own size), flags
+    For the Megatron actor (and a reference policy or critic with its own size), flags
     `megatron.expert_model_parallel_size` (EP) > 1 when the model's routed experts
     (`num_experts`, `num_local_experts` or `n_routed_experts`) are not a multiple of EP, or when
     the model is dense (no experts). For a dense model this finding replaces VL324's warning:
@@ -222,16 +223,11 @@ def expert_parallel_experts(ctx) -> Iterator:
     (`megatron/core/transformer/moe/moe_layer.py`, `BaseMoELayer.__init__`;
     `megatron/core/transformer/transformer_config.py`, `__post_init__`).
     """
-    if not _megatron(ctx):
-        return
-    facts = known(ctx)
-    if facts is None:
-        return
-    for role, _section, key in _roles(ctx, "expert_model_parallel_size"):
+    for role, _section, key, facts in _roles(ctx, "expert_model_parallel_size"):
         ep = ctx.int(key)
         if ep is None or ep <= 1:
             continue
-        inputs = [key, f"{M}.path"]
+        inputs = [key, f"{ROLES[role][1]}.path"]
         if not facts.moe:
             message = (
                 f"{role} megatron.expert_model_parallel_size={ep} but {facts.name} is a dense model: Megatron-Core's "
