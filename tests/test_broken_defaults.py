@@ -4,6 +4,7 @@ real releases."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import NEWEST, OLDEST
 
 R = "actor_rollout_ref.rollout"
@@ -45,3 +46,23 @@ def test_the_default_rollout_tp_above_the_gpus_names_where_it_comes_from(lint):
 def test_the_sglang_rollout_takes_no_batched_token_budget(lint):
     script = LONG.format(extra=f"{R}.enable_chunked_prefill=False").replace(f"{R}.name=vllm", f"{R}.name=sglang")
     assert not {"VL311", "VL317"} & {d.code for d in lint(script, OLDEST).diagnostics}
+
+
+GEN = "#!/bin/bash\npython3 -m verl.trainer.main_generation {extra}\n"
+
+
+@pytest.mark.network
+def test_the_generation_batch_below_half_its_data_parallel_size_is_reported_where_set(lint):
+    """verl 0.2's generation app pads a batch with its own rows: 2 rows over 8 ranks cannot be padded."""
+    [d] = [d for d in lint(GEN.format(extra="data.batch_size=2"), "0.2.0.post2").diagnostics if d.code == "VL336"]
+    assert d.key == "data.batch_size" and "data-parallel size 8" in d.message and "main_generation.py:" in d.message
+    # the default batch (128) broken by the GPUs the user asks for: at the GPUs, naming the default's line
+    many = lint(GEN.format(extra="trainer.nnodes=4 trainer.n_gpus_per_node=128"), "0.2.0.post2")
+    [d] = [d for d in many.diagnostics if d.code == "VL336"]
+    assert d.key == "trainer.n_gpus_per_node" and "default 128 (verl/trainer/config/generation.yaml:" in d.message
+    for ok in ("data.batch_size=4", "trainer.nnodes=4", "data.batch_size=2 rollout.tensor_model_parallel_size=2"):
+        assert "VL336" not in [d.code for d in lint(GEN.format(extra=ok), "0.2.0.post2").diagnostics], ok
+
+
+def test_the_generation_app_that_pads_with_pad_dataproto_is_quiet(lint):
+    assert "VL336" not in [d.code for d in lint(GEN.format(extra="data.batch_size=1")).diagnostics]

@@ -19,6 +19,7 @@ import pytest
 from verl_lint.registry import REGISTRY
 
 from verl_lint import doctor
+from verl_lint.gpus import probe_device
 from verl_lint.cache import cache_dir
 from verl_lint.launch.locate import tree_at
 from verl_lint.allocator.host import Accelerator, detect_accelerator, inspect_runtime, inspect_torch_npu
@@ -408,6 +409,37 @@ def test_doctor_json(capsys, clean_env, monkeypatch):
     assert data["verl"]["set_expandable_segments"] == "verl/utils/device.py:137"
     assert {s["platform"] for s in data["verl"]["setters"]} == {"cuda", "npu"}
     assert [d["code"] for d in data["diagnostics"]] == ["VL607"]
+
+
+def test_doctor_reads_the_device_through_the_real_torch_cpu_build(capsys, clean_env):
+    """Without --accelerator, doctor asks torch in a child interpreter: this machine's CPU build
+    sees no device, and says so (verl-lint's own process imports nothing)."""
+    import torch  # the real CPU build the test environment installs
+
+    doctor.run(_doctor("--verl", "0.9.1"))
+    out = capsys.readouterr().out
+    assert f"device           none: torch {torch.__version__} sees no CUDA or NPU device" in out, out
+    assert "--gpu-memory" not in out  # no device: nothing to judge memory against
+    doctor.run(_doctor("--verl", "0.9.1", "--format", "json"))
+    data = json.loads(capsys.readouterr().out)
+    assert data["device"] == {
+        "torch": torch.__version__,
+        "kind": None,
+        "count": 0,
+        "name": "",
+        "gib": None,
+        "error": "",
+    }
+    # checked as if on an accelerator: the live device is not read
+    doctor.run(_doctor("--verl", "0.9.1", "--accelerator", "cuda", "--format", "json"))
+    assert json.loads(capsys.readouterr().out)["device"] is None
+
+
+def test_device_probe_without_torch_says_why():
+    """An interpreter that cannot import torch (site-packages off): no device, and the reason."""
+    d = probe_device([sys.executable, "-S"])
+    assert d.torch is None and d.gib is None and "No module named 'torch'" in d.error
+    assert d.describe().startswith("unknown: torch cannot be imported here")
 
 
 def test_doctor_bad_root(capsys, tmp_path):

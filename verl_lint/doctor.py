@@ -1,8 +1,10 @@
 """`verl-lint doctor`: a readable report of the environment a verl job would run in.
 
 Versions, accelerator, the allocator env, what the verl tree does with the allocator (read from
-its source), and the live allocator findings (`rules.allocator_live`). Nothing is imported:
-not torch, torch-npu, vllm, sglang nor verl.
+its source), and the live allocator findings (`rules.allocator_live`). Nothing is imported in
+this process: not torch, torch-npu, vllm, sglang nor verl. The device (its name and memory, what
+the memory checks of `verl-lint check --gpu-memory` need) is read by a child interpreter that
+imports torch (`gpus.probe_device`), unless `--accelerator` says what to check as.
 
     verl-lint doctor [--verl-root DIR | --verl VERSION] [--accelerator cuda|npu|none]
                      [--rollout vllm|sglang] [--format text|json]
@@ -18,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .gpus import Device, probe_device
+
 if TYPE_CHECKING:  # the CLI imports this module to build its parser: the inspection loads when doctor runs
     from .allocator.host import RuntimeReport
     from .launch.locate import VerlTree
@@ -31,6 +35,7 @@ _LABELS = {
     "vllm_ascend": "vllm-ascend",
     "sglang": "sglang",
     "torch_memory_saver": "torch_memory_saver",
+    "megatron_core": "megatron-core",
 }
 
 
@@ -94,19 +99,32 @@ def run(args) -> int:
     except LocateError as ex:
         print(f"verl-lint doctor: error: {ex}", file=sys.stderr)
         return EXIT_USAGE
+    device = None if getattr(args, "accelerator", None) else probe_device()  # --accelerator: checked as if on it
     if getattr(args, "format", "text") == "json":
-        print(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        data = report.to_json()
+        data["device"] = _device_json(device)
+        print(json.dumps(data, indent=2, sort_keys=True))
     else:
-        sys.stdout.write(render_text(report))
+        sys.stdout.write(render_text(report, device))
     return EXIT_FINDINGS if report.diagnostics else EXIT_CLEAN
 
 
-def render_text(r: RuntimeReport) -> str:
+def _device_json(d: Device | None) -> dict | None:
+    if d is None:
+        return None
+    return {"torch": d.torch, "kind": d.kind, "count": d.count, "name": d.name, "gib": d.gib, "error": d.error}
+
+
+def render_text(r: RuntimeReport, device: Device | None = None) -> str:
     out: list[str] = []
     w = out.append
     w("verl-lint doctor")
     w("")
     w(f"accelerator      {r.accelerator.describe()}")
+    if device is not None:
+        w(f"device           {device.describe()}")
+        if device.gib is not None:
+            w(f"                 (verl-lint check --gpu-memory {device.gib:.1f} judges memory against it)")
     w("")
     w("versions (installed, read without importing)")
     for key, label in _LABELS.items():

@@ -17,6 +17,7 @@ TRACKED = {
     "vllm-ascend": "vllm_ascend",
     "sglang": "sglang",
     "torch-memory-saver": "torch_memory_saver",
+    "megatron-core": "megatron_core",
 }
 
 

@@ -4,6 +4,8 @@ ships it, read from the tree being linted."""
 
 from __future__ import annotations
 
+import re
+
 from ..config.context import Context
 from ..evidence import Evidence, source_text
 from ..registry import rule
@@ -111,4 +113,82 @@ def batched_tokens_chunked(ctx: Context):
         inputs,
         anchor_key(ctx, *inputs),
         f"set {key}={length} (or more)",
+    )
+
+
+# verl 0.1-0.2's generation app pads a batch to the rollout's data-parallel size with copies of
+# its own first rows (`data[:dummy_data_size]`), then asserts the padded batch divides; 0.3 repeats
+# the rows (`data.repeat`) and 0.4+ pads with `pad_dataproto_to_divisor`: no failure there.
+GENERATION_PAD = Evidence(
+    ("verl/trainer/main_generation.py",), r"dp_size = wg\.world_size // config\.rollout\.tensor_model_parallel_size"
+)
+GENERATION_ASSERT = r"assert batch_size % dp_size == 0"
+
+
+@rule(
+    "VL336",
+    "generation-batch-below-data-parallel-size",
+    "error",
+    evidence=[GENERATION_PAD],
+)
+def generation_batch(ctx: Context):
+    """The generation app's batch is smaller than half its rollout's data-parallel size.
+
+    ## What it does
+    For verl's generation app (`verl.trainer.main_generation`) on a tree whose app pads a batch
+    with copies of its own rows (verl 0.1-0.2), computes the rollout's data-parallel size
+    `dp = trainer.n_gpus_per_node x trainer.nnodes / rollout.tensor_model_parallel_size` and
+    flags `data.batch_size` (b) when `2 x b < dp`. The finding is at the value you set that
+    breaks it: a small `data.batch_size`, or more GPUs with `data.batch_size` left at verl's
+    default (128, with the line of verl's YAML that ships it).
+
+    ## Why is this bad?
+    The app pads a batch that does not divide over dp with its first `dp - b % dp` rows; a batch
+    of b < dp / 2 rows has fewer rows than that, so the padded batch (2 x b rows) still does not
+    divide, and verl raises `AssertionError: batch_size ... is not divisible by dp_size ...`
+    before generating anything, after the workers are up.
+
+    ## Use instead
+    `data.batch_size` at least half the data-parallel size (better: a multiple of it), or fewer
+    GPUs, or a larger rollout TP.
+
+    ## Where in verl
+    verl 0.2 `verl/trainer/main_generation.py:70-102` (`dp_size = wg.world_size //
+    config.rollout.tensor_model_parallel_size`, the padding with `data[:dummy_data_size]`, the
+    assert), verl 0.1 the same at lines 71-103, `verl/trainer/config/generation.yaml` (the
+    default `batch_size: 128`); verl 0.3 pads with `data.repeat` and 0.4+ with
+    `pad_dataproto_to_divisor`, which never fail.
+    """
+    if GENERATION_ASSERT not in (source_text(ctx.app.file) or "") or not re.search(
+        GENERATION_PAD.pattern, source_text(ctx.app.file) or ""
+    ):
+        return  # another app, or one that pads differently
+    size = ctx.int("data.batch_size")
+    gpus, nodes, tp = (
+        ctx.int("trainer.n_gpus_per_node"),
+        ctx.int("trainer.nnodes"),
+        ctx.int("rollout.tensor_model_parallel_size"),
+    )
+    if None in (size, gpus, nodes, tp) or tp < 1 or size < 1:
+        return
+    dp = gpus * nodes // tp
+    if 2 * size >= dp:
+        return
+    key = "data.batch_size"
+    if ctx.user_set(key):
+        batch = f"{key}={size}"
+    else:
+        where = shipped_at(ctx, key)
+        batch = f"{key} is left at verl's default {size}" + (f" ({where})" if where else "")
+    inputs = [key, "trainer.n_gpus_per_node", "trainer.nnodes", "rollout.tensor_model_parallel_size"]
+    yield report_unless_default(
+        ctx,
+        "VL336",
+        f"{batch}, less than half the rollout's data-parallel size {dp} (n_gpus_per_node={gpus} x "
+        f"nnodes={nodes} / tensor_model_parallel_size={tp}): the generation app pads a batch with its own first "
+        f"rows, {size} are too few to reach a multiple of {dp}, and verl asserts batch_size % dp_size == 0 "
+        f"({evidence_at(ctx, GENERATION_PAD) or 'main_generation.py'})",
+        inputs,
+        anchor_key(ctx, *inputs),
+        f"set {key}={dp} (or a multiple of it), or use fewer GPUs",
     )

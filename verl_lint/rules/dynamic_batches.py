@@ -29,6 +29,17 @@ ROLE_KEYS = {
 # those of 0.4-0.7 still assert a micro batch size is given, so only FSDP roles are judged.
 PACKS_BY_TOKENS = Evidence(("verl/workers/actor/dp_actor.py", "verl/workers/engine/utils.py"), r"use_dynamic_bsz")
 FSDP = ("fsdp", "fsdp2")
+# verl 0.1's FSDP actor and critic divide each micro batch's loss by ppo_mini_batch_size //
+# ppo_micro_batch_size whether or not dynamic batch size is on (0.2+ scale it by the micro batch's
+# share of the mini batch instead): there the update's micro batch size still sets the loss scale.
+STATIC_ACCUMULATION = Evidence(
+    ("verl/workers/actor/dp_actor.py",),
+    r"self\.gradient_accumulation = self\.config\.ppo_mini_batch_size // self\.config\.ppo_micro_batch_size\n",
+)
+LOSS_BY_SHARE = Evidence(
+    ("verl/workers/actor/dp_actor.py",),
+    r"(len\(data\)|response_mask\.shape\[0\]) / self\.config\.ppo_mini_batch_size",
+)
 # verl 0.9's V1 trainer sizes the critic's updates with ppo_infer_max_token_len_per_gpu (VL212).
 V1_CRITIC_BUDGET = Evidence(
     ("verl/trainer/ppo/v1/trainer_base.py",),
@@ -63,7 +74,10 @@ def micro_batch_under_dynamic_bsz(ctx: Context, settings):
     changes nothing: with dynamic batch size verl splits each mini batch into micro batches of
     at most `*_max_token_len_per_gpu` tokens (`rearrange_micro_batches`) and never splits by
     the micro batch size (the legacy FSDP worker of 0.4-0.7 still asserts that a set actor
-    micro batch divides the per-GPU mini batch: VL304 says so where it does not).
+    micro batch divides the per-GPU mini batch: VL304 says so where it does not). Not reported:
+    the actor's and critic's `ppo_micro_batch_size` on a verl 0.1 tree, whose update still
+    divides each micro batch's loss by `ppo_mini_batch_size // ppo_micro_batch_size`
+    (`dp_actor.py` `gradient_accumulation`), so the value there is not dead.
 
     ## Use instead
     Lower the section's token budget (`ppo_max_token_len_per_gpu`,
@@ -89,6 +103,12 @@ def micro_batch_under_dynamic_bsz(ctx: Context, settings):
             continue
         if not o.value_unknown and ctx.get(o.key, None) in (None, ""):
             continue  # `=null` says "not set"; an empty value is VL112's
+        if (
+            name.startswith("ppo_micro_batch_size")
+            and ctx.verl_has(STATIC_ACCUMULATION)
+            and not ctx.verl_has(LOSS_BY_SHARE)
+        ):
+            continue  # verl 0.1: the update still divides its loss by mini // micro, so the value is not dead
         if (
             section == "critic"
             and ctx.flag("trainer.use_v1") is True

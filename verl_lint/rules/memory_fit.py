@@ -32,11 +32,10 @@ from packaging.version import Version
 from ..evidence import Evidence
 from ..gpus import GIB
 from ..models import ModelFacts
-from ..registry import rule
+from ..registry import REGISTRY, rule
 from .model_sizes import CONTEXT_RAISE, M, ROLLOUT_FILES, _path, known
 from .sizes import A, R, anchor_key, report_unless_default
 
-QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 7.6B parameters: 14.2 GiB of bf16 weights; 56 KiB of KV per token
 VLLM_SHARE = Evidence(ROLLOUT_FILES, r"gpu_memory_utilization")  # verl hands the share to the engine
 # verl up to 0.5 ships its own vLLM workers, used with vLLM <= 0.6.3, that size the KV cache as the
 # share of the memory left free after loading, not of the whole GPU: the arithmetic here is not theirs.
@@ -49,6 +48,7 @@ H100 = {"gpu_gib": 80.0, "gpu_origin": "--gpu H100"}
 # window, Qwen3-Next...) need less, which vLLM's hybrid KV cache manager counts: not judged.
 FULL_ATTENTION = (
     "qwen2",
+    "qwen2_5_vl",
     "qwen2_moe",
     "qwen3",
     "qwen3_moe",
@@ -294,8 +294,9 @@ def rollout_weights(ctx) -> Iterator:
     `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py`, 0.9.1 `vllm_async_server.py`);
     the check is vLLM's (`vllm/v1/core/kv_cache_utils.py`, `check_enough_kv_cache_memory`).
     Not judged where verl's own vLLM workers may run (`verl/third_party/vllm/*/worker.py`,
-    shipped up to 0.5, used with vLLM <= 0.6.3: the share is of the memory left free). Not judged: quantized weights, an fp8 KV cache, `cpu_offload_gb`, MoE experts spread by
-    expert or data parallelism, SGLang.
+    shipped up to 0.5, used with vLLM <= 0.6.3: the share is of the memory left free). Not
+    judged: quantized weights, an fp8 KV cache, `cpu_offload_gb`, MoE experts spread by expert or
+    data parallelism, SGLang.
     """
     facts, gpu = known(ctx), gpu_of(ctx)
     if facts is None or gpu is None or not _plain_vllm(ctx, facts):
@@ -308,7 +309,8 @@ def rollout_weights(ctx) -> Iterator:
         ctx,
         "VL325",
         f"the rollout's bf16 weights of {facts.name} ({fit.weights / GIB:.1f} GiB per TP rank, TP {fit.tp}) exceed "
-        f"gpu_memory_utilization {fit.util:g} x {gpu:g} GiB = {fit.share / GIB:.1f} GiB; vLLM finds no memory for the KV cache and refuses to start "
+        f"gpu_memory_utilization {fit.util:g} x {gpu:g} GiB = {fit.share / GIB:.1f} GiB; vLLM finds no memory for the "
+        "KV cache and refuses to start "
         f"(assumes {ctx.gpu_origin}; activations not counted)",
         inputs,
         anchor_key(ctx, *inputs),
@@ -363,8 +365,10 @@ def kv_room(ctx) -> Iterator:
     yield report_unless_default(
         ctx,
         "VL326",
-        f"one sequence of max_model_len {fit.length} ({fit.length_from}) needs {fit.length * fit.per_token / GIB:.1f} GiB of KV cache "
-        f"but at most {fit.room / GIB:.1f} GiB is left of gpu_memory_utilization {fit.util:g} x {gpu:g} GiB after {fit.weights / GIB:.1f} GiB of weights "
+        f"one sequence of max_model_len {fit.length} ({fit.length_from}) needs {fit.length * fit.per_token / GIB:.1f} "
+        "GiB of KV cache "
+        f"but at most {fit.room / GIB:.1f} GiB is left of gpu_memory_utilization {fit.util:g} x {gpu:g} GiB after "
+        f"{fit.weights / GIB:.1f} GiB of weights "
         f"(TP {fit.tp}); vLLM refuses to start (assumes {ctx.gpu_origin}; bf16 KV cache, activations not counted)",
         inputs,
         anchor_key(ctx, *inputs),
@@ -409,7 +413,8 @@ def training_memory(ctx) -> Iterator:
     if _on(ctx, f"{A}.fsdp_config.offload_policy") or (
         ctx.has("trainer.val_only") and ctx.flag("trainer.val_only") is not False
     ):
-        return  # FSDP2's CPUOffloadPolicy steps the optimizer on the CPU; a validation-only run (or one unknown) never updates
+        # FSDP2's CPUOffloadPolicy steps the optimizer on the CPU; a validation-only run (or one unknown) never updates
+        return
     rows, _ = training_state(ctx, facts, gpus)
     total = sum(b for _, b, _ in rows)
     if total <= gpu * GIB:
@@ -420,8 +425,10 @@ def training_memory(ctx) -> Iterator:
     yield report_unless_default(
         ctx,
         "VL327",
-        f"the training state alone takes at least {total / GIB:.1f} GiB per GPU ({parts}), more than the {gpu:g} GiB GPU "
-        f"({ctx.gpu_origin}): out of memory at the first update (lower bound: activations and allocator slack come on top)",
+        f"the training state alone takes at least {total / GIB:.1f} GiB per GPU ({parts}), more than the {gpu:g} GiB "
+        "GPU "
+        f"({ctx.gpu_origin}): out of memory at the first update (lower bound: activations and allocator slack come on "
+        "top)",
         inputs,
         anchor_key(ctx, *inputs),
         "shard over more GPUs, offload the reference policy or critic, use LoRA or Megatron",
@@ -439,7 +446,8 @@ def no_gpu(ctx) -> Iterator:
 
     ## What it does
     Says, once per run, that a launch's model is known but the GPU's memory is not, and names
-    the checks that therefore did not run.
+    the checks that therefore did not run (those that apply to the launch's verl tree and app;
+    none: no note).
 
     ## Why is this bad?
     Nothing is wrong; a clean report is then not read as "the model fits the GPUs".
@@ -448,10 +456,13 @@ def no_gpu(ctx) -> Iterator:
     `--gpu NAME` (H100, A100-80GB, H20, 910B...) or `--gpu-memory GIB`, or `gpu = "H100"` in
     `[tool.verl-lint]`.
     """
-    if gpu_of(ctx) is None and known(ctx) is not None:
+    if gpu_of(ctx) is not None or known(ctx) is None:
+        return
+    skipped = [r.code for r in REGISTRY if r.code in MEMORY_RULES and r.runs_on(ctx)]
+    if skipped:  # none of them applies to this tree or app: nothing went unchecked
         d = ctx.diag(
             "VL330",
-            f"the memory checks ({', '.join(MEMORY_RULES)}) did not run: the GPU's memory is not known",
+            f"the memory checks ({', '.join(skipped)}) did not run: the GPU's memory is not known",
             key=f"{M}.path",
             help="give --gpu NAME or --gpu-memory GIB, or set gpu in [tool.verl-lint]",
         )

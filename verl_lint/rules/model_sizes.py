@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from weakref import WeakKeyDictionary
 
+from packaging.version import Version
+
 from ..evidence import Evidence
 from ..model import Severity
 from ..models import ModelFacts, ModelProblem, resolve
@@ -21,15 +23,21 @@ from ..registry import REGISTRY, rule
 from .sizes import A, R, ULYSSES as SP, anchor_key, report_unless_default, ulysses_size
 
 M = "actor_rollout_ref.model"
-QWEN7 = f"{M}.path=Qwen/Qwen2.5-7B-Instruct"  # 28 heads, 4 KV heads, 28 layers, 32768 positions
 ROLLOUT_FILES = ("verl/workers/rollout/*/*.py", "verl/workers/rollout/*.py")
 MONKEY_PATCH = ("verl/models/transformers/monkey_patch.py",)
-# The model's context checked where the rollout is built: verl <= 0.6 asserts, 0.7+ raises on an explicit larger max_model_len.
+# The model's context checked where the rollout is built: verl <= 0.6 asserts, 0.7+ raises on an explicit larger
+# max_model_len.
 CONTEXT_ASSERT = Evidence(ROLLOUT_FILES, r"model context length should be greater than total sequence length")
 CONTEXT_RAISE = Evidence(
     ROLLOUT_FILES, r"max_model_len \(\{self\.config\.max_model_len\}\) should be less than or equal to"
 )
 MEGATRON = Evidence(("verl/workers/megatron_workers.py",), r"tensor_model_parallel_size")
+# verl hands the launch's Megatron parallel sizes to Megatron-Core's TransformerConfig: its own
+# converter (0.4+) or, on the engine workers (0.8+), the bridge's provider.
+MCORE_CONFIG = Evidence(
+    ("verl/models/mcore/config_converter.py", "verl/workers/engine/megatron/transformer_impl.py"),
+    r"\"pipeline_model_parallel_size\": (mpu\.get_pipeline_model_parallel_world_size\(\)|self\.engine_config)",
+)
 # Fields of the model's config a launch may override (`model.override_config`) that the checks read.
 _STRUCTURE = (
     "num_attention_heads",
@@ -171,7 +179,8 @@ def rollout_tp_heads(ctx) -> Iterator:
         yield report_unless_default(
             ctx,
             "VL320",
-            f"rollout tensor_model_parallel_size={tp} does not divide {problem} of {facts.name}; {ctx.text(f'{R}.name')} refuses to start",
+            f"rollout tensor_model_parallel_size={tp} does not divide {problem} of {facts.name}; "
+            f"{ctx.text(f'{R}.name')} refuses to start",
             inputs,
             anchor_key(ctx, *inputs),
             f"use a rollout TP among {', '.join(map(str, [n for n in fits if n <= max(tp, 8)]))}",
@@ -235,7 +244,8 @@ def ulysses_heads(ctx) -> Iterator:
         yield report_unless_default(
             ctx,
             "VL321",
-            f"{role} {sp_key.removeprefix(section + '.')}={sp} does not divide the {problem} of {facts.name}; verl asserts when the model is built",
+            f"{role} {sp_key.removeprefix(section + '.')}={sp} does not divide the {problem} of {facts.name}; verl "
+            "asserts when the model is built",
             inputs,
             anchor_key(ctx, *inputs),
             f"use an SP that divides {facts.heads} (and {facts.kv_heads} KV heads)",
@@ -323,6 +333,9 @@ def context_length(ctx) -> Iterator:
         )
 
 
+# Megatron-Core accepts a TP that is a multiple of the query groups (replicating them) from 0.16
+# (`transformer_config.py`: "must be a multiple or divisor of"); up to 0.15 TP must divide them.
+MCORE_REPLICATES_KV = Version("0.16.0rc0")
 MEGATRON_TP = {
     "actor": f"{A}.megatron.tensor_model_parallel_size",
     "ref": "actor_rollout_ref.ref.megatron.tensor_model_parallel_size",
@@ -334,7 +347,7 @@ MEGATRON_TP = {
     "megatron-tp-does-not-divide-heads",
     "error",
     size_check=True,
-    evidence=[MEGATRON],
+    evidence=[MEGATRON, MCORE_CONFIG],
 )
 def megatron_tp_heads(ctx) -> Iterator:
     """Megatron's tensor-parallel size does not divide the model's attention heads or query groups.
@@ -347,7 +360,9 @@ def megatron_tp_heads(ctx) -> Iterator:
     ## Why is this bad?
     Megatron-Core's `TransformerConfig` raises "num_attention_heads (H) must be a multiple of
     tensor_model_parallel_size (T)" and the same of `num_query_groups`, when verl builds the
-    model in the workers.
+    model in the workers. From Megatron-Core 0.16 a TP that is a multiple of the query groups is
+    accepted (they are replicated): where the installed megatron-core is 0.16 or later that case
+    is not reported, and where its version is not known it is a warning.
 
     ## Use instead
     A TP that divides both (4 KV heads: TP 1, 2 or 4).
@@ -360,26 +375,43 @@ def megatron_tp_heads(ctx) -> Iterator:
     facts = known(ctx)
     if facts is None or ctx.text(f"{A}.strategy") != "megatron":
         return
+    mcore = ctx.versions.get("megatron_core")
     for role, key in MEGATRON_TP.items():
         tp = ctx.int(key)
         if tp is None or tp <= 1 or (role == "ref" and not ctx.set_by_override(key)):
             continue
-        bad = [
-            f"{n} {what}"
-            for n, what in ((facts.heads, "attention heads"), (facts.kv_heads, "query groups (KV heads)"))
-            if n % tp
-        ]
+        bad = [f"{facts.heads} attention heads"] if facts.heads % tp else []
+        severity, replicated = None, facts.kv_heads % tp and tp % facts.kv_heads == 0
+        if facts.kv_heads % tp:
+            if replicated and mcore is not None and mcore >= MCORE_REPLICATES_KV:
+                pass  # 0.16+ replicates query groups over a TP that is a multiple of them
+            elif replicated and mcore is None and not bad:
+                bad.append(f"{facts.kv_heads} query groups (KV heads)")
+                severity = (
+                    Severity.WARNING
+                )  # refused up to Megatron-Core 0.15, accepted from 0.16: which one is unknown
+            else:
+                bad.append(f"{facts.kv_heads} query groups (KV heads)")
         if bad:
             fits = [n for n in range(1, facts.kv_heads + 1) if facts.heads % n == 0 and facts.kv_heads % n == 0]
             inputs = [key, f"{M}.path"]
+            which = (
+                f"Megatron-Core {mcore} raises when the model is built"
+                if mcore is not None
+                else "Megatron-Core up to 0.15 raises when the model is built (0.16+ replicates the query groups; "
+                "its version is not known here)"
+                if severity
+                else "Megatron-Core raises when the model is built"
+            )
             yield report_unless_default(
                 ctx,
                 "VL323",
-                f"{role} megatron.tensor_model_parallel_size={tp} does not divide the {' and '.join(bad)} of {facts.name}; "
-                "Megatron-Core raises when the model is built",
+                f"{role} megatron.tensor_model_parallel_size={tp} does not divide the {' and '.join(bad)} of "
+                f"{facts.name}; {which}",
                 inputs,
                 anchor_key(ctx, *inputs),
                 f"use a TP among {', '.join(map(str, fits))}",
+                severity=severity,
             )
 
 
@@ -424,14 +456,15 @@ def expert_parallel_dense(ctx) -> Iterator:
         ):
             yield ctx.diag(
                 "VL324",
-                f"{key.rsplit('.', 1)[-1]}={ep} but {facts.name} is a dense model (no experts): expert parallelism has no effect",
+                f"{key.rsplit('.', 1)[-1]}={ep} but {facts.name} is a dense model (no experts): expert parallelism "
+                "has no effect",
                 key=key,
                 help=f"set {key}=1",
                 related=[f"{M}.path"],
             )
 
 
-MODEL_RULES = ("VL320", "VL321", "VL322", "VL323", "VL324")
+MODEL_RULES = ("VL320", "VL321", "VL322", "VL323", "VL324", "VL334", "VL335")
 
 
 @rule(
@@ -493,10 +526,13 @@ def unknown_model(ctx) -> Iterator:
         path = _path(ctx, prefix)
         if path and _resolved(ctx, prefix)[0] is None:
             skipped = [r.code for r in REGISTRY if r.code in MODEL_RULES and r.runs_on(ctx)]
+            if not skipped:
+                continue  # none applies to this tree or app (verl 0.1): nothing went unchecked
             # One line per run, whatever the models: the message names no model, the help the first one met.
             d = ctx.diag(
                 "VL329",
-                f"the checks against the model ({', '.join(skipped)}) did not run: a launch's model is not a local directory, "
+                f"the checks against the model ({', '.join(skipped)}) did not run: a launch's model is not a local "
+                "directory, "
                 "not in the Hugging Face cache and not in verl-lint's table",
                 key=f"{prefix}.path",
                 help=f"lint where the directory or Hugging Face cache of {path} is",

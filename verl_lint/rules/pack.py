@@ -24,6 +24,7 @@ from . import (  # noqa: F401 - each registers its rules
     env,
     guarded,
     hydra_keys,
+    megatron_model,
     memory_fit,
     micro_batches,
     model_sizes,

@@ -1,0 +1,1 @@
+python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer actor_rollout_ref.rollout.name=vllm actor_rollout_ref.model.path=deepseek-ai/DeepSeek-V2-Lite algorithm.adv_estimator=grpo actor_rollout_ref.actor.megatron.expert_model_parallel_size=4

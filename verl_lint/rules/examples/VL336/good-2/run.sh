@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m verl.trainer.main_generation trainer.nnodes=4
