@@ -28,10 +28,10 @@ from collections.abc import Iterator
 
 from ..evidence import Evidence
 from ..models import ModelFacts
-from ..registry import main_ppo, rule
+from ..registry import rule
 from .model_sizes import MCORE_CONFIG, M, known
 from .roles import uses_critic
-from .sizes import A, R, anchor_key
+from .sizes import A, anchor_key
 
 # verl hands the launch's expert-parallel size to Megatron-Core's TransformerConfig (0.4+).
 EXPERTS_TO_MCORE = Evidence(
