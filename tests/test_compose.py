@@ -177,3 +177,22 @@ print(before, "hydra" in sys.modules, comp.config.trainer.nnodes)
 """
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "True", "2"], out.stderr
+
+
+def test_hydras_plugin_scan_can_import_the_standard_library(tmp_path):
+    """The plugin scan runs with only installed packages on `sys.path` (a scanned repository's
+    `hydra_plugins/` must not run), the standard library included: a process that has not loaded
+    `zipfile` yet (the `pkg://` config source imports it) still composes with verl's package
+    search path. It once did only because some earlier import had loaded it."""
+    probe = """
+import sys, warnings
+warnings.simplefilter("error")  # Hydra warns, and skips the plugin, when one fails to import
+assert "zipfile" not in sys.modules
+from verl_lint.config import hydra_api
+from hydra.core.plugins import Plugins
+from hydra.plugins.config_source import ConfigSource
+print(sorted(p.__name__ for p in Plugins.instance().discover(ConfigSource)))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "ImportlibResourcesConfigSource" in out.stdout, out.stdout

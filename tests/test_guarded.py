@@ -179,3 +179,28 @@ def test_a_read_other_sections_fit_too_says_so(lint):
     assert "(in code that may be given another section with the same keys)" in d.message
     assert "`critic.model.mtp.enable_rollout=False` (the default)" in d.message
     assert d.help.startswith("remove the override: nothing else reads it")
+
+
+def test_the_files_that_mention_a_name_come_from_the_word_index_as_from_a_scan(tmp_path, verl_trees):
+    """A name's files are looked up in an index of every word of the tree (built once, kept on
+    disk) instead of scanning every file per name: the same files as the scan, for names in words
+    glued to digits or dots, a prefix or suffix of longer names, and a name no file has."""
+    import re
+
+    (tmp_path / "tree" / "verl" / "trainer").mkdir(parents=True)
+    files = {
+        "a.py": "x = cfg.kl_coef\ny = cfg['use_kl_loss']\n",
+        "b.py": "z = 1  # 2kl_coef, kl_coef2, my_kl_coef\n",  # none of them is the word
+        "c.py": "w = config.actor.kl_coef.real\n",
+    }
+    for name, text in files.items():
+        (tmp_path / "tree" / "verl" / "trainer" / name).write_text(text)
+    small = Sources(tmp_path / "tree")
+    assert [f.name for f in small.mentioning("kl_coef")] == ["a.py", "c.py"]
+    assert [f.name for f in small.mentioning("use_kl_loss")] == ["a.py"]
+    assert small.mentioning("kl") == [] and small.mentioning("real") == [small.files[2]]
+
+    src = Sources(verl_trees["0.9.1"].root)
+    for name in ("kl_coef", "use_kl_loss", "micro_batch_size", "tensor_model_parallel_size", "total_epochs", "n", "lr"):
+        word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+        assert src.mentioning(name) == [f for f in src.files if word.search(f.read_text(errors="replace"))], name

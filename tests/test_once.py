@@ -86,3 +86,36 @@ def test_a_batch_leaves_the_collector_as_it_found_it(tmp_path, verl_trees):
     [report] = lint_paths([tmp_path / "run.sh"], Options(verl_tree=verl_trees[NEWEST]), use_cache=False, jobs=1)
     assert report.launches == 2
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_each_launchs_config_is_freed_when_the_launch_ends_and_never_walked_while_it_runs(tmp_path, verl_trees):
+    """A launch runs with the collector paused and its young objects are collected when it ends
+    (pipeline._collected_after): its composed config, cycles and all, is gone after the run
+    without a collection of the caller's, and no collection walked it while it was alive (the
+    only collections during the run are the one per launch, of the youngest generation)."""
+    import gc
+
+    from omegaconf import DictConfig
+
+    from verl_lint.model import Options
+    from verl_lint.runner import lint_paths
+
+    (tmp_path / "run.sh").write_text(script(3))
+    options = Options(verl_tree=verl_trees[NEWEST])
+    lint_paths([tmp_path / "run.sh"], options, use_cache=False, jobs=1)  # the first run builds what is kept
+    gc.collect()
+    configs = sum(isinstance(o, DictConfig) for o in gc.get_objects())
+    seen = []
+
+    def count(phase, info):
+        if phase == "start":
+            seen.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        [report] = lint_paths([tmp_path / "run.sh"], options, use_cache=False, jobs=1)
+    finally:
+        gc.callbacks.remove(count)
+    assert report.launches == 3 and gc.isenabled()
+    assert sum(isinstance(o, DictConfig) for o in gc.get_objects()) == configs
+    assert seen.count(0) >= 3 and set(seen) <= {0}, seen

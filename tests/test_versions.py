@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from verl_lint.engines import versions as V
 from conftest import json_findings
@@ -204,3 +205,21 @@ def test_verl_default_engine_kwarg_is_one_info_per_run(tmp_path):
     assert got[1]["line"] == 2 and got[1]["column"] > 40  # at the user's override
     # the declared range of verl 0.5.0 (vllm>=0.7.3,<=0.8.5) has the argument: nothing at all
     assert findings(".", "--verl", "0.5.0", "--select", "VL7", cwd=tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    "text", ["==0.8.5", ">=0.8.5,<=0.12.0", "==0.8.*", "===0.8.5", "<=0.6.3", "==0.8.5,!=0.8.4", ""]
+)
+def test_a_range_kept_as_text_judges_as_its_specifier_set(text):
+    """What a verl tree declares is kept on disk as the text packaging writes (`str(SpecifierSet)`)
+    and parsed on first use: a job start reads it back without packaging.specifiers. Judged as
+    text or as a SpecifierSet, the evidence admits the same versions and has the same pin."""
+    spec = SpecifierSet(text)
+    as_set, as_text = V.Evidence("vllm", groups=((spec,),)), V.Evidence("vllm", groups=((str(spec),),))
+    assert as_text.pinned == as_set.pinned
+    for v in ("0.6.3", "0.8.4", "0.8.5", "0.8.6", "0.12.0", "0.13.0", "0.8.5rc1"):
+        assert as_text.admits(Version(v)) == as_set.admits(Version(v)), (text, v)
+        assert as_text.admits_release(Version(v)) == as_set.admits_release(Version(v)), (text, v)
+    assert V.probes(as_text) == V.probes(as_set)
+    two = V.Evidence("vllm", groups=((str(spec),), (str(SpecifierSet("<=0.9.0")),)))
+    assert two.pinned == V.Evidence("vllm", groups=((spec,), (SpecifierSet("<=0.9.0"),))).pinned

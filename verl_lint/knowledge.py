@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Any, NamedTuple
 
 import yaml
@@ -104,6 +103,8 @@ def _table(name: str) -> Table:
 
 
 def _text_of(name: str) -> str:
+    from importlib import resources  # why: ~2 ms (zipfile); a Hydra job start reads the tables from the cache
+
     res = resources.files("verl_lint_knowledge").joinpath(name)
     try:
         return res.read_text(encoding="utf-8")
@@ -115,10 +116,12 @@ def _text_of(name: str) -> str:
 
 @lru_cache(maxsize=None)
 def _parsed(name: str) -> Table:
-    text = _text_of(name)
-    # Parsing is most of the rule pack's load time (~15 ms for the rule tables, ~70 ms for the engine snapshots, even with libyaml), which the Hydra callback pays at every job start.
+    # Parsing is most of the rule pack's load time (~15 ms for the rule tables, ~70 ms for the engine
+    # snapshots, even with libyaml), which the Hydra callback pays at every job start. The entry is
+    # keyed, like every cache entry, on the size and mtime of every table (cache.code_digest): the
+    # text is read only to parse it.
     return memo(
-        "tables", f"{yaml.__version__}\0{_LOADER.__name__}\0{name}\0{text}", lambda: check_table(name, text), Table
+        "tables", f"{yaml.__version__}\0{_LOADER.__name__}\0{name}", lambda: check_table(name, _text_of(name)), Table
     )
 
 

@@ -35,8 +35,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..cache import remembered
-from ..launch.locate import tree_stamp
-from .deprecations import Deprecation, config_path, in_post_init, statements
+from .deprecations import Deprecation, config_path, in_post_init, statements, tree_facts
 
 
 class Choice(NamedTuple):
@@ -82,16 +81,10 @@ _CONVERT = re.compile(r"omega_conf_to_dataclass\(\s*([A-Za-z_][\w.]*)")
 
 
 @lru_cache(maxsize=32)
-def _facts(root: str) -> str:
-    """The cache entry of what is read here from the tree at `root` (one per tree and stamp)."""
-    return f"config classes\0{root}\0{tree_stamp(Path(root))}"
-
-
-@lru_cache(maxsize=32)
 def converted_sections(root: str) -> frozenset[str]:
     """Names of the config sections the tree's code converts into dataclasses (see
     `_converted_sections`), read once per tree and kept on disk."""
-    return remembered("facts", _facts(root), "converted sections", lambda: _converted_sections(root))
+    return remembered("facts", tree_facts(root), "converted sections", lambda: _converted_sections(root))
 
 
 def _converted_sections(root: str) -> frozenset[str]:
@@ -176,7 +169,7 @@ def _merged(classes: dict, name: str, seen: set) -> ConfigClass | None:
 def _classes(root: str, directory: str) -> dict:
     """The classes of `directory` and of the config packages (`_read_classes`), read once per
     tree and kept on disk."""
-    return remembered("facts", _facts(root), ("classes", directory), lambda: _read_classes(root, directory))
+    return remembered("facts", tree_facts(root), ("classes", directory), lambda: _read_classes(root, directory))
 
 
 def _read_classes(root: str, directory: str) -> dict:

@@ -19,6 +19,7 @@ from ..launch.locate import HydraApp
 from ..model import Diagnostic, EnvVar, Fix, Launch, Related, Severity, Span, Unknown
 from ..registry import REGISTRY, Subject
 from .compose import AppliedOverride, Composition
+from .keys import all_keys
 
 MISSING = Unknown("the key is not in the config")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name an interpolation may read (as `config.guards.WORD`)
@@ -60,6 +61,14 @@ class Context:
         )
         self.gpu_origin = ""  # where it comes from, as the findings say it ("--gpu H100")
         self.models_online = False  # --models online: a hub model's config.json may be downloaded
+        self._keys: list[str] | None = None
+
+    def keys(self) -> list[str]:
+        """Every dotted key of the composed config (`keys.all_keys`), listed once per launch:
+        several rules ask. Do not mutate the result."""
+        if self._keys is None:
+            self._keys = all_keys(self.cfg)
+        return self._keys
 
     @property
     def verl_version(self) -> Version | None:

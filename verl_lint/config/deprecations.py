@@ -32,6 +32,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from ..cache import remembered
+from ..launch.locate import tree_stamp
+
 # Calls that print a warning: warnings.warn, logger.warning/warn/info, print.
 _WARN_CALLS = {"warn", "warning", "info", "print"}
 
@@ -195,11 +198,24 @@ _KEY_LINE = re.compile(r"^( *)([A-Za-z_][\w]*):(.*)$")
 
 
 @lru_cache(maxsize=32)
+def tree_facts(root: str) -> str:
+    """The cache entry (`cache.remembered`, folder `facts/`) of what is read from the verl tree at
+    `root`: one per tree and stamp, shared by the config classes and the config comments."""
+    return f"config classes\0{root}\0{tree_stamp(Path(root))}"
+
+
+@lru_cache(maxsize=32)
 def in_config_comments(root: str) -> tuple[Deprecation, ...]:
     """The keys verl's own config files declare deprecated in a comment, in the tree at `root`.
     `key` is the key's path inside its file (`log_prob_micro_batch_size` in rollout/rollout.yaml,
     `actor_rollout_ref.rollout.log_prob_micro_batch_size` in 0.4's ppo_trainer.yaml); `where`
-    is the file and line of the comment; generated files (`_generated_*.yaml`) are skipped."""
+    is the file and line of the comment; generated files (`_generated_*.yaml`) are skipped.
+    Read once per tree and kept on disk (a Hydra job start reads one file instead of verl's
+    configs)."""
+    return remembered("facts", tree_facts(root), "config comments", lambda: _in_config_comments(root))
+
+
+def _in_config_comments(root: str) -> tuple[Deprecation, ...]:
     base = os.path.join(root, "verl", "trainer", "config")
     out = []
     for top, dnames, fnames in os.walk(base):

@@ -278,6 +278,34 @@ class Sources:
         self._texts: dict[Path, str] = {}
         self._trees: dict[Path, ast.Module | None] = {}
         self._uses: dict[str, Uses | None] = {}
+        self._words: dict[str, tuple[int, ...]] | None = None
+
+    def _ident(self, what: str) -> str:
+        """The cache entry of `what` about these sources (and verl-lint's code: cache.entry)."""
+        if self._stamp is None:  # (an installed wheel is stamped by its RECORD, a checkout by its files)
+            self._stamp = files_digest(self.root, self.files) if self.extra else tree_stamp(self.root)
+        return "\0".join([str(self.root), *map(str, self.extra), self._stamp, what])
+
+    def mentioning(self, name: str) -> list[Path]:
+        """The files whose text has `name` as a word (not inside a longer one), from an index of
+        every word of every file: built once per tree (~0.5 s) and kept on disk (`cache.memo`,
+        folder `guards/`), where a scan of every file per name took ~10 ms."""
+        if not name.isascii():  # the index splits words at ASCII letters, digits and `_` only
+            word = _word(name)
+            return [f for f in self.files if name in self._text(f) and word.search(self._text(f))]
+        if self._words is None:
+            # (`word index` is no key's name: names are identifiers)
+            self._words = memo("guards", self._ident("word index"), self._index_words, dict)
+        return [self.files[i] for i in self._words.get(name, ())]
+
+    def _index_words(self) -> dict[str, tuple[int, ...]]:
+        """word -> the positions in `files` of the files that have it: a run of ASCII letters,
+        digits and `_` with none of them on either side, as `_word` matches a name."""
+        out: dict[str, list[int]] = {}
+        for i, f in enumerate(self.files):
+            for w in set(_RUN.findall(self._text(f))):
+                out.setdefault(w, []).append(i)
+        return {w: tuple(ix) for w, ix in out.items()}
 
     def _text(self, f: Path) -> str:
         t = self._texts.get(f)
@@ -308,19 +336,13 @@ class Sources:
         Kept on disk per tree and name (`cache.memo`, folder `guards/`): the first run over a
         tree parses the files (~2 s for the keys of a large script set), later runs read the answers."""
         if name not in self._uses:
-            if self._stamp is None:  # (an installed wheel is stamped by its RECORD, a checkout by its files)
-                self._stamp = files_digest(self.root, self.files) if self.extra else tree_stamp(self.root)
-            ident = "\0".join(
-                [str(self.root), *map(str, self.extra), self._stamp, name]
-            )  # (and verl-lint's code: cache.entry)
             self._uses[name] = memo(
-                "guards", ident, lambda: self._collect(name), lambda v: v is None or isinstance(v, Uses)
+                "guards", self._ident(name), lambda: self._collect(name), lambda v: v is None or isinstance(v, Uses)
             )
         return self._uses[name]
 
     def _collect(self, name: str) -> Uses | None:
-        word = _word(name)
-        files = [f for f in self.files if name in self._text(f) and word.search(self._text(f))]
+        files = self.mentioning(name)
         if len(files) > MANY:
             return None
         reads: list[Read] = []
@@ -334,6 +356,9 @@ class Sources:
             reads += found.reads
             writes += found.writes
         return Uses(tuple(reads), tuple(writes))
+
+
+_RUN = re.compile(r"[A-Za-z0-9_]+")
 
 
 @lru_cache(maxsize=1024)

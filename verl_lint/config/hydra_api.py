@@ -55,6 +55,10 @@ def _discover_installed_plugins() -> None:
         return
     installed = {os.path.realpath(p) for p in (*site.getsitepackages(), site.getusersitepackages())}
     installed.add(os.path.realpath(os.path.dirname(os.path.dirname(hydra.__file__))))
+    # The standard library stays: a plugin's own imports (zipfile for the pkg:// config source)
+    # may not be loaded yet.
+    stdlib = os.path.realpath(os.path.dirname(os.__file__))
+    installed.update({stdlib, os.path.join(stdlib, "lib-dynload")})
     saved = sys.path[:]
     sys.path[:] = [p for p in saved if p and os.path.realpath(p) in installed]
     try:

@@ -37,8 +37,37 @@ from ..model import Severity
 from ..registry import REGISTRY
 
 # packaging.specifiers / .requirements are imported where used: the Hydra callback only needs
-# EngineReleases and notes (specifier sets are typed `Spec` here).
+# EngineReleases and notes. A specifier set (`Spec`) is a packaging SpecifierSet, or its text as
+# packaging writes it (`str(SpecifierSet)`), parsed on first use (`_parsed`): what the verl tree
+# declares is kept on disk as text, so a job start reads it back without packaging.specifiers
+# (~5 ms) unless a rule judges a range.
 Spec = object
+_SPECS: dict[str, object] = {}
+
+
+def _parsed(spec: Spec):
+    """`spec` as a packaging SpecifierSet."""
+    if not isinstance(spec, str):
+        return spec
+    hit = _SPECS.get(spec)
+    if hit is None:
+        from packaging.specifiers import SpecifierSet  # why: ~5 ms, only when a declared range is judged
+
+        hit = _SPECS[spec] = SpecifierSet(spec)
+    return hit
+
+
+def _pins(spec: Spec) -> list[str]:
+    """The versions of the `==` specifiers of `spec` (no wildcard), in its order."""
+    if isinstance(spec, str):  # as packaging writes it: `==0.8.5`, `>=0.8.5,<=0.12.0`
+        return [p[2:] for p in spec.split(",") if p.startswith("==") and not p.startswith("===") and "*" not in p]
+    return [sp.version for sp in spec if sp.operator == "==" and "*" not in sp.version]
+
+
+def _size(spec: Spec) -> int:
+    """How many specifiers `spec` has."""
+    return (len(spec.split(",")) if spec else 0) if isinstance(spec, str) else len(spec)
+
 
 # key (as in Context.versions) -> (distribution, how messages name it, flag)
 ENGINES: dict[str, tuple[str, str, str]] = {
@@ -83,14 +112,15 @@ class EngineReleases(NamedTuple):
     def admits(self, v: Version) -> bool:
         if self.exact is not None:
             return v == self.exact
-        return all(any(s.contains(v, prereleases=True) for s in g) for g in self.groups)
+        return all(any(_parsed(s).contains(v, prereleases=True) for s in g) for g in self.groups)
 
     def admits_release(self, v: Version) -> bool:
         """Like `admits`, a post release counting as its release: the 0.8.5.post1 snapshot stands
         for `vllm<=0.8.5`, the 0.5.12.post1 one for `sglang==0.5.12`."""
         base = Version(v.base_version)
         return all(
-            any(s.contains(v, prereleases=True) or s.contains(base, prereleases=True) for s in g) for g in self.groups
+            any(_parsed(s).contains(v, prereleases=True) or _parsed(s).contains(base, prereleases=True) for s in g)
+            for g in self.groups
         )
 
     @property
@@ -98,9 +128,12 @@ class EngineReleases(NamedTuple):
         """The one version the evidence allows (a flag, the installed one, or a declared `==X` pin)."""
         if self.exact is not None:
             return self.exact
-        pins = {sp.version for g in self.groups for s in g for sp in s if sp.operator == "==" and "*" not in sp.version}
-        if len(pins) == 1 and all(len(g) == 1 and len(g[0]) == 1 for g in self.groups):
-            v = _version(pins.pop())
+        pins = {p for g in self.groups for s in g for p in _pins(s)}
+        if len(pins) == 1 and all(len(g) == 1 and _size(g[0]) == 1 for g in self.groups):
+            pin = pins.pop()
+            v = _version(pin)
+            if v is not None and all(_pins(g[0]) == [pin] for g in self.groups):
+                return v  # every source says `==pin`: it admits the pin
             return v if v is not None and self.admits(v) else None
         return None
 
@@ -228,7 +261,7 @@ def probes(ev: EngineReleases) -> list[Version]:
     out = {Version("0"), Version("9999")}
     for g in ev.groups:
         for s in g:
-            for spec in s:
+            for spec in _parsed(s):
                 v = _version(spec.version.replace(".*", ""))
                 if v is None:
                     continue
@@ -301,7 +334,7 @@ def _declarations(root: str, stamp: tuple) -> dict[str, tuple[Declared, ...]]:
         if key is None or not m.group(2):
             return
         try:
-            out.setdefault(key, []).append(Declared(SpecifierSet(m.group(2)), rel))
+            out.setdefault(key, []).append(Declared(str(SpecifierSet(m.group(2))), rel))  # (see Spec)
         except InvalidSpecifier:
             return
 

@@ -18,14 +18,11 @@ import os
 import shutil
 import sys
 import tempfile
-import zipfile
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-
-from .. import download
 from ..cache import cache_dir, is_marked, make_dir, new_entry, why_unusable
 from ..environment import installed_version
 from ..evidence import wheel_record
@@ -124,6 +121,10 @@ def tree_at(root: Path, origin: str) -> VerlTree:
 def release_tree(version: str) -> VerlTree:
     """A verl release from the package index (`--verl VERSION`): downloaded once without
     dependencies (download.py: no pip, hash-checked) and unpacked into `<cache>/releases`."""
+    import zipfile  # why: only a --verl run unpacks a release; a Hydra job start never does
+
+    from .. import download  # why: the downloader, only for --verl (not imported at a Hydra job start)
+
     try:
         version = download.exact_version(version)  # before it becomes a path
     except download.DownloadError as ex:

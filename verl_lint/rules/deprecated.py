@@ -10,6 +10,7 @@ that one.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -44,11 +45,18 @@ def _declared_for(fact: Deprecation, key: str, configs: set[str]) -> bool:
     name), the file's own path; in a config
     group's file, the path inside it under a section of the group's name (`rollout/rollout.yaml`
     composed at `actor_rollout_ref.rollout`)."""
-    file = Path(fact.where.rpartition(":")[0])
-    if file.parent.name == "config":
-        return file.stem in configs and key == fact.key
+    stem, folder = _file_of(fact.where)
+    if folder == "config":
+        return stem in configs and key == fact.key
     section = key[: -len(fact.key) - 1] if key.endswith("." + fact.key) else None
-    return section is not None and section.rsplit(".", 1)[-1] == file.parent.name
+    return section is not None and section.rsplit(".", 1)[-1] == folder
+
+
+@lru_cache(maxsize=1024)
+def _file_of(where: str) -> tuple[str, str]:
+    """(the file's stem, its folder's name) of a `file:line` place."""
+    file = Path(where.rpartition(":")[0])
+    return file.stem, file.parent.name
 
 
 def _interpolated(ctx: Context, key: str) -> bool:

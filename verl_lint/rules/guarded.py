@@ -15,7 +15,6 @@ from omegaconf import DictConfig, OmegaConf
 from ..config import guards
 from ..config.context import Context
 from ..config.guards import Cond, Read
-from ..config.keys import all_keys
 from ..config.reader import app_sources
 from ..model import Unknown
 from ..registry import Subject, rule
@@ -114,7 +113,7 @@ class _Judge:
         """How many config nodes have the keys `tail` below them (`self.config.mtp.x` fits the
         actor's model and the critic's): more than one, and the code may be given another."""
         if self._keys is None:
-            self._keys = all_keys(self.ctx.cfg)
+            self._keys = self.ctx.keys()
         path = ".".join(tail)
         return sum(1 for k in self._keys if k == path or k.endswith("." + path))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, ListConfig
 
-from ..config.keys import all_keys, same_name_elsewhere
+from ..config.keys import same_name_elsewhere
 from ..config.context import Context
 from ..model import Unknown
 from ..registry import Subject, rule
@@ -101,10 +101,21 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
             if len(close) == 1
             else "did you mean one of " + ", ".join(f"`{w}`" for w in close) + "?"
         )
-    close = difflib.get_close_matches(name, sorted(n for n in index.names if "_" in n and len(n) > 3), n=1, cutoff=0.85)
+    close = difflib.get_close_matches(name, _typo_targets(index), n=1, cutoff=0.85)
     if close:
         return f"did you mean `{close[0]}`? (a name verl's code reads, in place of `{name}`)"
     return "remove it, or check the key's name and place against this verl's config"
+
+
+_TARGETS: list = [None, []]  # the index asked last, and its names a typo may be of
+
+
+def _typo_targets(index: ReaderIndex) -> list[str]:
+    """The names of `index` a typo may be of (compound names of four letters or more), sorted;
+    kept for the index asked last (one per verl tree and entry point)."""
+    if _TARGETS[0] is not index:
+        _TARGETS[:] = [index, sorted(n for n in index.names if "_" in n and len(n) > 3)]
+    return _TARGETS[1]
 
 
 def _close_keys(ctx: Context, key: str, index: ReaderIndex) -> list[str]:
@@ -117,7 +128,7 @@ def _close_keys(ctx: Context, key: str, index: ReaderIndex) -> list[str]:
         return []
     leaf = _leaf(key)
     parent = key.rpartition(".")[0]
-    keys = [k for k in all_keys(ctx.cfg) if k != key and not k.startswith("hydra.") and index.reads(_leaf(k))]
+    keys = [k for k in ctx.keys() if k != key and not k.startswith("hydra.") and index.reads(_leaf(k))]
     elsewhere = same_name_elsewhere(ctx.cfg, key, keys)
     if elsewhere is not None:
         return [elsewhere]
@@ -152,9 +163,7 @@ def _off_anyway(ctx: Context, key: str, name: str, index: ReaderIndex) -> bool:
 def _shipped_keys(ctx: Context, added: list[str]) -> list[str]:
     """The keys of the composed config that none of the `added` keys (`+key`, a project file's
     new key) made: neither one of those keys, nor under one, nor a node made to hold one."""
-    return [
-        k for k in all_keys(ctx.cfg) if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)
-    ]
+    return [k for k in ctx.keys() if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)]
 
 
 def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, str] | None:
