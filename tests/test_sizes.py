@@ -510,12 +510,13 @@ def test_size_rules_split_by_theme_and_all_registered():
         "broken_defaults.py",
         "worker_sizes.py",
         "memory_fit.py",
+        "megatron_model.py",
     )
     for name in names:
         assert len((rules / name).read_text().splitlines()) < 600, name
         assert local_imports(rules / name) == [], name
     where = {r.code: r.check.__module__.rsplit(".", 1)[1] for r in REGISTRY if r.code.startswith("VL3")}
-    assert sorted(where) == [f"VL3{i:02d}" for i in range(34)]
+    assert sorted(where) == [f"VL3{i:02d}" for i in range(37)]
     assert {c for c, m in where.items() if m == "model_sizes"} == {
         "VL320",
         "VL321",
@@ -526,7 +527,8 @@ def test_size_rules_split_by_theme_and_all_registered():
         "VL329",
     }
     assert {c for c, m in where.items() if m == "memory_fit"} == {"VL325", "VL326", "VL327", "VL330"}
-    assert where["VL316"] == "sft_sizes" and where["VL317"] == "broken_defaults"
+    assert where["VL316"] == "sft_sizes" and where["VL317"] == where["VL336"] == "broken_defaults"
+    assert {c for c, m in where.items() if m == "megatron_model"} == {"VL334", "VL335"}
     assert {c for c, m in where.items() if m == "micro_batches"} == {"VL303", "VL315", "VL332"}
     assert {c for c, m in where.items() if m == "parallel_sizes"} == {
         "VL306",

@@ -215,11 +215,11 @@ def test_a_range_kept_as_text_judges_as_its_specifier_set(text):
     and parsed on first use: a job start reads it back without packaging.specifiers. Judged as
     text or as a SpecifierSet, the evidence admits the same versions and has the same pin."""
     spec = SpecifierSet(text)
-    as_set, as_text = V.Evidence("vllm", groups=((spec,),)), V.Evidence("vllm", groups=((str(spec),),))
+    as_set, as_text = V.EngineReleases("vllm", groups=((spec,),)), V.EngineReleases("vllm", groups=((str(spec),),))
     assert as_text.pinned == as_set.pinned
     for v in ("0.6.3", "0.8.4", "0.8.5", "0.8.6", "0.12.0", "0.13.0", "0.8.5rc1"):
         assert as_text.admits(Version(v)) == as_set.admits(Version(v)), (text, v)
         assert as_text.admits_release(Version(v)) == as_set.admits_release(Version(v)), (text, v)
     assert V.probes(as_text) == V.probes(as_set)
-    two = V.Evidence("vllm", groups=((str(spec),), (str(SpecifierSet("<=0.9.0")),)))
-    assert two.pinned == V.Evidence("vllm", groups=((spec,), (SpecifierSet("<=0.9.0"),))).pinned
+    two = V.EngineReleases("vllm", groups=((str(spec),), (str(SpecifierSet("<=0.9.0")),)))
+    assert two.pinned == V.EngineReleases("vllm", groups=((spec,), (SpecifierSet("<=0.9.0"),))).pinned
