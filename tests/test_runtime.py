@@ -344,7 +344,7 @@ def test_allocator_facts_load_without_rule_code():
     importing them loads neither the registry nor any rule module (issue #19)."""
     prog = (
         "import sys\n"
-        "import verl_lint.allocator.settings, verl_lint.allocator.host, verl_lint.allocator.verl_code\n"
+        "import verl_lint.allocator.alloc_conf, verl_lint.allocator.host, verl_lint.allocator.verl_code\n"
         "print(sorted(m for m in sys.modules if m.startswith('verl_lint.rules') or m == 'verl_lint.registry'))\n"
     )
     proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)

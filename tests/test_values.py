@@ -222,7 +222,7 @@ def test_a_rollout_engine_the_tree_does_not_register(lint, version):
 
 def test_a_registry_other_code_extends_is_not_judged(verl_trees, tmp_path):
     """Code in verl/ that adds to the registry: the names are not all known, no verdict."""
-    from verl_lint.rules.values import rollout_names
+    from verl_lint.rules.rejected_values import rollout_names
 
     release = verl_trees[NEWEST].root
     plain, extended = tmp_path / "plain", tmp_path / "extended"

@@ -32,7 +32,7 @@ from ..cache import memo
 from ..environment import TRACKED, installed_version, package_dir
 from ..launch.locate import VerlTree, installed_tree
 from ..model import Diagnostic, Span
-from .settings import ALLOC_VARS
+from .alloc_conf import ALLOC_VARS
 from .verl_code import VerlAllocatorCode, analyze_verl
 
 RUNTIME_SPAN = Span("<runtime>", 1, 1, 1, 1)  # where every live finding is located

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from ..cache import memo
 from ..launch.locate import read_version, wheel_record
-from .settings import ALLOC_VARS
+from .alloc_conf import ALLOC_VARS
 
 
 class SetterPath(NamedTuple):

@@ -440,7 +440,7 @@ def key_facts(
 ) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
     """The index's facts about keys (`deprecated`, `choices`) without loading its names: kept on
     disk apart from the index, a few KB instead of its many names, which a Hydra job start
-    (`rules.tables`, `rules.values`) does not need."""
+    (`rules.tables`, `rules.rejected_values`) does not need."""
     asked = (tree_root, extra)
     hit = _FACTS.get(asked)
     if hit is None:

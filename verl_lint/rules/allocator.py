@@ -2,7 +2,7 @@
 engine's memory pool (vLLM sleep mode, SGLang's torch_memory_saver): the rules VL601-VL610.
 
 Logic as code over knowledge as data: the checks are in `rules.allocator_checks`, the settings
-grammar and which options each torch / torch-npu release accepts in `allocator.settings`
+grammar and which options each torch / torch-npu release accepts in `allocator.alloc_conf`
 (`rules/allocator_options.yaml`); what verl does with the allocator is read from the verl
 tree's source (`allocator.verl_code`). The same checks run on a script's env (exports, command
 prefixes, `ray_kwargs.ray_init.runtime_env.env_vars.*`) and, through `runtime_env_findings`,
@@ -10,7 +10,7 @@ on the live process env (`rules.allocator_live`).
 """
 
 from ..allocator.host import RUNTIME_SPAN, RuntimeReport
-from ..allocator.settings import ALLOC_VARS
+from ..allocator.alloc_conf import ALLOC_VARS
 from ..allocator.verl_code import analyze_verl, rollout_config_default
 from ..config.context import MISSING
 from ..evidence import Evidence

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from packaging.version import Version
 
-from ..allocator.settings import (
+from ..allocator.alloc_conf import (
     ALLOC_VARS,
     EXPANDABLE_ON,
     NPU_VAR,

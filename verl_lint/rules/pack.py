@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from ..catalogue import ENTRY_POINT_NOT_JUDGED
 from ..config.context import Context
 from ..engines.versions import notes as version_notes
 from ..model import Diagnostic
 from ..registry import REGISTRY, Rule
-from ..catalogue import ENTRY_POINT_NOT_JUDGED
 from . import (  # noqa: F401 - each registers its rules
     allocator,
     allocator_live,
@@ -31,13 +31,13 @@ from . import (  # noqa: F401 - each registers its rules
     overwritten,
     parallel_sizes,
     ray_env,
+    rejected_values,
     script,
     sft_sizes,
     sizes,
     tables,
     token_budgets,
     unread,
-    values,
     worker_sizes,
 )
 
