@@ -13,7 +13,7 @@ import ast
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.version import Version
 
@@ -22,8 +22,10 @@ from ..config.context import Context
 from ..evidence import source_text
 from ..registry import lazy_module, main_ppo, rule, spec_contains
 from ..knowledge import load_table
-from ..table_records import EnvRecord
 from ..model import EnvVar, RayAttach, Severity
+
+if TYPE_CHECKING:  # the records load with their table, not at every Hydra job start
+    from ..data_tables import EnvRecord
 
 # lazy_module, not `import`: loaded (with the snapshots) for VLLM_* variables only, not at every Hydra job start
 schemas = lazy_module("verl_lint.engines.schemas")
@@ -32,12 +34,12 @@ assembly = lazy_module("verl_lint.engines.assembly")
 # ------------------------------------------------------------------ facts ----
 
 
-def facts(engine: str) -> tuple[EnvRecord, ...]:
+def facts(engine: str) -> "tuple[EnvRecord, ...]":
     """What env_vars.yaml says about `engine`'s variables."""
     return getattr(load_table("env_vars.yaml"), engine)
 
 
-def _holds(f: EnvRecord, verl: Version | None, v: Version) -> bool:
+def _holds(f: "EnvRecord", verl: Version | None, v: Version) -> bool:
     """`f` holds for verl `verl` (when it names verl releases) and engine release `v`."""
     if f.verl and (verl is None or not spec_contains(f.verl, verl)):
         return False
