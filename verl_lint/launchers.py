@@ -47,7 +47,7 @@ class Launcher(NamedTuple):  # a NamedTuple, not a dataclass: it is defined at e
     names: tuple[str, ...]  # the program's basenames (the first is the one examples use)
     reads: str  # a key of READS
     example: str  # a command line starting `verl.trainer.main_ppo` with the override `a=1`
-    starts: str  # how many processes it starts, in words (the rule pages and the docs say it)
+    starts: str  # how many processes it starts, in words (and why it is not read where `processes` is empty)
     pattern: str = ""  # a regex for the basename, where `names` are only examples (`python3.10`)
     subcommand: tuple[str, ...] = ()  # `accelerate launch`, `ray job submit`
     module_flags: tuple[str, ...] = ()  # the options naming the app's module
