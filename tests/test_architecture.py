@@ -29,6 +29,7 @@ BASE = (
     "knowledge",
     "table_checks",
     "table_records",
+    "data_tables",
     "embedded",
     "launchers",
     "models",

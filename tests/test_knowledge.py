@@ -14,8 +14,9 @@ import yaml
 from packaging.version import Version
 
 from verl_lint import knowledge
+from verl_lint.data_tables import AllocatorTable, EnvRecord, KnobsTable
 from verl_lint.knowledge import PRODUCTS, TableError, check_table
-from verl_lint.table_records import AllocatorTable, EnvRecord, IneffectiveRecord, KnobsTable, RemovedRecord
+from verl_lint.table_records import IneffectiveRecord, RemovedRecord
 
 RULES = Path(__file__).resolve().parent.parent / "rules"
 SHIPPED = sorted(p.relative_to(RULES).as_posix() for p in RULES.rglob("*.yaml"))

@@ -15,6 +15,7 @@ never run.
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 from .launchers import launch_pattern
@@ -22,9 +23,14 @@ from .launchers import launch_pattern
 DOCS = (".md", ".markdown", ".rst")
 YAMLS = (".yaml", ".yml")
 
+
 # A verl launch, as a quick test of a block's text (the shell front end decides what it really is):
 # a launcher of the table that starts an app, written as a program (after a blank, an operator, a quote or a path).
-_LAUNCH = re.compile(r"(?:^|[\s;&|(=\"'/])" + launch_pattern(), re.MULTILINE)
+@cache
+def _launch() -> re.Pattern:  # compiled when a doc or YAML file is read, not at every run's start
+    return re.compile(r"(?:^|[\s;&|(=\"'/])" + launch_pattern(), re.MULTILINE)
+
+
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*\{?\s*([\w+-]*)")
 _SHELL_LANGS = {"", "bash", "sh", "shell", "zsh", "console", "shell-session", "shellsession", "terminal"}
 _RST_BLOCK = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode)::\s*(\w*)\s*$")
@@ -38,11 +44,11 @@ def kind(path: Path, text: str) -> str | None:
     suffix = path.suffix.lower()
     if suffix in DOCS:
         view = doc_view(text, suffix == ".rst")
-        return "doc" if _LAUNCH.search(view) else None
+        return "doc" if _launch().search(view) else None
     if suffix in YAMLS:
         if "defaults" in text and primary_defaults(text, path):
             return "config"
-        if ("run:" in text or "setup:" in text) and _LAUNCH.search(workflow_view(text)):
+        if ("run:" in text or "setup:" in text) and _launch().search(workflow_view(text)):
             return "workflow"
     return None
 
@@ -62,7 +68,7 @@ def doc_view(text: str, rst: bool) -> str:
 
     def block(start: int, end: int, options: bool = False) -> None:
         body = [j for j in range(start, end) if not (options and lines[j].lstrip().startswith(":"))]  # rst `:linenos:`
-        if _LAUNCH.search("\n".join(lines[j] for j in body)):
+        if _launch().search("\n".join(lines[j] for j in body)):
             for j in body:
                 keep[j] = True
 

@@ -4,9 +4,9 @@ Read as package data only (`importlib.resources`), never by a path relative to t
 whatever else is installed beside verl-lint cannot stand in for a table, and a missing table
 is an error, not a rule pack that silently shrinks.
 
-Every table is checked against its schema (`_SCHEMAS`: a typed record class of `table_records.py`
-whose fields carry their checks, written in the vocabulary of `table_checks.py`) when it is parsed: an unknown field, a value of
-the wrong type, a malformed release or range, a duplicate key or rule code is a `TableError` naming
+Every table is checked against its schema (`_schema`: a typed record class of `table_records.py`
+or `data_tables.py` whose fields carry their checks, written in the vocabulary of
+`table_checks.py`) when it is parsed: an unknown field, a value of the wrong type, a malformed release or range, a duplicate key or rule code is a `TableError` naming
 the table and the line, e.g. `rules/ineffective_keys.yaml:123: unknown field "kyes" in record VL205`.
 The first table a process loads has every table checked (kept on disk like the parsed tables: a warm
 start reads one small file), so a broken table stops a run before it starts, not halfway through.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
 import yaml
@@ -47,12 +47,7 @@ from .table_checks import (
     required_of,
 )
 from .table_records import (
-    AllocatorTable,
-    AssemblyRecord,
-    EnvTable,
     IneffectiveRecord,
-    KnobsTable,
-    ModelsTable,
     RemovedRecord,
     one_subject,
 )
@@ -134,7 +129,7 @@ def _check_every_table() -> None:
 def check_table(name: str, text: str) -> Table:
     """Table `name` parsed from `text` and checked against its schema; TableError naming the
     file and line of the first violation."""
-    schema = _SCHEMAS.get(name)
+    schema = _schema(name)
     if schema is None:
         raise TableError(f"rules/{name}: not a table verl-lint knows")
     loader = _LOADER(text)
@@ -223,21 +218,40 @@ _SNAPSHOT = _Schema(
     lambda got, data: data,
 )
 
-_SCHEMAS: dict[str, _Schema] = {
+_RULE_TABLES: dict[str, _Schema] = {
     "ineffective_keys.yaml": _rule_table(IneffectiveRecord),
     "removed_keys.yaml": _rule_table(RemovedRecord, one_subject),
-    "env_vars.yaml": _hand_written(EnvTable, "verl", "vllm", "vllm_ascend"),
-    "allocator_options.yaml": _hand_written(AllocatorTable, "torch", "torch_npu"),
-    "engine_args/verl_knobs.yaml": _hand_written(KnobsTable, "verl"),
-    # engine -> how verl builds its arguments; verified through the oldest release one was read from
-    "engine_args/verl_assembly.yaml": _Schema(
-        map_of(record_of(AssemblyRecord), keys=choice("vllm", "sglang")),
-        lambda got: {"verl": min((a.derived_from[len("verl ") :] for a in got.values()), key=Version)},
-        lambda got, data: got,
-    ),
     "engine_args/vllm.yaml": _SNAPSHOT,
     "engine_args/sglang.yaml": _SNAPSHOT,
     "engine_args/vllm_ascend.yaml": _SNAPSHOT,
-    "models.yaml": _hand_written(ModelsTable, "verl"),
 }
-TABLES = tuple(_SCHEMAS)  # every table verl-lint ships
+_DATA_TABLES = (
+    "env_vars.yaml",
+    "allocator_options.yaml",
+    "engine_args/verl_knobs.yaml",
+    "engine_args/verl_assembly.yaml",
+    "models.yaml",
+)
+TABLES = (*_RULE_TABLES, *_DATA_TABLES)  # every table verl-lint ships
+
+
+def _schema(name: str) -> _Schema | None:
+    return _RULE_TABLES.get(name) or (_data_schemas().get(name) if name in _DATA_TABLES else None)
+
+
+@cache
+def _data_schemas() -> dict[str, _Schema]:
+    from . import data_tables as d  # why: ~10 ms of record classes, only when a data table is read
+
+    return {
+        "env_vars.yaml": _hand_written(d.EnvTable, "verl", "vllm", "vllm_ascend"),
+        "allocator_options.yaml": _hand_written(d.AllocatorTable, "torch", "torch_npu"),
+        "engine_args/verl_knobs.yaml": _hand_written(d.KnobsTable, "verl"),
+        # engine -> how verl builds its arguments; verified through the oldest release one was read from
+        "engine_args/verl_assembly.yaml": _Schema(
+            map_of(record_of(d.AssemblyRecord), keys=choice("vllm", "sglang")),
+            lambda got: {"verl": min((a.derived_from[len("verl ") :] for a in got.values()), key=Version)},
+            lambda got, data: got,
+        ),
+        "models.yaml": _hand_written(d.ModelsTable, "verl"),
+    }

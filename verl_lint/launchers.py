@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from functools import cache
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NamedTuple
 
-from .model import Word
+if TYPE_CHECKING:  # the words of a command (the recogniser's); this table imports nothing at run time
+    from .model import Word
 
 # How a launcher names the app it starts (the recogniser has one reader per way).
 READS = {
@@ -34,14 +38,16 @@ READS = {
 STARTS_APP = ("python", "options", "entry", "after --")  # the readers that find the app themselves
 
 
-@dataclass(frozen=True)
-class Launcher:
+_NONE: Mapping = MappingProxyType({})
+
+
+class Launcher(NamedTuple):  # a NamedTuple, not a dataclass: it is defined at every run's start
     """One way of starting a program, as a command line writes it."""
 
     names: tuple[str, ...]  # the program's basenames (the first is the one examples use)
     reads: str  # a key of READS
     example: str  # a command line starting `verl.trainer.main_ppo` with the override `a=1`
-    starts: str  # how many processes it starts, in words (the rule pages and the docs say it)
+    starts: str  # how many processes it starts, in words (and why it is not read where `processes` is empty)
     pattern: str = ""  # a regex for the basename, where `names` are only examples (`python3.10`)
     subcommand: tuple[str, ...] = ()  # `accelerate launch`, `ray job submit`
     module_flags: tuple[str, ...] = ()  # the options naming the app's module
@@ -49,15 +55,16 @@ class Launcher:
     flags: frozenset[str] = frozenset()  # options that take no value ("options" readers)
     modules: tuple[str, ...] = ()  # `python -m MODULE` runs this launcher
     # Its options that size the job (dashes stripped, `-` as `_`) → the key of `Launch.processes`
-    processes: dict[str, str] = field(default_factory=dict)
-    implies: dict[str, tuple[str, str]] = field(default_factory=dict)  # a flag → (key, value) it sets
+    processes: Mapping[str, str] = _NONE
+    implies: Mapping[str, tuple[str, str]] = _NONE  # a flag → (key, value) it sets
 
-    def __post_init__(self) -> None:
-        assert self.reads in READS, self.reads
-        object.__setattr__(self, "_match", re.compile(f"^(?:{self.pattern or '|'.join(map(re.escape, self.names))})$"))
+    @property
+    def program(self) -> str:
+        """A regex of its basenames."""
+        return self.pattern or "|".join(map(re.escape, self.names))
 
     def named(self, base: str) -> bool:
-        return bool(self._match.match(base))  # type: ignore[attr-defined]
+        return _matcher(self.program).match(base) is not None
 
     @property
     def starts_app(self) -> bool:
@@ -147,6 +154,11 @@ ENV = Launcher(
 LAUNCHERS = (PYTHON, TORCHRUN, DEEPSPEED, ACCELERATE, RAY_JOB_SUBMIT, CLUSTER, WRAPPERS, ENV)
 
 
+@cache
+def _matcher(program: str) -> re.Pattern:
+    return re.compile(f"^(?:{program})$")
+
+
 def at(words: list[Word], i: int) -> Launcher | None:
     """The launcher written at `words[i]` (its subcommand following), else None."""
     t = words[i].text
@@ -174,9 +186,7 @@ def launch_pattern() -> str:
     """A regex finding a launch in text: a launcher that starts an app, then on the same line a
     module after one of its module flags or a `.py` file (a quick test; the recogniser decides)."""
     programs = "|".join(
-        (la.pattern or "|".join(map(re.escape, la.names))) + "".join(rf"\s+{re.escape(s)}" for s in la.subcommand)
-        for la in LAUNCHERS
-        if la.starts_app
+        la.program + "".join(rf"\s+{re.escape(s)}" for s in la.subcommand) for la in LAUNCHERS if la.starts_app
     )
     flags = "|".join(sorted({re.escape(f) for la in LAUNCHERS for f in la.module_flags}, key=len, reverse=True))
     return rf"(?:{programs})\s[^\n]*?(?:(?:{flags})\s+[\w.]+|\S+\.py\b)"

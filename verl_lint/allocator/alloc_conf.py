@@ -11,12 +11,14 @@ Pure functions over strings and versions. The options per release are knowledge 
 
 import re
 from functools import lru_cache
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.version import Version
 
 from ..knowledge import load_table
-from ..table_records import AllocatorOption, AllocatorTable
+
+if TYPE_CHECKING:  # the records load with their table, not at every Hydra job start
+    from ..data_tables import AllocatorOption, AllocatorTable
 
 NPU_VAR = "PYTORCH_NPU_ALLOC_CONF"
 ALLOC_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", NPU_VAR)
@@ -37,7 +39,7 @@ class Option(NamedTuple):
     key: str
     since: tuple[Version, ...]  # cuda: one version; npu: the first version on each release line
     type: str
-    record: AllocatorOption | None  # its record in the table (range, choices, ...)
+    record: "AllocatorOption | None"  # its record in the table (range, choices, ...)
 
     def accepted_by(self, v: Version) -> bool:
         v = norm(v)
@@ -53,7 +55,7 @@ class Option(NamedTuple):
         return " / ".join(str(s) for s in self.since)
 
 
-def _table() -> AllocatorTable:
+def _table() -> "AllocatorTable":
     return load_table("allocator_options.yaml")
 
 

@@ -11,6 +11,7 @@ range a finding is an error only where every release in it agrees. The finding s
 # Real (not postponed) annotations: NamedTuple classes define faster, at every Hydra job start.
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -18,8 +19,11 @@ from ..engines import versions
 from ..config.context import Context
 from ..registry import family, lazy_module, rule, spec_contains
 from ..knowledge import load_table
-from ..table_records import EnvRecord
 from ..model import Diagnostic, EnvVar, Severity
+
+if TYPE_CHECKING:  # the records load with their table, not at every Hydra job start
+    from ..data_tables import EnvRecord
+
 
 # lazy_module, not `import`: loaded (with the snapshots) for VLLM_* variables only, not at every Hydra job start
 schemas = lazy_module("verl_lint.engines.schemas")
@@ -28,12 +32,12 @@ assembly = lazy_module("verl_lint.engines.assembly")
 # ------------------------------------------------------------------ facts ----
 
 
-def facts(engine: str) -> tuple[EnvRecord, ...]:
+def facts(engine: str) -> "tuple[EnvRecord, ...]":
     """What env_vars.yaml says about `engine`'s variables."""
     return getattr(load_table("env_vars.yaml"), engine)
 
 
-def _holds(f: EnvRecord, verl: Version | None, v: Version) -> bool:
+def _holds(f: "EnvRecord", verl: Version | None, v: Version) -> bool:
     """`f` holds for verl `verl` (when it names verl releases) and engine release `v`."""
     if f.verl and (verl is None or not spec_contains(f.verl, verl)):
         return False
