@@ -126,9 +126,12 @@ def composer(tmp_path_factory):
 @pytest.fixture
 def lint(verl_trees, composer, tmp_path):
     """lint(script_text, version=NEWEST, **options) -> FileReport for a script written to tmp_path.
-    The GPU is an 80 GiB one unless `gpu_gib` says otherwise (None: unknown, as without --gpu)."""
+    The GPU is an 80 GiB one unless `gpu_gib` says otherwise (None: unknown, as without --gpu).
+    No wall clock unless `timeout` gives one: what a test finds never depends on the machine's
+    load (the launch budget, counted in work, stays)."""
 
     def run(text: str, version: str = NEWEST, name: str = "run.sh", **kw):
+        kw.setdefault("timeout", 0)
         if "gpu_gib" not in kw:
             kw.update(gpu_gib=80.0, gpu_origin="an 80 GiB GPU")
         path = tmp_path / name
@@ -156,7 +159,7 @@ def project(verl_trees, tmp_path, monkeypatch):
         )
         (tmp_path / "run.sh").write_text(f"#!/bin/bash\n{launch}\n")
         monkeypatch.chdir(tmp_path)
-        [report] = lint_paths([Path("run.sh")], Options(verl_tree=verl_trees[version]), use_cache=False)
+        [report] = lint_paths([Path("run.sh")], Options(verl_tree=verl_trees[version], timeout=0), use_cache=False)
         return report
 
     return run

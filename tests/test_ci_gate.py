@@ -70,6 +70,7 @@ def test_sarif_validates_against_the_schema(tree_dir, verl_trees):
     assert results[0]["partialFingerprints"]["verlLint/v1"].endswith(":1")
 
 
+@pytest.mark.slow
 def test_sarif_fingerprints_survive_line_moves(tmp_path, verl_trees):
     """GitHub matches alerts across commits by fingerprint: inserting lines above a finding keeps
     it; two identical findings in one file stay distinct."""

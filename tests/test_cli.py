@@ -377,6 +377,7 @@ def test_force_color_and_no_color(project, tree, env, flags, coloured):
     assert ("\033[1;31m" in r.stdout) is coloured
 
 
+@pytest.mark.slow
 def test_cache_dir_flag(project, tree):
     r = verl_lint("check", "--verl-root", tree, "--cache-dir", "c", cwd=project)
     assert r.returncode == 1 and list((project / "c" / "bases").glob("*.pickle"))

@@ -162,7 +162,7 @@ def test_two_first_runs_at_once_both_succeed_with_one_release(index, verl_wheel,
     """Two processes download the same release into an empty cache at the same time (the index
     holds both downloads until both are in flight): both lint, one intact release remains."""
     index.projects["verl"] = [("verl-0.9.1-py3-none-any.whl", verl_wheel, None)]
-    index.barrier = threading.Barrier(2, timeout=60)
+    index.barrier = threading.Barrier(2, timeout=300)  # only a guard against a hang: as long as the processes get
     (tmp_path / "run.sh").write_text(SCRIPT)
     cmd = [sys.executable, "-m", "verl_lint.cli", "check", "run.sh", "--verl", "0.9.1"]
     procs = [

@@ -108,6 +108,7 @@ def test_training_state_of_a_table_model(lint):
     assert "VL327" not in codes(lint(main_ppo(big, "trainer.n_gpus_per_node=$N", "algorithm.adv_estimator=grpo")))
 
 
+@pytest.mark.slow
 def test_without_a_gpu_silent_and_said_once_per_run(tmp_path, lint, verl_trees):
     d = _model_dir(tmp_path)
     assert codes(lint(_rollout(d, 0.17), gpu_gib=None)) == ["VL330"]

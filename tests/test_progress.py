@@ -82,6 +82,7 @@ def frames(line: str) -> list[str]:
 @pytest.mark.parametrize(
     "known", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["size-known", "size-unknown"]
 )
+@pytest.mark.slow
 def test_download_index_and_files_on_a_terminal(index, verl_wheel, tmp_path, known):
     """The wheel arrives in 10 pieces over ~0.5 s: the download line is redrawn as it comes and
     finished at the full size; then the cold index's line, finished; then the files line, erased
@@ -135,6 +136,7 @@ def test_redraws_are_throttled_by_the_clock(monkeypatch):
     assert len(drawn) == 1 + 10 + 1, drawn  # the first state, one per 0.1 s (each 4th update), the last
 
 
+@pytest.mark.slow
 def test_notes_when_stderr_is_not_a_terminal(index, verl_wheel, tmp_path):
     """Not a terminal: one note when the download starts (its size from the index page when the
     server sends no Content-Length) and one when the index is built, though two entry points
@@ -171,6 +173,7 @@ def test_download_of_unknown_size_notes_no_size(index, verl_wheel, tmp_path, cap
     )
 
 
+@pytest.mark.slow
 def test_quiet_shows_nothing_on_a_terminal(verl_trees, tmp_path, monkeypatch):
     """-q with an empty cache (the index is built cold) and stderr on a terminal: stderr gets nothing."""
     (tmp_path / "run.sh").write_text(SCRIPT)
@@ -180,6 +183,7 @@ def test_quiet_shows_nothing_on_a_terminal(verl_trees, tmp_path, monkeypatch):
     assert list((tmp_path / "cache" / "reader").glob("*.pickle"))  # it was built, silently
 
 
+@pytest.mark.slow
 def test_a_narrow_terminal_keeps_the_numbers(verl_trees, tmp_path, monkeypatch):
     """A line wider than the terminal would wrap, and "\\r" could not rewrite it: it is cut on
     the left, keeping the counts."""

@@ -45,6 +45,7 @@ def _project(tmp_path: Path, script: str) -> Path:
     return project
 
 
+@pytest.mark.slow
 def test_a_warm_run_reads_the_report_back_without_the_heavy_imports(tmp_path, verl_trees):
     tree = verl_trees[NEWEST].root
     project = _project(tmp_path, "#!/bin/bash\npython3 -m verl.trainer.main_ppo trainer.nnodez=2\n")
@@ -114,6 +115,7 @@ def test_a_new_requirements_file_invalidates_it(tmp_path, verl_trees):
     assert "vllm==0.12.0 in requirements.txt" in message() and (project / "run.sh").read_text() == script
 
 
+@pytest.mark.slow
 def test_a_change_in_the_verl_tree_invalidates_it(tmp_path, verl_trees):
     tree = tmp_path / "verl-copy"
     shutil.copytree(verl_trees[NEWEST].root / "verl", tree / "verl")

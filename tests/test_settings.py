@@ -180,6 +180,7 @@ def test_a_bad_nested_settings_file_is_one_line_naming_it(nested):
     )
 
 
+@pytest.mark.slow
 def test_fail_on_follows_each_files_settings(nested):
     (nested / "pyproject.toml").write_text('[tool.verl-lint]\nignore = ["VL107"]\nfail-on = "never"\n')
     (nested / "other" / "verl-lint.toml").write_text('select = ["VL107"]\nfail-on = "warning"\n')

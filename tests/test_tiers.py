@@ -42,6 +42,7 @@ def test_ci_runs_the_readme_command_with_every_tier():
     assert (ROOT / ".ci" / "run").read_text().rstrip("\n").splitlines()[-1] == command
 
 
+@pytest.mark.slow
 def test_the_oracle_tier_runs_in_ci_not_in_the_fast_tier():
     """README's command (CI's) selects the oracle tests; plain `pytest` (addopts) does not."""
 
@@ -59,6 +60,7 @@ def test_the_oracle_tier_runs_in_ci_not_in_the_fast_tier():
     assert "2 deselected" in selected()
 
 
+@pytest.mark.slow
 def test_a_session_caches_privately_and_says_which_release_is_missing(tmp_path):
     """A session without network tests against a user cache holding only verl 0.9.1: the 0.9.1
     example runs and the 0.5.0 one skips, naming the command that downloads it; the user cache
