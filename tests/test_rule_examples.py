@@ -117,3 +117,20 @@ def test_expected_position_reads_the_example():
     assert expected_position(script, "VL101", "trainer.nnode") is None
     config = "defaults:\n  - ppo_trainer\ntrainer:\n  nnodez: 1\n"
     assert expected_position(config, "VL101", "trainer.nnodez", yaml=True) == (4, 3)
+
+
+def test_an_output_that_breaks_an_example_is_refused(verl_trees):
+    """What regen_golden.py will not record: a bad example's finding of another rule, a finding
+    elsewhere than the place its script names, any finding of a good example."""
+    verl_trees[NEWEST]
+    vl101, vl102 = REGISTRY.get("VL101"), REGISTRY.get("VL102")
+    [bad] = [ex for ex in vl101.bad if ex.index == 1]
+    rc, _, found, files = run_fixture(bad, NEWEST)
+    assert problems(vl101, bad, NEWEST, rc, found, files) == []
+    assert problems(vl102, bad, NEWEST, rc, found, files) == [
+        f"VL101/bad-1 on verl {NEWEST} gave ['VL101']: " + str([f["message"] for f in found])
+    ]
+    moved = [dict(f, column=f["column"] + 1) for f in found]
+    assert "expected 2:34" in problems(vl101, bad, NEWEST, rc, moved, files)[0]
+    good = vl101.good[0]
+    assert problems(vl101, good, NEWEST, rc, found, files)[0].startswith("VL101/good-1 on verl")
