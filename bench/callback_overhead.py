@@ -185,7 +185,10 @@ def _phases(config_dir: Path, runs: int, env: dict) -> dict:
 
 def _reference(runs: int, env: dict) -> list[float]:
     """Median wall/CPU ms of `import hydra` in a fresh process: a yardstick for this machine's speed."""
-    code = "import time\nw, c = time.perf_counter(), time.process_time()\nimport hydra\nprint((time.perf_counter() - w) * 1000, (time.process_time() - c) * 1000)"
+    code = (
+        "import time\nw, c = time.perf_counter(), time.process_time()\nimport hydra\nprint((time.perf_counter() - "
+        "w) * 1000, (time.process_time() - c) * 1000)"
+    )
     xs = []
     for _ in range(runs):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env).stdout.split()
@@ -230,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         "--verdict",
         choices=("cpu", "wall"),
         default="cpu",
-        help="judge the target on CPU time (default: the same as wall time on a quiet machine, and unaffected by others' load) or wall time",
+        help="judge the target on CPU time (default: the same as wall time on a quiet machine, and unaffected by "
+        "others' load) or wall time",
     )
     ap.add_argument(
         "--cold-bytecode",
@@ -321,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     a = result["added_ms"]
     print(
-        f"verl-lint callback overhead: {result['config']}, {args.runs} paired runs (fresh processes, bytecode {result['bytecode']})"
+        f"verl-lint callback overhead: {result['config']}, {args.runs} paired runs (fresh processes, bytecode "
+        f"{result['bytecode']})"
     )
     if result["added_in_process_ms"] is not None:
         print(
@@ -339,15 +344,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  heavy modules imported by the task start: {', '.join(heavy) if heavy else 'none'}")
     spread = result["startup_without_ms"]["cpu_range"]
     print(
-        f"  cross-check, end to end (app start -> task start): without the callback {result['startup_without_ms']['cpu']:.0f} ms CPU, "
+        "  cross-check, end to end (app start -> task start): without the callback "
+        f"{result['startup_without_ms']['cpu']:.0f} ms CPU, "
         f"with it {result['startup_with_ms']['cpu']:.0f} ms (medians); paired difference {a['cpu_median']:.1f} ms CPU "
-        f"(IQR {a['cpu_iqr'][0]:.0f}..{a['cpu_iqr'][1]:.0f}), {a['wall_without_gc_median']:.1f} ms wall without collector pauses. "
-        f"Identical runs without the callback took {spread[0]:.0f}..{spread[1]:.0f} ms CPU here, so this only bounds the cost coarsely."
+        f"(IQR {a['cpu_iqr'][0]:.0f}..{a['cpu_iqr'][1]:.0f}), {a['wall_without_gc_median']:.1f} ms wall without "
+        "collector pauses. "
+        f"Identical runs without the callback took {spread[0]:.0f}..{spread[1]:.0f} ms CPU here, so this only bounds "
+        "the cost coarsely."
     )
     print(f"  yardstick: `import hydra` takes {reference[0]:.0f} ms wall / {reference[1]:.0f} ms CPU here")
     if result["added_in_process_cpu_ms"] is not None:
         print(
-            f"  added by the callback in CPU time (the steps above, up to the first live_findings): {result['added_in_process_cpu_ms']:.1f} ms"
+            "  added by the callback in CPU time (the steps above, up to the first live_findings): "
+            f"{result['added_in_process_cpu_ms']:.1f} ms"
         )
     print(f"  target < {TARGET_MS:.0f} ms ({args.verdict}): {'met' if result['within_target'] else 'NOT met'}")
     return 0

@@ -41,7 +41,10 @@ _MAIN_FILE = re.compile(r"^main_\w+\.py$")
 _NOT_RUN = re.compile(r"^\s*(#|echo\b|printf\b)")
 _HYDRA_MAIN = "hydra.main"
 _INPUT_ERROR = re.compile(r"^(.+?):(\d+):\d+: error: ")
-HEADER = "| repo | scripts (git) | scripts linted | EP lines | analysed | VL007 | dropped |\n|---|---:|---:|---:|---:|---:|---:|"
+HEADER = (
+    "| repo | scripts (git) | scripts linted | EP lines | analysed | VL007 | dropped "
+    "|\n|---|---:|---:|---:|---:|---:|---:|"
+)
 
 
 class BenchError(Exception):
@@ -173,7 +176,8 @@ def measure(
             continue
         dropped += max(0, len(s.entry_lines) - s.accounted)
         notes.append(
-            f"{s.path}: {len(s.entry_lines)} entry-point lines, verl-lint: {s.analysed} analysed, VL007 at {s.not_analysable}, input errors at {s.input_errors}"
+            f"{s.path}: {len(s.entry_lines)} entry-point lines, verl-lint: {s.analysed} analysed, VL007 at "
+            f"{s.not_analysable}, input errors at {s.input_errors}"
         )
         notes += [f"    {n}: {text[:160]}" for n, text in s.entry_lines]
     row = {
@@ -195,7 +199,10 @@ def table_row(name: str, row: dict) -> str:
     done = row["analysed"] + row["not_analysable"]
     share = f" ({100 * row['analysed'] / done:.1f}%)" if done else ""
     errors = f" + {row['input_errors']} input error" if row["input_errors"] else ""
-    return f"| {name} | {git} | {row['scripts_linted']} | {row['entry_lines']} | {row['analysed']}{share} | {row['not_analysable']}{errors} | {row['dropped']} |"
+    return (
+        f"| {name} | {git} | {row['scripts_linted']} | {row['entry_lines']} | {row['analysed']}{share} | "
+        f"{row['not_analysable']}{errors} | {row['dropped']} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

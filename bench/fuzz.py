@@ -119,7 +119,10 @@ def _statement(rnd: random.Random, depth: int = 0) -> str:
     if k == 10:
         return f"cat <<EOF | bash\n{_launch(rnd)}\nEOF" if rnd.random() < 0.5 else f"bash <<'EOS'\n{_launch(rnd)}\nEOS"
     if k == 11:
-        return f'if [ "${var}" = a ]; then\n  {_statement(rnd, depth + 1)}\nelif [ "${var}" = b ]; then\n  {_launch(rnd)}\nfi'
+        return (
+            f'if [ "${var}" = a ]; then\n  {_statement(rnd, depth + 1)}\nelif [ "${var}" = b ]; then\n  '
+            f"{_launch(rnd)}\nfi"
+        )
     if k == 12:
         return (
             f'--config-path="$(pwd)/conf" {_launch(rnd)}'

@@ -578,7 +578,8 @@ class LaunchBuilder:
                 if not keys.exists(f"{p}.{child}") and self.free(f"{p}.{child}"):
                     self.set(f"{p}.{child}", rng.choice([True, 64, "fp32", 4]), "+")
         if rng.random() < 0.15:
-            k = f"+ray_kwargs.ray_init.runtime_env.env_vars.{rng.choice(['VLLM_USE_V1', 'NCCL_DEBUG', 'TOKENIZERS_PARALLELISM'])}"
+            var = rng.choice(["VLLM_USE_V1", "NCCL_DEBUG", "TOKENIZERS_PARALLELISM"])
+            k = f"+ray_kwargs.ray_init.runtime_env.env_vars.{var}"
             if (
                 "ray_kwargs.ray_init.runtime_env.env_vars" not in keys.leaves
                 or keys.leaves.get("ray_kwargs.ray_init.runtime_env.env_vars") == {}

@@ -239,7 +239,10 @@ def compare(plain: Outcome, fast: Outcome) -> str | None:
             return f"node signatures differ: {diff}"
         return None
     if fast.error_type not in CODES_FOR.get(plain.error_type, {"VL105", "VL106"}):
-        return f"error kind: Hydra {plain.error_type} ({plain.message}), verl-lint first {fast.error_type} ({fast.message})"
+        return (
+            f"error kind: Hydra {plain.error_type} ({plain.message}), verl-lint first {fast.error_type} "
+            f"({fast.message})"
+        )
     if plain.error_word is None:
         return f"cannot tell which override Hydra's error is about: {plain.error_type}: {plain.message}"
     if plain.error_word != fast.error_word:
@@ -268,8 +271,8 @@ class Item:
 
 def front_end(corpus: Path, specs, tree) -> tuple[list[Item], list[str], list[float]]:
     """shell -> launches -> locate for every script; (items, problems, per-script seconds)."""
-    from verl_lint.launch.recognise import launches
     from verl_lint.launch.locate import locate_app
+    from verl_lint.launch.recognise import launches
     from verl_lint.shell import evaluate
 
     items, problems, times = [], [], []
@@ -289,7 +292,8 @@ def front_end(corpus: Path, specs, tree) -> tuple[list[Item], list[str], list[fl
             if got != ls.words:
                 diff = [(a, b) for a, b in zip(got, ls.words) if a != b][:2]
                 problems.append(
-                    f"{spec.path}:{la.entry_span.line}: shell words differ from bash's (verl-lint, bash): {diff or (len(got), len(ls.words))}"
+                    f"{spec.path}:{la.entry_span.line}: shell words differ from bash's (verl-lint, bash): "
+                    f"{diff or (len(got), len(ls.words))}"
                 )
             if app is None:
                 problems.append(f"{spec.path}:{la.entry_span.line}: no Hydra app located")
@@ -460,7 +464,8 @@ def cli_section(corpus: Path, specs, version: str, release_root: Path) -> list[s
         for label in ("cold", "warm"):
             dt, rc, rss = run_cli(["check", one, "--verl", version], env)
             lines.append(
-                f"  one script ({label} cache)            {dt * 1e3:8.0f} ms   exit {rc}   peak RSS {rss / 1024:6.1f} MiB"
+                f"  one script ({label} cache)            {dt * 1e3:8.0f} ms   exit {rc}   peak RSS {rss / 1024:6.1f} "
+                "MiB"
             )
         shutil.rmtree(Path(tmp) / "bases", ignore_errors=True)
         n = sum(len(s.launches) for s in specs)
@@ -504,7 +509,7 @@ def importtime_section(script: str | None = None, version: str = "", top: int = 
         out.append(
             f"  `{label}`: {total / 1e3:.1f} ms in imports ({len(rows)} modules); top-level imports by cumulative time:"
         )
-        for self_us, cum_us, _depth, name in sorted((r for r in rows if r[2] == 0), key=lambda r: -r[1])[:top]:
+        for _self_us, cum_us, _depth, name in sorted((r for r in rows if r[2] == 0), key=lambda r: -r[1])[:top]:
             out.append(f"    {cum_us / 1e3:7.1f} ms  {name}")
         heavy = sorted(
             {r[3].split(".")[0] for r in rows}
@@ -600,7 +605,8 @@ def profile_section(items: list[Item], top: int = 15) -> list[str]:
     t_setbase = timeit.timeit(lambda: version.setbase(None), number=n) / n
     t_job = timeit.timeit(lambda: hh.JobRuntime.instance().set("name", "main_ppo"), number=n) / n
     lines.append(
-        f"  hydra.version.setbase(None): {t_setbase * 1e6:.2f} us/call; JobRuntime.instance().set(...): {t_job * 1e6:.2f} us/call"
+        f"  hydra.version.setbase(None): {t_setbase * 1e6:.2f} us/call; JobRuntime.instance().set(...): "
+        f"{t_job * 1e6:.2f} us/call"
     )
     return lines
 
@@ -638,7 +644,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"verl-lint benchmark — verl {tree.version} ({config_dir})")
     print(
         f"corpus: {len(specs)} scripts, {n_launch} launches, "
-        f"{sum(1 for s in specs for l in s.launches if l.errors)} with deliberate errors (generated in {t_gen:.1f} s) -> {corpus}"
+        f"{sum(1 for s in specs for l in s.launches if l.errors)} with deliberate errors (generated in {t_gen:.1f} s) "
+        f"-> {corpus}"
     )
 
     items, problems, fe_times = front_end(corpus, specs, tree)
@@ -672,10 +679,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  base composes: cold {res['cold_stats']}, warm disk {res['disk_stats']}")
     print()
     print(
-        f"RATIO (median per launch, plain / verl-lint): cold {ratio_cold:.1f}x wall, {ratio_cold_cpu:.1f}x cpu; warm {ratio_warm:.1f}x"
+        f"RATIO (median per launch, plain / verl-lint): cold {ratio_cold:.1f}x wall, {ratio_cold_cpu:.1f}x cpu; warm "
+        f"{ratio_warm:.1f}x"
     )
     print(
-        f"RATIO (whole pass incl. base misses): cold {plain_total / sum(c.wall):.1f}x, warm {plain_total / sum(w.wall):.1f}x"
+        f"RATIO (whole pass incl. base misses): cold {plain_total / sum(c.wall):.1f}x, warm "
+        f"{plain_total / sum(w.wall):.1f}x"
     )
     lint = res["lint"]
     ratio_lint = ratio_lint_cpu = None
@@ -683,12 +692,14 @@ def main(argv: list[str] | None = None) -> int:
         ratio_lint = statistics.median(p.wall) / statistics.median(lint.wall)
         ratio_lint_cpu = statistics.median(p.cpu) / statistics.median(lint.cpu)
         print(
-            f"RATIO cold check, every rule (median per launch, plain compose / verl-lint): {ratio_lint:.1f}x wall, {ratio_lint_cpu:.1f}x cpu;"
+            f"RATIO cold check, every rule (median per launch, plain compose / verl-lint): {ratio_lint:.1f}x wall, "
+            f"{ratio_lint_cpu:.1f}x cpu;"
             f" whole pass incl. base misses and one-time indexes: {plain_total / sum(lint.wall):.1f}x"
         )
     fe_total = sum(fe_times)
     print(
-        f"launches/second incl. front end: cold {len(items) / (sum(c.wall) + fe_total):.1f}, warm {len(items) / (sum(w.wall) + fe_total):.1f}"
+        f"launches/second incl. front end: cold {len(items) / (sum(c.wall) + fe_total):.1f}, warm "
+        f"{len(items) / (sum(w.wall) + fe_total):.1f}"
         f" (plain Hydra: {len(items) / (plain_total + fe_total):.1f})"
     )
     n_bad = len(res["mismatches"])
@@ -699,7 +710,8 @@ def main(argv: list[str] | None = None) -> int:
     for m in mism[:30]:
         print("  MISMATCH", m)
     print(
-        f"peak RSS of this process (incl. plain Hydra): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB"
+        "peak RSS of this process (incl. plain Hydra): "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB"
     )
 
     if not args.skip_cli:

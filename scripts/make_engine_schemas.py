@@ -31,11 +31,11 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from verl_lint.cache import cache_dir  # noqa: E402
 from verl_lint.engines.assembly import SERVER_FILES, assembly_table, read_assembly_source  # noqa: E402
 from verl_lint.engines.pysource import DirSource  # noqa: E402
 from verl_lint.engines.schemas import ENGINES, EngineNames, Snapshot, snapshot  # noqa: E402
 from verl_lint.engines.wheels import WheelSource, fetch_wheel  # noqa: E402
-from verl_lint.cache import cache_dir  # noqa: E402
 from verl_lint.launch.locate import read_version  # noqa: E402
 
 # The newest patch release of every minor release that verl 0.6 ... 0.9 can run with.

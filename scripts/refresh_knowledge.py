@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             gives = derived(rec, holds)
             where = ", ".join(f"{v} {'holds' if holds[v] else 'does not'}" for v in versions if says[v] != holds[v])
             print(
-                f"rules/{name}:{rec.line}: {rec.code} {rec.name}: fallback {rec.fallback!r} disagrees with the facts ({where}); the facts give {gives or 'no single range'}"
+                f"rules/{name}:{rec.line}: {rec.code} {rec.name}: fallback {rec.fallback!r} disagrees with the facts "
+                f"({where}); the facts give {gives or 'no single range'}"
             )
             if args.write and gives:
                 text = _rewrite(text, rec, gives)

@@ -61,7 +61,8 @@ def wrap(text: str, width: int) -> str:
         if row > len(lines):
             break  # the end marker
         line = lines[row - 1]
-        if row - 1 in edits or len(line.rstrip("\n")) <= width:
+        multiline = tok.type == tokenize.STRING and tok.start[0] != tok.end[0]
+        if row - 1 in edits or (len(line.rstrip("\n")) <= width and not multiline):
             continue
         indent = line[: len(line) - len(line.lstrip())]
         if tok.type == tokenize.COMMENT:

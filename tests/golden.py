@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from conftest import EXAMPLES, RELEASES
+
 from verl_lint.cache import cache_dir
 from verl_lint.cli import main
 from verl_lint.registry import Example, Rule, parse_version

@@ -32,8 +32,8 @@ import re
 import sys
 import types
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 def _verl_without_init():
@@ -399,8 +399,9 @@ def judge(compose, overrides: list[str], engine_checks, legacy_checks) -> dict:
 def main() -> None:
     global validate_config, omega_conf_to_dataclass, USE_REF, USE_CRITIC
     warnings.simplefilter("ignore")
+    from verl.trainer.ppo.utils import need_critic as USE_CRITIC  # noqa: PLC0415, F401, N812 - as main_ppo computes them
+    from verl.trainer.ppo.utils import need_reference_policy as USE_REF
     from verl.utils.config import omega_conf_to_dataclass, validate_config  # noqa: PLC0415, F401 - after _verl_without_init, as globals for judge()
-    from verl.trainer.ppo.utils import need_critic as USE_CRITIC, need_reference_policy as USE_REF  # noqa: PLC0415, F401, N812 - as main_ppo computes them
 
     importlib.import_module("verl.workers.config")
     request = json.load(sys.stdin)

@@ -14,12 +14,12 @@ from golden import run_fixture
 from packaging.version import Version
 
 import verl_lint.pipeline as pipeline
-from verl_lint.knowledge import load_table
-from verl_lint.registry import REGISTRY, main_ppo, parse_version
-from verl_lint.environment import package_dir
 from verl_lint.allocator import alloc_conf as S
 from verl_lint.allocator.host import RUNTIME_SPAN, inspect_torch
+from verl_lint.environment import package_dir
+from verl_lint.knowledge import load_table
 from verl_lint.model import EnvVar
+from verl_lint.registry import REGISTRY, main_ppo, parse_version
 from verl_lint.rules.allocator_checks import AllocInput, check_conf
 
 VLLM = "actor_rollout_ref.rollout.name=vllm"

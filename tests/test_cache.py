@@ -13,10 +13,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from verl_lint import cache
-from verl_lint.config.compose import Composer
-from verl_lint.launch.recognise import launches
 from verl_lint.cache import cache_dir
+from verl_lint.config.compose import Composer
 from verl_lint.launch.locate import locate_app
+from verl_lint.launch.recognise import launches
 from verl_lint.shell import evaluate
 
 SCRIPT = (

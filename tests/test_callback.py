@@ -8,21 +8,21 @@ by the marker's absence. In-process tests cover `lint_config`, the adapter both 
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import hydra
 import pytest
+from conftest import NEWEST, across_releases
 from omegaconf import OmegaConf
 
-from conftest import NEWEST, across_releases
 from verl_lint.callback import ENABLE_LINE, VerlLintCallback
 from verl_lint.live import lint_config
-from verl_lint.registry import REGISTRY, ROLLOUT_NAME, Rule
 from verl_lint.model import Diagnostic, Severity
+from verl_lint.registry import REGISTRY, ROLLOUT_NAME, Rule
 
 APPS = Path(__file__).resolve().parent / "apps"
 BAD = ["data.train_batch_size=1000", "actor_rollout_ref.rollout.n=5", "trainer.nnodes=6"]  # VL301 on 0.9.1 and 0.7.1
@@ -533,8 +533,8 @@ def test_override_keys_and_kinds_agree_with_hydras_parser():
     every override form Hydra accepts that must agree with Hydra's own parser."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from verl_lint.live import _applied
     from verl_lint.config.compose import override_kind
+    from verl_lint.live import _applied
 
     lines = [
         "trainer.nnodes=2",

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import NEWEST, json_findings
 from test_cli import cli
+
 from verl_lint import __version__
 from verl_lint.model import Options
 from verl_lint.report.render import render_json
 from verl_lint.runner import lint_paths
-from verl_lint.walk import collect
 from verl_lint.settings import Settings
+from verl_lint.walk import collect
 
 SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 BAD = "python3 -m verl.trainer.main_ppo \\\n    trainer.nnodez=1 \\\n    data.max_prompt_length=64 \\\n    actor_rollout_ref.rollout.name=vllm\n"

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST, json_findings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import NEWEST, across_releases
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
-
-from conftest import NEWEST, across_releases
 from test_shell import local_imports
-from verl_lint.launch.recognise import launches
+
 from verl_lint.launch.locate import locate_app
+from verl_lint.launch.recognise import launches
 from verl_lint.shell import evaluate
 
 

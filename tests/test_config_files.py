@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST, OLDER, OLDEST, across_releases
+
 from verl_lint.model import Options, Severity
 from verl_lint.runner import lint_paths
 

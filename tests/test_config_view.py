@@ -10,7 +10,6 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import NEWEST, across_releases
 
 SCRIPT = """#!/bin/bash

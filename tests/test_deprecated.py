@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import NEWEST, OLDER, OLDEST, across_releases, cached_release
+
 from verl_lint.config import classes
 from verl_lint.config.deprecations import in_code, in_config_comments, in_post_init
 from verl_lint.launch.locate import tree_at

@@ -5,7 +5,6 @@ in a project's own config file, and an empty value is reported without silencing
 from __future__ import annotations
 
 import pytest
-
 from conftest import OLDEST, across_releases
 
 A = "actor_rollout_ref.actor"

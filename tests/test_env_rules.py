@@ -13,15 +13,14 @@ import sys
 import textwrap
 
 import pytest
+from conftest import json_findings
 from packaging.version import Version
 
+from verl_lint.engines.schemas import snapshot
 from verl_lint.knowledge import load_table
 from verl_lint.registry import REGISTRY
-from verl_lint.engines.schemas import snapshot
 from verl_lint.rules.env import facts
 from verl_lint.rules.ray_env import verl_runtime_env
-
-from conftest import json_findings
 
 LAUNCH = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodes=1\n"
 

@@ -35,9 +35,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import NEWEST, OLDER, OLDEST, across_releases
 from hydra import initialize_config_dir
 
-from conftest import NEWEST, OLDER, OLDEST, across_releases
 from verl_lint.launch.locate import locate_app
 from verl_lint.launch.recognise import launches
 from verl_lint.shell import evaluate

@@ -8,7 +8,6 @@ import json
 import sys
 
 import pytest
-
 from conftest import NEWEST
 from golden import FORMATS, GOLDEN, run_examples
 

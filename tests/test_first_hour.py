@@ -8,8 +8,8 @@ import json
 import re
 
 import pytest
-
 from conftest import NEWEST, OLDER, json_findings
+
 from verl_lint.cli import main
 from verl_lint.runner import forget_config_files
 
@@ -183,7 +183,6 @@ def test_the_pre_commit_hook_runs_on_the_configs_docs_and_workflows_a_commit_cha
     import shlex
 
     import yaml
-
     from conftest import EXAMPLES
 
     [hook] = yaml.safe_load((EXAMPLES.parent / ".pre-commit-hooks.yaml").read_text())

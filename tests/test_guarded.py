@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import across_releases
 
-from conftest import across_releases, codes
 from verl_lint.config.guards import Sources
 from verl_lint.registry import main_ppo
 

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_architecture import BASE, PACKAGE
 
 ROOT = PACKAGE.parent

@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import OLDER
+
 from verl_lint.limits import Timeout, expired, paused, time_limit
 
 LAUNCH = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.nnodez=1\n"

@@ -10,16 +10,16 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import NEWEST, OLDEST, codes, json_findings
 from hydra import compose, initialize_config_dir
 from test_callback import config_dir
 from test_models import CONFIG, _hub_cache, _model_dir
+
+from verl_lint.check import options_for
+from verl_lint.cli import parser
 from verl_lint.gpus import GIB, device_gib, gpu_gib, live_gpu_gib
 from verl_lint.live import lint_config
 from verl_lint.registry import main_ppo
-from verl_lint.check import options_for
-from verl_lint.cli import parser
 from verl_lint.settings import Settings, load_settings
 
 R = "actor_rollout_ref.rollout"

@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import NEWEST, codes, json_findings
+
 from verl_lint.knowledge import load_table
 from verl_lint.models import MAX_CONFIG_BYTES, ModelFacts, ModelProblem, facts_from_config, resolve
 from verl_lint.registry import main_ppo

@@ -9,9 +9,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from conftest import codes
 from test_models import CONFIG
+
 from verl_lint.models import MAX_CONFIG_BYTES, ModelFacts, ModelProblem, resolve
 from verl_lint.registry import main_ppo
 from verl_lint.settings import load_settings

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from conftest import NEWEST
+
 from verl_lint.registry import REGISTRY
 
 LAUNCH = (

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import venv
 from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import SHARED_CACHE, cached_release
 from oracle_launches import launches, overrides, script
+
 from verl_lint.model import Options, Severity
 from verl_lint.runner import lint_file
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"

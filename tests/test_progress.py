@@ -25,11 +25,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 from conftest import EXAMPLES, json_findings
 from test_download import SCRIPT, _cli, downloading, index, verl_wheel  # noqa: F401 - fixtures used by name
-from verl_lint import download
-from verl_lint import terminal
+
+from verl_lint import download, terminal
 from verl_lint.terminal import Progress, show_progress
 
 WHEEL = "verl-0.9.1-py3-none-any.whl"

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import RELEASES, across_releases, codes, json_findings
-from verl_lint.registry import main_ppo
+
 from verl_lint.config.reader import build, reader_index
+from verl_lint.registry import main_ppo
 
 
 @pytest.mark.slow

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, NEWEST
+
 from verl_lint.config.compose import Composer
 from verl_lint.model import Options
 from verl_lint.report.render import render_text

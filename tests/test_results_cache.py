@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST
 
 # Runs the CLI in a fresh interpreter and says which heavy modules it imported.

@@ -11,11 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES, NEWEST
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import EXAMPLES, NEWEST
 from test_cli import cli
+
 from verl_lint.config.compose import Composer
 from verl_lint.model import Options
 from verl_lint.runner import lint_file

@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 from conftest import NEWEST, json_findings
+
+from verl_lint.cli import main
 from verl_lint.registry import REGISTRY
 from verl_lint.report.render import _checkout_documentation
-from verl_lint.settings import tomllib
-from verl_lint.cli import main
 from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
+from verl_lint.settings import tomllib
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import NEWEST, cached_release
 from golden import (
     FAIL_ON_0_5,
@@ -28,6 +27,7 @@ from golden import (
     releases_of,
     run_fixture,
 )
+
 from verl_lint.registry import EXAMPLES_DIR, REGISTRY
 from verl_lint.rules import pack  # noqa: F401 - registers every rule before CASES is built
 

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from verl_lint.registry import REGISTRY
-
 from verl_lint import doctor
-from verl_lint.gpus import probe_device
-from verl_lint.cache import cache_dir
-from verl_lint.launch.locate import tree_at
 from verl_lint.allocator.host import Accelerator, detect_accelerator, inspect_runtime, inspect_torch_npu
 from verl_lint.allocator.verl_code import analyze_verl, rollout_config_default
+from verl_lint.cache import cache_dir
+from verl_lint.gpus import probe_device
+from verl_lint.launch.locate import tree_at
+from verl_lint.registry import REGISTRY
 from verl_lint.rules.allocator_live import check_allocator, rollout_settings
 
 # One torch-npu release before `_set_allocator_settings` existed and the first one after it on

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST, json_findings
 
 BAD_SIZES = "python3 -m verl.trainer.main_ppo data.train_batch_size=1000 actor_rollout_ref.rollout.n=5 trainer.nnodes=6 actor_rollout_ref.rollout.name=vllm\n"

@@ -11,14 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
-
+from conftest import json_findings
 from test_shell import local_imports
-from verl_lint.registry import REGISTRY, main_ppo
-from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
+
 from verl_lint.launch.locate import tree_at
 from verl_lint.model import Options, Severity
+from verl_lint.registry import REGISTRY, main_ppo
+from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
 from verl_lint.runner import lint_file
-from conftest import json_findings
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"

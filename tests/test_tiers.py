@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST, OLDEST, RELEASES, SHARED_CACHE
 from test_engine_args import WHEELS
+
 from verl_lint.launch.locate import read_version
 
 ROOT = Path(__file__).resolve().parent.parent

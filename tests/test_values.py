@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 import pytest
-
 from conftest import NEWEST, OLDER, OLDEST, across_releases, codes
+
 from verl_lint.config import classes
 from verl_lint.registry import main_ppo
 

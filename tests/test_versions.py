@@ -13,11 +13,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import json_findings
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from verl_lint.engines import versions as V
-from conftest import json_findings
 
 XF = "#!/bin/bash\nexport VLLM_ATTENTION_BACKEND=XFORMERS\npython3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm\n"
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST
+
 from verl_lint import cli, wrapper
 from verl_lint.wrapper import script_call
 

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import NEWEST
 from test_cli import cli
 from test_fix import OLD_STYLE

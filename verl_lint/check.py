@@ -18,15 +18,14 @@ from .environment import installed_versions
 from .files import WriteError, write_atomic
 from .gpus import gpu_gib
 from .launch.locate import LocateError, VerlTree, release_tree, tree_at, verl_tree_for
-from .model import Diagnostic, Severity, in_config_file
-from .model import FileReport, InputError, Options
+from .model import Diagnostic, FileReport, InputError, Options, Severity, in_config_file
 from .report.fix import apply_fixes
 from .report.render import RENDERERS, accounting, render, render_statistics, stats
 from .report.suppress import filter_baseline, write_baseline
 from .runner import forget_config_files, lint_paths, lint_script, once_per_run
-from .walk import collect, embedded_kind
 from .settings import ENGINE_FLAGS, SETTINGS, Settings, SettingsFinder, code_problem, show
-from .terminal import plural, safe, use_color, usage_error
+from .terminal import plural, safe, usage_error, use_color
+from .walk import collect, embedded_kind
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 STDIN = "-"
@@ -271,7 +270,8 @@ def lint(
             print(f"verl-lint: {seconds:7.3f} s  {safe(path)}", file=sys.stderr)
     if args.verbose and use_cache:
         print(
-            f"verl-lint: {sum(r.cached for r in linted)} of {plural(len(linted), 'file')} read back from the result cache",
+            f"verl-lint: {sum(r.cached for r in linted)} of {plural(len(linted), 'file')} read back from the result "
+            "cache",
             file=sys.stderr,
         )
     return reports

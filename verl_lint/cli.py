@@ -12,8 +12,8 @@ import textwrap
 
 from . import __version__, cache, doctor
 from .catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, LAUNCH_NOT_ANALYSABLE
-from .launch.locate import LocateError, release_tree
 from .environment import MissingTable
+from .launch.locate import LocateError, release_tree
 from .rules import registered_rules
 from .settings import ENGINE_FLAGS, FAIL_ON
 from .terminal import show_progress, usage_error
@@ -39,7 +39,8 @@ def _build_check(c: argparse.ArgumentParser) -> None:
     c.add_argument(
         "paths",
         nargs="*",
-        help="scripts, primary configs (*.yaml), docs and workflows holding launches, or directories (recursively: *.sh, *.bash, sh shebangs, and those); `-` reads a script from stdin (default: .)",
+        help="scripts, primary configs (*.yaml), docs and workflows holding launches, or directories (recursively: "
+        "*.sh, *.bash, sh shebangs, and those); `-` reads a script from stdin (default: .)",
     )
     c.add_argument(
         "--stdin-filename",
@@ -54,7 +55,8 @@ def _build_check(c: argparse.ArgumentParser) -> None:
     c.add_argument(
         "--skip-other-files",
         action="store_true",
-        help="pass over named YAML and doc files that hold no launch instead of an input error; a config group file lints the primary configs above it (for pre-commit)",
+        help="pass over named YAML and doc files that hold no launch instead of an input error; a config group file "
+        "lints the primary configs above it (for pre-commit)",
     )
     _common(c)
     _output_flags(c)
@@ -209,12 +211,14 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--models",
         choices=["offline", "online"],
         default=None,
-        help="online: a hub model no local source knows is looked up on the hub ($HF_ENDPOINT), its config.json alone (default: the models setting, else offline)",
+        help="online: a hub model no local source knows is looked up on the hub ($HF_ENDPOINT), its config.json alone "
+        "(default: the models setting, else offline)",
     )
     p.add_argument(
         "--cwd",
         metavar="DIR",
-        help="the directory the scripts are run from (default: assumed, and said in the findings: the repository root, ...)",
+        help="the directory the scripts are run from (default: assumed, and said in the findings: the repository "
+        "root, ...)",
     )
 
 
@@ -300,7 +304,8 @@ def _cache_dir_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache-dir",
         metavar="DIR",
-        help="the cache directory (default: $VERL_LINT_CACHE_DIR, else $XDG_CACHE_HOME/verl-lint, else ~/.cache/verl-lint)",
+        help="the cache directory (default: $VERL_LINT_CACHE_DIR, else $XDG_CACHE_HOME/verl-lint, else "
+        "~/.cache/verl-lint)",
     )
 
 

@@ -134,7 +134,8 @@ def render_text(r: RuntimeReport, device: Device | None = None) -> str:
     for var, value in r.env.items():
         w(f"  {var:<24} {value if value is not None else '(unset)'}")
     w(
-        f"  {'in effect (live)':<24} {r.live_settings if r.live_settings is not None else '(unknown: ' + r.live_settings_source + ')'}"
+        f"  {'in effect (live)':<24} "
+        f"{r.live_settings if r.live_settings is not None else '(unknown: ' + r.live_settings_source + ')'}"
     )
     w("")
     w("allocator API")

@@ -118,7 +118,7 @@ def _pick(dist: str, version: str, files: list[dict]) -> dict:
         if any(t.abi == "none" and t.platform == "any" for t in tags):
             return f
     rank = {t: i for i, t in enumerate(sys_tags())}
-    best = min(wheels, key=lambda w: (min((rank.get(t, len(rank)) for t in w[1])), w[0]["filename"]))
+    best = min(wheels, key=lambda w: (min(rank.get(t, len(rank)) for t in w[1]), w[0]["filename"]))
     return best[0]
 
 

@@ -6,7 +6,7 @@ import importlib.util
 import os
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 # Distribution name -> the version key rules read from `Context.versions`.
@@ -30,7 +30,7 @@ def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _metadata_dirs(entry: str) -> tuple[tuple[str, str, str], ...]:
     """(normalized name, version or '', suffix) of each `*.dist-info` / `*.egg-info` in a sys.path entry."""
     try:
@@ -48,7 +48,7 @@ def _metadata_dirs(entry: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def installed_version(dist: str) -> str | None:
     """The version of the distribution `dist` on sys.path, or None when it is not installed.
 
@@ -59,7 +59,7 @@ def installed_version(dist: str) -> str | None:
     version) is left to `importlib.metadata`."""
     want = _normalize(dist)
     for entry in sys.path:
-        for name, version, suffix in _metadata_dirs(entry):
+        for name, version, _suffix in _metadata_dirs(entry):
             if name != want:
                 continue
             if version:
@@ -83,7 +83,7 @@ def installed_versions() -> dict[str, str]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def package_dir(top: str) -> Path | None:
     """The directory of an installed top-level package; `find_spec` of a top-level name does not import it."""
     try:

@@ -36,7 +36,10 @@ _KINDS = {
 
 
 def _not_regular(mode: int) -> str:
-    return f"it is a {file_kind(mode) or 'special file'}{' (named pipe)' if stat.S_ISFIFO(mode) else ''}, not a regular file"
+    return (
+        f"it is a {file_kind(mode) or 'special file'}{' (named pipe)' if stat.S_ISFIFO(mode) else ''}, not a "
+        "regular file"
+    )
 
 
 class WriteError(Exception):

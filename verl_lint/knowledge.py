@@ -6,8 +6,9 @@ is an error, not a rule pack that silently shrinks.
 
 Every table is checked against its schema (`_schema`: a typed record class of `table_records.py`
 or `data_tables.py` whose fields carry their checks, written in the vocabulary of
-`table_checks.py`) when it is parsed: an unknown field, a value of the wrong type, a malformed release or range, a duplicate key or rule code is a `TableError` naming
-the table and the line, e.g. `rules/ineffective_keys.yaml:123: unknown field "kyes" in record VL205`.
+`table_checks.py`) when it is parsed: an unknown field, a value of the wrong type, a malformed
+release or range, a duplicate key or rule code is a `TableError` naming the table and the line,
+e.g. `rules/ineffective_keys.yaml:123: unknown field "kyes" in record VL205`.
 The first table a process loads has every table checked (kept on disk like the parsed tables: a warm
 start reads one small file), so a broken table stops a run before it starts, not halfway through.
 
@@ -91,7 +92,7 @@ def table(name: str) -> Table:
     return _table(name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _table(name: str) -> Table:
     _check_every_table()
     return _parsed(name)
@@ -109,7 +110,7 @@ def _text_of(name: str) -> str:
         raise TableError(f"rules/{name}: not UTF-8 text ({ex.reason} at byte {ex.start})") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parsed(name: str) -> Table:
     # Parsing is most of the rule pack's load time (~15 ms for the rule tables, ~70 ms for the engine
     # snapshots, even with libyaml), which the Hydra callback pays at every job start. The entry is

@@ -152,7 +152,8 @@ def _file_settings(hydra_node, config_name: str, overrides: list[AppliedOverride
         return live_file_settings(
             sources, config_name or None, [o.line for o in overrides if o.kind == "group"], tree.root if tree else None
         )
-    except Exception:  # noqa: BLE001 - Hydra already composed this job: a defaults list it cannot rebuild only loses the locations
+    # noqa: BLE001 - Hydra already composed this job: a defaults list it cannot rebuild only loses the locations
+    except Exception:
         return []
 
 

@@ -29,7 +29,8 @@ def breakdown(ctx: Context, gpu_gib: float) -> list[str]:
     facts = known(ctx)
     if facts is None:
         return [
-            f"no memory breakdown: the model at {M}.path is not known (a local directory, the Hugging Face cache or verl-lint's table)"
+            f"no memory breakdown: the model at {M}.path is not known (a local directory, the Hugging Face cache or "
+            "verl-lint's table)"
         ]
     gpus = _int(ctx, "trainer.n_gpus_per_node", 8) * _int(ctx, "trainer.nnodes", 1)
     lines = [
@@ -41,7 +42,8 @@ def breakdown(ctx: Context, gpu_gib: float) -> list[str]:
     lines += [f"  {name:<52} {b / GIB:8.2f} GiB  {why}" for name, b, why in train]
     total = sum(b for _, b, _ in train)
     lines.append(
-        f"  {'total':<52} {total / GIB:8.2f} GiB  {'exceeds the GPU: out of memory at the first step' if total > gpu_gib * GIB else 'fits'}"
+        f"  {'total':<52} {total / GIB:8.2f} GiB  "
+        f"{'exceeds the GPU: out of memory at the first step' if total > gpu_gib * GIB else 'fits'}"
     )
     lines += [f"  {n}" for n in notes]
     lines += ["", "rollout:"] + _rollout(ctx, facts, gpu_gib)
@@ -59,7 +61,8 @@ def _training(ctx: Context, facts: ModelFacts, gpus: int) -> tuple[list, list[st
         notes.insert(
             -1,
             f"activations (not in the total): ~{(hidden + logits) / GIB:.2f} GiB for {tokens} tokens per micro batch "
-            f"({'checkpointed hidden states' if ckpt else 'no gradient checkpointing: ~16 tensors per layer'} + fp32 logits)",
+            f"({'checkpointed hidden states' if ckpt else 'no gradient checkpointing: ~16 tensors per layer'} + fp32 "
+            "logits)",
         )
     return rows, notes
 
@@ -82,7 +85,8 @@ def _rollout(ctx: Context, facts: ModelFacts, gpu_gib: float) -> list[str]:
         else "(MLA latent)"
     )
     out = [
-        f"  {'engine share (gpu_memory_utilization x GPU)':<52} {fit.share / GIB:8.2f} GiB  {fit.util:g} x {gpu_gib:g} GiB",
+        f"  {'engine share (gpu_memory_utilization x GPU)':<52} {fit.share / GIB:8.2f} GiB  {fit.util:g} x "
+        f"{gpu_gib:g} GiB",
         f"  {'weights (bf16, / TP)':<52} {fit.weights / GIB:8.2f} GiB  TP = {fit.tp}",
         f"  {'KV cache room':<52} {max(fit.room, 0) / GIB:8.2f} GiB  {fit.per_token / 1024:.1f} KiB per token {kv}",
     ]
@@ -95,10 +99,12 @@ def _rollout(ctx: Context, facts: ModelFacts, gpu_gib: float) -> list[str]:
             else "error: vLLM refuses to start (one sequence of max_model_len does not fit in the KV cache)"
         )
         out.append(
-            f"  {'tokens the KV cache holds':<52} {fit.tokens:>8}      max_model_len {fit.length} ({fit.length_from}): {verdict}"
+            f"  {'tokens the KV cache holds':<52} {fit.tokens:>8}      max_model_len {fit.length} "
+            f"({fit.length_from}): {verdict}"
         )
     out.append(
-        "  assumes: vLLM's activation peak and CUDA graphs (~1-3 GiB) are not subtracted; the training state is offloaded or freed during rollout"
+        "  assumes: vLLM's activation peak and CUDA graphs (~1-3 GiB) are not subtracted; the training state is "
+        "offloaded or freed during rollout"
     )
     return out
 

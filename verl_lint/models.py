@@ -148,7 +148,8 @@ class ModelFacts:
         ctx = self.context_length()
         return [
             f"{self.name}: {self.model_type}, {self.params() / 1e9:.2f}B parameters{moe}",
-            f"  {self.heads} attention heads, {self.kv_heads} KV heads, head dim {self.head_dim}, {self.layers} layers, hidden {self.hidden}",
+            f"  {self.heads} attention heads, {self.kv_heads} KV heads, head dim {self.head_dim}, {self.layers} "
+            f"layers, hidden {self.hidden}",
             f"  context {ctx if ctx is not None else 'unknown'} (max_position_embeddings {self.max_positions}{rope})",
             f"  from {self.source}",
         ]

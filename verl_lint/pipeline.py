@@ -69,7 +69,10 @@ def lint_text(
     timed_out = False
     for i, la in enumerate(found):
         if i == options.max_launches:  # the budget, in work: the same cut whatever the machine's load
-            why = f"the script has more than {options.max_launches} launch analyses (one per variant of a command), the limit per file"
+            why = (
+                f"the script has more than {options.max_launches} launch analyses (one per variant of a command), "
+                "the limit per file"
+            )
             report.diagnostics.extend(_cut(found[i:], variants, counted, report, why, "split the script"))
             break
         try:

@@ -194,7 +194,8 @@ class Rule:
         if self.entry_points:
             note = REGISTRY.get("rules-not-run-for-entry-point")  # the catalogue's note (declared by name there)
             out.append(
-                f"Judges launches of {', '.join(f'`{m}`' for m in self.entry_points)} whatever their config is named, and of a "
+                f"Judges launches of {', '.join(f'`{m}`' for m in self.entry_points)} whatever their config is named, "
+                "and of a "
                 "project's own entry point; verl's other entry points run other code and are not judged "
                 f"({note.code if note is not None else 'a note'} says so)."
             )
@@ -208,16 +209,16 @@ class Rule:
         return "\n".join(out) + "\n"
 
     @property
-    def bad(self) -> tuple["Example", ...]:
+    def bad(self) -> tuple[Example, ...]:
         """The example fixtures that must produce this rule (rules/examples/CODE/bad-N/)."""
         return tuple(ex for ex in examples_of(self.code) if ex.kind == "bad")
 
     @property
-    def good(self) -> tuple["Example", ...]:
+    def good(self) -> tuple[Example, ...]:
         """The example fixtures that must produce nothing (rules/examples/CODE/good-N/)."""
         return tuple(ex for ex in examples_of(self.code) if ex.kind == "good")
 
-    def examples(self, kind: str, version: Version) -> list["Example"]:
+    def examples(self, kind: str, version: Version) -> list[Example]:
         """The bad or good example fixtures that hold for `version`."""
         return [ex for ex in (self.bad if kind == "bad" else self.good) if spec_contains(ex.verl, version)]
 

@@ -87,7 +87,8 @@ def collect(
         elif p.suffix.lower() in embedded.YAMLS:
             error(
                 raw,
-                "not a primary config (no defaults list naming a verl config such as ppo_trainer) nor a workflow with a verl launch",
+                "not a primary config (no defaults list naming a verl config such as ppo_trainer) nor a workflow with "
+                "a verl launch",
             )
         elif p.suffix.lower() in embedded.DOCS:
             error(raw, "no shell code block with a verl launch in this document")

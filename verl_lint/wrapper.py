@@ -28,12 +28,10 @@ from pathlib import Path
 
 from .check import UsageError, load, options_for
 from .config.compose import Composer
-from .files import WriteError, write_atomic
+from .files import WriteError, is_shell_script, write_atomic
 from .launchers import is_launcher
 from .limits import Timeout, time_limit
-from .model import COMMAND_LINE, Severity, Span, Word, command_text
-from .files import is_shell_script
-from .model import FileReport, InputError
+from .model import COMMAND_LINE, FileReport, InputError, Severity, Span, Word, command_text
 from .pipeline import lint_text
 from .report.render import RENDERERS, render
 from .runner import _per_file_ignores, read_script

@@ -1,8 +1,8 @@
 """A plugin that registers a rule which raises, through the public registry (fail-open tests)."""
 
-from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
-from verl_lint.registry import REGISTRY, Rule
 from verl_lint.model import Severity
+from verl_lint.registry import REGISTRY, Rule
+from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
 
 
 def _boom(ctx):

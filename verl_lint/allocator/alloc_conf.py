@@ -151,7 +151,8 @@ def parse_conf(text: str) -> ParsedConf:
                 Problem(
                     "format",
                     name,
-                    f"`{key}` uses `=`: the allocator separates an option and its value with `:`, so this is one unknown option",
+                    f"`{key}` uses `=`: the allocator separates an option and its value with `:`, so this is one "
+                    "unknown option",
                     f"write `{name}:{val}`",
                 )
             )
@@ -165,7 +166,8 @@ def parse_conf(text: str) -> ParsedConf:
                 Problem(
                     "malformed",
                     key,
-                    f"`{key}` has no value: the allocator fails with `INTERNAL ASSERT FAILED ... Index out of bounds in ConfigTokenizer`",
+                    f"`{key}` has no value: the allocator fails with `INTERNAL ASSERT FAILED ... Index out of bounds "
+                    "in ConfigTokenizer`",
                     f"write `{key}:<value>` (e.g. `expandable_segments:True`)",
                 )
             )
@@ -177,7 +179,8 @@ def parse_conf(text: str) -> ParsedConf:
                 Problem(
                     "malformed",
                     key,
-                    f"`{key}:` has an empty value: the allocator fails with `INTERNAL ASSERT FAILED ... Index out of bounds in ConfigTokenizer`"
+                    f"`{key}:` has an empty value: the allocator fails with `INTERNAL ASSERT FAILED ... Index out of "
+                    "bounds in ConfigTokenizer`"
                     if j >= n
                     else f"`{key}:` has an empty value",
                     f"write `{key}:<value>`",
@@ -209,7 +212,8 @@ def parse_conf(text: str) -> ParsedConf:
                 Problem(
                     "malformed",
                     key,
-                    f"`{key}` has more than one `:`-separated value: the allocator fails with `INTERNAL ASSERT FAILED ... Index out of bounds in ConfigTokenizer`",
+                    f"`{key}` has more than one `:`-separated value: the allocator fails with `INTERNAL ASSERT FAILED "
+                    "... Index out of bounds in ConfigTokenizer`",
                     "one `key:value` per `,`-separated segment",
                 )
             )
@@ -260,7 +264,8 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
                 else "True|False"
             )
             return (
-                f"`{k}:{v}`: booleans are exactly `True` or `False` (case-sensitive); the allocator raises `Expected 'True' or 'False' ... but got '{v}'`",
+                f"`{k}:{v}`: booleans are exactly `True` or `False` (case-sensitive); the allocator raises `Expected "
+                f"'True' or 'False' ... but got '{v}'`",
                 f"write `{k}:{fix}`",
             )
     elif t == "mb":
@@ -280,7 +285,8 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
         x = _float(v)
         if x is None or not 0.0 < x < 1.0:
             return (
-                f"`{k}:{v}` must be a number strictly between 0 and 1 (`garbage_collect_threshold is invalid, set it in (0.0, 1.0)`)",
+                f"`{k}:{v}` must be a number strictly between 0 and 1 (`garbage_collect_threshold is invalid, set it "
+                "in (0.0, 1.0)`)",
                 f"e.g. `{k}:0.6`",
             )
     elif t in ("int", "float"):
@@ -317,7 +323,8 @@ def value_problem(opt: Option, e: Entry, strict_min: bool) -> tuple[str, str] | 
             x = _int(v)
             if x is None or not _pow2(x):
                 return (
-                    f"`{k}:{v}`: the divisions must be a power of 2 (`For roundups, the divisions has to be power of 2`)",
+                    f"`{k}:{v}`: the divisions must be a power of 2 (`For roundups, the divisions has to be power of "
+                    "2`)",
                     f"e.g. `{k}:4` or `{k}:[256:1,512:2,>:4]`",
                 )
         else:

@@ -55,7 +55,8 @@ class Overwrite(NamedTuple):
     where: str  # "verl/workers/config/engine.py:236": the assignment
 
     def holds(self, lookup) -> bool | None:
-        """Whether the overwrite happens, given `lookup(field)` -> the field's value or UNKNOWN_VALUE; None when unknown."""
+        """Whether the overwrite happens, given `lookup(field)` -> the field's value or
+        UNKNOWN_VALUE; None when unknown."""
         return True if self.condition is None else _truth(self.condition, lookup)
 
 

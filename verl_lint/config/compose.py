@@ -30,9 +30,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from ..cache import entry, store
-from ..limits import Timeout, expired
-from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
-from ..model import Diagnostic, Fix, Related, Span, Unknown, Word
 from ..catalogue import (
     ADD_EXISTING_KEY,
     CONFIG_COMPOSITION_ERROR,
@@ -41,6 +38,9 @@ from ..catalogue import (
     OVERRIDE_SYNTAX_ERROR,
     UNKNOWN_CONFIG_KEY,
 )
+from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
+from ..limits import Timeout, expired
+from ..model import Diagnostic, Fix, Related, Span, Unknown, Word
 from .keys import closest_key
 from .user_files import FileValue, Merged, file_values, is_user_file, merged_entry
 
@@ -273,7 +273,8 @@ class Composer:
                 OVERRIDE_SYNTAX_ERROR.finding(
                     f"Hydra cannot parse this override: {_first_line(parsed)}",
                     w.span,
-                    help="quote values containing spaces, commas or brackets for Hydra, e.g. key='[a,b]' inside single quotes",
+                    help="quote values containing spaces, commas or brackets for Hydra, e.g. key='[a,b]' inside "
+                    "single quotes",
                     key=line.split("=", 1)[0].lstrip("+~"),
                 )
             )
@@ -562,8 +563,10 @@ def _not_on_searchpath(text: str, app: HydraApp) -> tuple[str, Span | None] | No
 def _unsearched_finding(text: str, anchor: Span, missing: str, entry: Span | None) -> Diagnostic:
     where = f" to {entry.path}" if entry else " to the primary config"
     d = CONFIG_COMPOSITION_ERROR.finding(
-        f"Hydra cannot compose the config: {text} `{missing}` is one of verl's configs (verl/trainer/config/{missing}.yaml), "
-        "which Hydra finds only on the search path, and the project's config does not put verl's config directory on it",
+        f"Hydra cannot compose the config: {text} `{missing}` is one of verl's configs "
+        f"(verl/trainer/config/{missing}.yaml), "
+        "which Hydra finds only on the search path, and the project's config does not put verl's config directory on "
+        "it",
         anchor,
         help=f"add `hydra: {{searchpath: [pkg://verl.trainer.config]}}`{where} (beside its defaults list)",
     )

@@ -34,7 +34,8 @@ class ArgSet(NamedTuple):
     """One place where verl's server code sets, keeps or consumes an engine argument."""
 
     key: str
-    phase: str  # "pre": engine_kwargs edited before the args literal; "default": literal before **engine_kwargs; "after": after it
+    # "pre": engine_kwargs edited before the args literal; "default": literal before **engine_kwargs; "after": after it
+    phase: str
     kind: str  # "set" | "setdefault" | "pop"
     value: str | None  # source of verl's value expression
     condition: tuple[str, ...]  # source of every enclosing condition (empty: always)

@@ -18,7 +18,7 @@ import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -250,7 +250,7 @@ class Snapshot:
     names: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict, hash=False, compare=False)
 
     @staticmethod
-    def build(engine: str, per_version: dict[str, EngineNames]) -> "Snapshot":
+    def build(engine: str, per_version: dict[str, EngineNames]) -> Snapshot:
         versions = tuple(sorted(per_version, key=lenient_version))
         names: dict[str, dict[str, tuple[str, ...]]] = {}
         for kind in ("args", "env"):
@@ -320,7 +320,7 @@ class Snapshot:
         return "\n".join(lines) + "\n"
 
     @staticmethod
-    def from_table(table: dict) -> "Snapshot":
+    def from_table(table: dict) -> Snapshot:
         names = {
             kind: {str(n): tuple(str(v) for v in (t or ())) for n, t in (table.get(kind) or {}).items()}
             for kind in ("args", "env")
@@ -367,7 +367,7 @@ def _read_snapshot_text(text: str) -> dict | None:
     return table if "engine" in table and "versions" in table else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def snapshot(engine: str) -> Snapshot | None:
     rel = f"engine_args/{engine}.yaml"
     text = read_text(rel)  # every engine in ENGINES ships one: a missing table is an error
@@ -402,7 +402,7 @@ class Schema:
         return difflib.get_close_matches(name, sorted(pool), n=n, cutoff=0.75)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _installed_names(engine: str, version: str, path: str) -> EngineNames:
     return ENGINES[engine].extract(DirSource(Path(path)))
 

@@ -542,7 +542,8 @@ def notes(ctx) -> list:
         rules = ", ".join(r.code for r in REGISTRY if engine in r.engines)
         d = ctx.diag(
             ENGINE_VERSION_UNKNOWN.code,
-            f"no {t} version is known ({dist} is not installed, no {flag}, and the verl tree and project declare no {dist} "
+            f"no {t} version is known ({dist} is not installed, no {flag}, and the verl tree and project declare no "
+            f"{dist} "
             f"requirement): {rules} stayed silent wherever the verdict depends on the {t} release",
             help=f'pass {flag} VERSION, or set {engine.replace("_", "-")} = "VERSION" in [tool.verl-lint]',
             severity=Severity.INFO,

@@ -339,7 +339,9 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
                 )
             if launch.module.split(".")[0] in ("verl", "recipe"):
                 raise LocateError(
-                    f"module {launch.module} not found: no verl tree found (verl is not installed here and no verl checkout holds the script): pass --verl VERSION, --verl-root DIR or set verl-version in [tool.verl-lint]"
+                    f"module {launch.module} not found: no verl tree found (verl is not installed here and no verl "
+                    "checkout holds the script): pass --verl VERSION, --verl-root DIR or set verl-version in "
+                    "[tool.verl-lint]"
                 )
             return None
     else:
@@ -389,7 +391,8 @@ def locate_app(launch: Launch, tree: VerlTree | None) -> HydraApp | None:
             raise ConfigNotFound(
                 launch.config_path.span,
                 f"Primary config directory not found: {ex}",
-                "point --config-path at an existing directory (a relative one is resolved from the app's file, as Hydra does)",
+                "point --config-path at an existing directory (a relative one is resolved from the app's file, as "
+                "Hydra does)",
                 "--config-path",
             ) from None
     if config_name is not None and dirs and not any(_config_file(d, config_name) for d in dirs):

@@ -101,7 +101,7 @@ def _unseen(text: str, path: str, commands: list[Command], found: list[Launch]) 
             if name in analysed and _ASSIGNMENT.match(code):
                 continue
             col, end = m.start(1) if m.group(1) else m.start(2), m.end()
-            nbytes = lambda i: len(text[: start + i].encode("utf-8", "surrogatepass"))  # noqa: E731
+            nbytes = lambda i: len(text[: start + i].encode("utf-8", "surrogatepass"))  # noqa: E731, B023 - this line's
             span = Span(path, n, col + 1, n, end + 1, nbytes(col), nbytes(end))
             la = Launch(path=path, span=span, entry_span=span, module=m.group(1), file=m.group(2))
             la.not_analysable = f"{name} is named here, but verl-lint did not see this line run as a command"
@@ -369,7 +369,8 @@ def _unreadable(cmd: Command, env, path: str) -> Launch | None:
             name = module or file
             dark = next((x for x in words[:j] if x.text is None), None)
             why = (
-                f"an argument before it is only known at run time ({dark.unknown.reason if dark.unknown else 'unknown'})"
+                "an argument before it is only known at run time "
+                f"({dark.unknown.reason if dark.unknown else 'unknown'})"
                 if dark is not None
                 else "verl-lint does not recognise this way of starting it"
             )

@@ -7,13 +7,12 @@ import json
 import os
 import re
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 
 from .. import __version__
-from ..model import Severity, argument
-from ..embedded import DOCS, YAMLS
 from ..catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, outcome
-from ..model import LAUNCH_CUT, FileReport
+from ..embedded import DOCS, YAMLS
+from ..model import LAUNCH_CUT, FileReport, Severity, argument
 from ..rules import registered_rules
 from ..terminal import plural, safe, width
 
@@ -87,7 +86,8 @@ def render_text(reports: list[FileReport], color: bool = False, show_summary: bo
             if s["infos"]:
                 parts.append(f"{s['infos']} info")
             out.append(
-                f"Found {plural(s['findings'], 'finding')} ({', '.join(parts)}) in {s['files_with_findings']} of {scope}"
+                f"Found {plural(s['findings'], 'finding')} ({', '.join(parts)}) in {s['files_with_findings']} of "
+                f"{scope}"
             )
         elif n_err and not s["launches"]:  # not "no findings": nothing was looked at
             why = {e.message for r in reports for e in r.errors}
@@ -226,7 +226,7 @@ def render_json(reports: list[FileReport], docs: str | None = None) -> str:
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _docs_base() -> str | None:
     """Where this verl-lint's rule pages are published: the commit of the git repository it was
     installed from, on a forge that serves files (GitHub, GitLab; PEP 610 direct_url.json), else
@@ -428,11 +428,15 @@ def render_junit(reports: list[FileReport]) -> str:
             failures += 1
             body = escape("\n".join(items))
             cases.append(
-                f'    <testcase classname="verl-lint" name={name}><failure message="{len(items)} finding(s)">{body}</failure></testcase>'
+                f'    <testcase classname="verl-lint" name={name}><failure message="{len(items)} '
+                f'finding(s)">{body}</failure></testcase>'
             )
         else:
             cases.append(f'    <testcase classname="verl-lint" name={name}/>')
-    head = f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="verl-lint" tests="{len(reports)}" failures="{failures}">'
+    head = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="verl-lint" '
+        f'tests="{len(reports)}" failures="{failures}">'
+    )
     return "\n".join([head, *cases, "  </testsuite>", "</testsuites>"]) + "\n"
 
 

@@ -9,8 +9,8 @@ prefixes, `ray_kwargs.ray_init.runtime_env.env_vars.*`) and, through `runtime_en
 on the live process env (`rules.allocator_live`).
 """
 
-from ..allocator.host import RUNTIME_SPAN, RuntimeReport
 from ..allocator.alloc_conf import ALLOC_VARS
+from ..allocator.host import RUNTIME_SPAN, RuntimeReport
 from ..allocator.verl_code import analyze_verl, rollout_config_default
 from ..config.context import MISSING
 from ..evidence import Evidence

@@ -117,11 +117,16 @@ def check_conf(inp: AllocInput) -> Iterator[Diagnostic]:
                 where = " or ".join({"cuda": "CUDA", "npu": "NPU"}[a] for a in allocs)
                 hint = f"did you mean `{close}`?" if close else f"remove `{e.key}`"
                 if other and e.key in options(other):
-                    hint = f"`{e.key}` is a {'CUDA' if other == 'cuda' else 'torch-npu'} option, not one of this allocator's; remove it"
+                    hint = (
+                        f"`{e.key}` is a {'CUDA' if other == 'cuda' else 'torch-npu'} option, not one of this "
+                        "allocator's; remove it"
+                    )
                 yield _found(
                     "VL601",
-                    f"{var}: `{e.key}` is not a {where} caching-allocator option; the allocator rejects the whole string "
-                    f"(`Unrecognized key '{e.key}'` / `Unrecognized CachingAllocator option: {e.key}`) when the worker first uses the device",
+                    f"{var}: `{e.key}` is not a {where} caching-allocator option; the allocator rejects the whole "
+                    "string "
+                    f"(`Unrecognized key '{e.key}'` / `Unrecognized CachingAllocator option: {e.key}`) when the "
+                    "worker first uses the device",
                     var,
                     hint,
                     span,
@@ -134,7 +139,8 @@ def check_conf(inp: AllocInput) -> Iterator[Diagnostic]:
             if ver is not None and len(known) == 1 and not opt.accepted_by(ver):
                 yield _found(
                     "VL601",
-                    f"{var}: {dist} {ver} does not know `{e.key}` (first accepted by {dist} {opt.first}); its allocator rejects the string",
+                    f"{var}: {dist} {ver} does not know `{e.key}` (first accepted by {dist} {opt.first}); its "
+                    "allocator rejects the string",
                     var,
                     f"upgrade {dist}, or remove `{e.key}`",
                     span,
@@ -163,8 +169,10 @@ def check_ignored(inp: AllocInput) -> Iterator[Diagnostic]:
         ):
             yield _found(
                 "VL604",
-                "PYTORCH_ALLOC_CONF is ignored on CUDA because PYTORCH_CUDA_ALLOC_CONF is also set: torch <= 2.9 reads only "
-                "PYTORCH_CUDA_ALLOC_CONF, and torch >= 2.10 reads PYTORCH_CUDA_ALLOC_CONF first and PYTORCH_ALLOC_CONF only when it is unset",
+                "PYTORCH_ALLOC_CONF is ignored on CUDA because PYTORCH_CUDA_ALLOC_CONF is also set: torch <= 2.9 "
+                "reads only "
+                "PYTORCH_CUDA_ALLOC_CONF, and torch >= 2.10 reads PYTORCH_CUDA_ALLOC_CONF first and "
+                "PYTORCH_ALLOC_CONF only when it is unset",
                 "PYTORCH_ALLOC_CONF",
                 "put every option in one variable (PYTORCH_CUDA_ALLOC_CONF works on every torch release)",
                 inp.span("PYTORCH_ALLOC_CONF"),
@@ -173,7 +181,8 @@ def check_ignored(inp: AllocInput) -> Iterator[Diagnostic]:
             which = f"torch {torch_v}" if torch_v is not None else "torch <= 2.9 (vLLM 0.11.1-0.16 pin torch 2.9.x)"
             yield _found(
                 "VL604",
-                f"PYTORCH_ALLOC_CONF is silently ignored by the CUDA allocator of {which}: only PYTORCH_CUDA_ALLOC_CONF is read before torch 2.10",
+                f"PYTORCH_ALLOC_CONF is silently ignored by the CUDA allocator of {which}: only "
+                "PYTORCH_CUDA_ALLOC_CONF is read before torch 2.10",
                 "PYTORCH_ALLOC_CONF",
                 "rename it to PYTORCH_CUDA_ALLOC_CONF (read by every torch release)",
                 inp.span("PYTORCH_ALLOC_CONF"),
@@ -187,7 +196,8 @@ def check_ignored(inp: AllocInput) -> Iterator[Diagnostic]:
         which = f"torch-npu {npu_v}" if npu_v is not None else "torch-npu < 2.13"
         yield _found(
             "VL604",
-            f"PYTORCH_ALLOC_CONF is ignored by the NPU allocator of {which}: it reads PYTORCH_NPU_ALLOC_CONF (PYTORCH_ALLOC_CONF only from torch-npu 2.13)",
+            f"PYTORCH_ALLOC_CONF is ignored by the NPU allocator of {which}: it reads PYTORCH_NPU_ALLOC_CONF "
+            "(PYTORCH_ALLOC_CONF only from torch-npu 2.13)",
             "PYTORCH_ALLOC_CONF",
             "rename it to PYTORCH_NPU_ALLOC_CONF",
             inp.span("PYTORCH_ALLOC_CONF"),
@@ -195,7 +205,8 @@ def check_ignored(inp: AllocInput) -> Iterator[Diagnostic]:
     if inp.device == "npu" and inp.has("PYTORCH_CUDA_ALLOC_CONF") and not inp.has(NPU_VAR):
         yield _found(
             "VL604",
-            "PYTORCH_CUDA_ALLOC_CONF has no effect on the Ascend NPU allocator (trainer.device=npu): torch-npu reads PYTORCH_NPU_ALLOC_CONF",
+            "PYTORCH_CUDA_ALLOC_CONF has no effect on the Ascend NPU allocator (trainer.device=npu): torch-npu reads "
+            "PYTORCH_NPU_ALLOC_CONF",
             "PYTORCH_CUDA_ALLOC_CONF",
             "set the options in PYTORCH_NPU_ALLOC_CONF",
             inp.span("PYTORCH_CUDA_ALLOC_CONF"),
@@ -237,7 +248,8 @@ def check_npu_expandable_conflict(inp: AllocInput) -> Iterator[Diagnostic]:
     if clash:
         yield _found(
             "VL606",
-            f"PYTORCH_NPU_ALLOC_CONF sets expandable_segments:True together with {' and '.join(clash)}: torch-npu refuses this "
+            f"PYTORCH_NPU_ALLOC_CONF sets expandable_segments:True together with {' and '.join(clash)}: torch-npu "
+            "refuses this "
             "(`max_split_size_mb` or `garbage_collection_threshold`, cannot be enabled with `expandable_segments`)",
             NPU_VAR,
             f"drop {' and '.join(clash)} (they do not act on expandable segments), or set expandable_segments:False",
@@ -274,17 +286,22 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Diagnostic]:
                 which = f"vLLM {vllm_v}" if vllm_v is not None else "vLLM 0.8.0-0.20.0"
                 yield _found(
                     "VL607",
-                    f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on (verl's default): on {which} "
-                    "this crashes at engine start (CuMemAllocator asserts `Expandable segments are not compatible with memory pool`)",
+                    "PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on (verl's "
+                    f"default): on {which} "
+                    "this crashes at engine start (CuMemAllocator asserts `Expandable segments are not compatible "
+                    "with memory pool`)",
                     "PYTORCH_CUDA_ALLOC_CONF",
-                    "remove expandable_segments:True: verl enables expandable segments itself for training and disables them around the rollout",
+                    "remove expandable_segments:True: verl enables expandable segments itself for training and "
+                    "disables them around the rollout",
                     inp.span("PYTORCH_CUDA_ALLOC_CONF"),
                 )
             elif vllm_v < VLLM_ASSERT[0]:
                 yield _found(
                     "VL609",
-                    f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on: vLLM {vllm_v} does not check, and "
-                    "sleep frees nothing (`Sleep mode freed 0.00 GiB memory`), so training runs next to a resident KV cache",
+                    f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on: vLLM {vllm_v} "
+                    "does not check, and "
+                    "sleep frees nothing (`Sleep mode freed 0.00 GiB memory`), so training runs next to a resident KV "
+                    "cache",
                     "PYTORCH_CUDA_ALLOC_CONF",
                     "remove expandable_segments:True",
                     inp.span("PYTORCH_CUDA_ALLOC_CONF"),
@@ -296,7 +313,8 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Diagnostic]:
             yield _found(
                 "VL609",
                 f"{var} turns expandable segments on, but it {how}: {which} only looks for the exact text "
-                "`expandable_segments:True` in PYTORCH_CUDA_ALLOC_CONF, so its memory pool is not protected and sleep mode silently frees "
+                "`expandable_segments:True` in PYTORCH_CUDA_ALLOC_CONF, so its memory pool is not protected and sleep "
+                "mode silently frees "
                 "nothing (the trainer then OOMs next to the resident rollout)",
                 var,
                 "remove expandable_segments:True (verl toggles expandable segments itself)",
@@ -312,8 +330,10 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Diagnostic]:
             which = f"vllm-ascend {vasc_v}" if vasc_v is not None else "vllm-ascend >= 0.10.0rc1"
             yield _found(
                 "VL607",
-                f"PYTORCH_NPU_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on (verl's default): on {which} "
-                "this crashes at engine start (CaMemAllocator asserts `Expandable segments are not compatible with memory pool`)",
+                "PYTORCH_NPU_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on (verl's default): "
+                f"on {which} "
+                "this crashes at engine start (CaMemAllocator asserts `Expandable segments are not compatible with "
+                "memory pool`)",
                 NPU_VAR,
                 "remove expandable_segments:True, or turn sleep mode off for a standalone rollout",
                 inp.span(NPU_VAR),
@@ -321,7 +341,8 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Diagnostic]:
         if exact and inp.device == "npu" and vasc_v is not None and vasc_v < VLLM_ASCEND_NPU_VAR:
             yield _found(
                 "VL607",
-                f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on: vllm-ascend {vasc_v} checks that "
+                "PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True while vLLM sleep mode is on: vllm-ascend "
+                f"{vasc_v} checks that "
                 "variable and its CaMemAllocator asserts at engine start",
                 "PYTORCH_CUDA_ALLOC_CONF",
                 "remove PYTORCH_CUDA_ALLOC_CONF on Ascend",
@@ -345,8 +366,10 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Diagnostic]:
             )
             yield _found(
                 "VL608",
-                f"PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True and verl starts SGLang with its memory saver: with {which} "
-                "the rollout fails at startup (`TorchMemorySaver is disabled for the current process because expandable_segments is not supported yet`)",
+                "PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True and verl starts SGLang with its memory saver: "
+                f"with {which} "
+                "the rollout fails at startup (`TorchMemorySaver is disabled for the current process because "
+                "expandable_segments is not supported yet`)",
                 "PYTORCH_CUDA_ALLOC_CONF",
                 "remove expandable_segments:True: verl enables expandable segments itself for training",
                 inp.span("PYTORCH_CUDA_ALLOC_CONF"),
@@ -356,11 +379,13 @@ def check_memory_pool(inp: AllocInput) -> Iterator[Diagnostic]:
             why = (
                 f"torch_memory_saver {tms_v} does not check it"
                 if exact
-                else "torch_memory_saver (<= 0.0.10) only looks for the exact text `expandable_segments:True` in PYTORCH_CUDA_ALLOC_CONF"
+                else "torch_memory_saver (<= 0.0.10) only looks for the exact text `expandable_segments:True` in "
+                "PYTORCH_CUDA_ALLOC_CONF"
             )
             yield _found(
                 "VL609",
-                f"{var} turns expandable segments on while verl runs SGLang with its memory saver: {why}, so pause() silently frees "
+                f"{var} turns expandable segments on while verl runs SGLang with its memory saver: {why}, so pause() "
+                "silently frees "
                 "nothing and the trainer OOMs next to the resident rollout",
                 var,
                 "remove expandable_segments:True",
@@ -393,8 +418,10 @@ def check_reset(inp: AllocInput) -> Iterator[Diagnostic]:
         first = calls[0].where if calls else v.helper
         yield _found(
             "VL610",
-            f"{var} sets {', '.join(lost)}, but verl re-applies the allocator settings with only `expandable_segments:<bool>` at every "
-            f"rollout/train switch ({v.helper} -> {sp.api}, called e.g. at {first}); each re-parse resets {', '.join(lost)} to the default, "
+            f"{var} sets {', '.join(lost)}, but verl re-applies the allocator settings with only "
+            "`expandable_segments:<bool>` at every "
+            f"rollout/train switch ({v.helper} -> {sp.api}, called e.g. at {first}); each re-parse resets "
+            f"{', '.join(lost)} to the default, "
             "so the value holds only until the first weight sync",
             var,
             "drop the option, or re-apply it after verl's toggles (it cannot be kept through set_expandable_segments)",

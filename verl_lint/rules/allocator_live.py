@@ -105,7 +105,8 @@ def runtime_findings(report: RuntimeReport, rollout_config=None) -> list[Diagnos
         rs.get("name") == "vllm" and rs.get("engine_kwargs_sleep", rs.get("enable_sleep_mode", True)) is not False
     )
     sleep_note = (
-        " (not with vllm-ascend sleep mode: its CaMemAllocator asserts when PYTORCH_NPU_ALLOC_CONF contains expandable_segments:True)"
+        " (not with vllm-ascend sleep mode: its CaMemAllocator asserts when PYTORCH_NPU_ALLOC_CONF contains "
+        "expandable_segments:True)"
         if vllm_sleep or rs.get("name") is None
         else ""
     )
@@ -119,10 +120,14 @@ def runtime_findings(report: RuntimeReport, rollout_config=None) -> list[Diagnos
                 why = "it has no set_expandable_segments helper"
             else:
                 seen = ", ".join(f"{c.owner}({c.enable}) at {c.where}" for c in v.calls) or "none"
-                why = f"no trainer-side worker (TrainingWorker, the engine workers) calls set_expandable_segments(True) (calls: {seen})"
+                why = (
+                    "no trainer-side worker (TrainingWorker, the engine workers) calls "
+                    f"set_expandable_segments(True) (calls: {seen})"
+                )
             diags.append(
                 NEVER_ENABLES.finding(
-                    f"this verl version ({v.version or 'unknown'}) never enables expandable segments for training on NPU: {why}; "
+                    f"this verl version ({v.version or 'unknown'}) never enables expandable segments for training on "
+                    f"NPU: {why}; "
                     "training runs with expandable segments off (more fragmentation, OOM, no error)",
                     RUNTIME_SPAN,
                     key="PYTORCH_NPU_ALLOC_CONF",
@@ -137,7 +142,8 @@ def runtime_findings(report: RuntimeReport, rollout_config=None) -> list[Diagnos
             )
             diags.append(
                 SETTER_MISSING.finding(
-                    f"expandable segments will not be enabled on this NPU: torch-npu {report.npu_api.version or '(unknown version)'} "
+                    "expandable segments will not be enabled on this NPU: torch-npu "
+                    f"{report.npu_api.version or '(unknown version)'} "
                     f"lacks _set_allocator_settings ({report.npu_api.dir}/npu/memory.py), which verl calls; {swallow}",
                     RUNTIME_SPAN,
                     key="PYTORCH_NPU_ALLOC_CONF",
@@ -155,7 +161,8 @@ def runtime_findings(report: RuntimeReport, rollout_config=None) -> list[Diagnos
         sp = v.setter_for("cuda")
         diags.append(
             SETTER_MISSING.finding(
-                f"torch {report.torch_api.version or ''} lacks torch.cuda.memory._set_allocator_settings, which verl calls at {sp.where}",
+                f"torch {report.torch_api.version or ''} lacks torch.cuda.memory._set_allocator_settings, which verl "
+                f"calls at {sp.where}",
                 RUNTIME_SPAN,
                 key="PYTORCH_CUDA_ALLOC_CONF",
                 help="upgrade torch (the setter exists since 1.13)",

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from math import gcd
 
-from .roles import uses_critic
 from ..evidence import Evidence
 from ..model import Severity
 from ..registry import rule
+from .roles import uses_critic
 from .sizes import (
-    A,
     GPUS,
     MEGATRON_PARALLEL,
-    R,
     VALIDATION,
+    A,
+    R,
     anchor_key,
     gpu_count,
     parallel_size,
@@ -76,7 +76,8 @@ def train_batch_divisible(ctx):
             "verl asserts on it in validate_config",
             inputs,
             anchor_key(ctx, "data.train_batch_size", f"{R}.n", *GPUS),
-            f"use a train_batch_size such that train_batch_size × {n} is a multiple of {minimal}, e.g. {_round_to(bsz, n, minimal)}",
+            f"use a train_batch_size such that train_batch_size × {n} is a multiple of {minimal}, e.g. "
+            f"{_round_to(bsz, n, minimal)}",
         )
 
 
@@ -152,7 +153,8 @@ def train_batch_vs_mini(ctx):
         yield report_unless_default(
             ctx,
             "VL302",
-            f"data.train_batch_size={bsz} is smaller than {section}.ppo_mini_batch_size={mini}; verl stops in its config validation",
+            f"data.train_batch_size={bsz} is smaller than {section}.ppo_mini_batch_size={mini}; verl stops in its "
+            "config validation",
             ["data.train_batch_size", f"{section}.ppo_mini_batch_size"],
             anchor_key(ctx, "data.train_batch_size", f"{section}.ppo_mini_batch_size"),
             f"set {section}.ppo_mini_batch_size to at most {bsz}",
@@ -174,12 +176,14 @@ ENGINE_MICRO = Evidence(
 FSDP_WORKERS = ("verl/workers/fsdp_workers.py",)
 ACTOR_SPLIT = Evidence(
     FSDP_WORKERS,
-    r"self\.config\.actor\.ppo_mini_batch_size \*= self\.config\.rollout\.n\s*self\.config\.actor\.ppo_mini_batch_size //=",
+    r"self\.config\.actor\.ppo_mini_batch_size \*= "
+    r"self\.config\.rollout\.n\s*self\.config\.actor\.ppo_mini_batch_size //=",
 )
 ACTOR_POSITIVE = Evidence(FSDP_WORKERS, r"assert self\.config\.actor\.ppo_mini_batch_size > 0")
 ACTOR_MICRO = Evidence(
     FSDP_WORKERS,
-    r"if self\.config\.actor\.ppo_micro_batch_size_per_gpu is not None:\s*assert self\.config\.actor\.ppo_mini_batch_size % self\.config\.actor\.ppo_micro_batch_size_per_gpu == 0",
+    r"if self\.config\.actor\.ppo_micro_batch_size_per_gpu is not None:\s*assert "
+    r"self\.config\.actor\.ppo_mini_batch_size % self\.config\.actor\.ppo_micro_batch_size_per_gpu == 0",
 )
 CRITIC_SPLIT = Evidence(
     FSDP_WORKERS,
@@ -187,7 +191,8 @@ CRITIC_SPLIT = Evidence(
 )
 CRITIC_MICRO = Evidence(
     FSDP_WORKERS,
-    r"if self\.config\.ppo_micro_batch_size_per_gpu is not None:\s*assert self\.config\.ppo_mini_batch_size % self\.config\.ppo_micro_batch_size_per_gpu == 0"
+    r"if self\.config\.ppo_micro_batch_size_per_gpu is not None:\s*assert self\.config\.ppo_mini_batch_size % "
+    r"self\.config\.ppo_micro_batch_size_per_gpu == 0"
     r"[\s\S]{0,400}?assert self\.config\.ppo_mini_batch_size // self\.config\.ppo_micro_batch_size_per_gpu > 0",
 )
 LEGACY_CHOICE = Evidence(("verl/trainer/main_ppo.py",), r"use_legacy_worker_impl")
@@ -327,7 +332,8 @@ def mini_batch_dp(ctx):
         yield report_unless_default(
             ctx,
             "VL304",
-            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by ppo_micro_batch_size_per_gpu={micro}"
+            f"the per-GPU mini batch {total // dp} (= {total} / {dp}) is not divisible by "
+            f"ppo_micro_batch_size_per_gpu={micro}"
             + ("" if checked else _unchecked_split(worker, total // dp, micro))
             + (": this verl's worker asserts on it even with dynamic batch size on" if dynamic else ""),
             [*inputs, f"{A}.ppo_micro_batch_size_per_gpu"],
@@ -342,12 +348,19 @@ def _unchecked_split(worker: str, share: int, micro: int) -> str:
     assert on it (issue #34 item 7): the legacy actor (dp_actor.py) divides each micro batch's loss
     by `share // micro` gradient-accumulation steps while it runs ceil(share / micro) of them."""
     if worker != "legacy":
-        return ": this verl does not check it and splits each mini batch into micro batches of unequal size (verl 0.9 asserts on it)"
+        return (
+            ": this verl does not check it and splits each mini batch into micro batches of unequal size (verl 0.9 "
+            "asserts on it)"
+        )
     if share < micro:
-        return f": this verl does not check it; its actor divides the loss by {share} // {micro} = 0 accumulation steps (an inf/NaN loss)"
+        return (
+            f": this verl does not check it; its actor divides the loss by {share} // {micro} = 0 accumulation "
+            "steps (an inf/NaN loss)"
+        )
     steps = -(-share // micro)
     return (
-        f": this verl does not check it; its actor runs {steps} micro batches but divides their loss by {share} // {micro} = "
+        f": this verl does not check it; its actor runs {steps} micro batches but divides their loss by {share} // "
+        f"{micro} = "
         f"{share // micro} accumulation steps, so each update's gradient is too large"
     )
 
@@ -377,7 +390,10 @@ def _critic_mini_batch(ctx, worker):
         "critic.ulysses_sequence_parallel_size",
         "critic.ppo_micro_batch_size_per_gpu",
     ]
-    split = f"critic.ppo_mini_batch_size={mini} × rollout.n={n} = {total} over {dp} data-parallel ranks (n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})"
+    split = (
+        f"critic.ppo_mini_batch_size={mini} × rollout.n={n} = {total} over {dp} data-parallel ranks "
+        f"(n_gpus={n_gpus} / ulysses_sequence_parallel_size={sp})"
+    )
     if worker == "engine" and total % dp:
         yield report_unless_default(
             ctx,
@@ -396,7 +412,8 @@ def _critic_mini_batch(ctx, worker):
         yield report_unless_default(
             ctx,
             "VL304",
-            f"{split} gives each rank {per_gpu}, which is not a positive multiple of critic.ppo_micro_batch_size_per_gpu={micro}: "
+            f"{split} gives each rank {per_gpu}, which is not a positive multiple of "
+            f"critic.ppo_micro_batch_size_per_gpu={micro}: "
             "the critic worker asserts on it",
             inputs,
             anchor_key(ctx, "critic.ppo_micro_batch_size_per_gpu", "critic.ppo_mini_batch_size", f"{R}.n"),
@@ -406,7 +423,8 @@ def _critic_mini_batch(ctx, worker):
         yield report_unless_default(
             ctx,
             "VL304",
-            f"{split} does not split evenly: the critic worker silently truncates each rank's mini batch to {total} // {dp} = {per_gpu}",
+            f"{split} does not split evenly: the critic worker silently truncates each rank's mini batch to {total} "
+            f"// {dp} = {per_gpu}",
             inputs,
             anchor_key(ctx, "critic.ppo_mini_batch_size", f"{R}.n", *GPUS),
             f"make critic.ppo_mini_batch_size × rollout.n a multiple of {dp}",

@@ -9,7 +9,7 @@ import re
 from ..config.context import Context
 from ..evidence import Evidence, source_text
 from ..registry import rule
-from .sizes import R, VLLM_SERVER, anchor_key, evidence_at, report_unless_default, shipped_at
+from .sizes import VLLM_SERVER, R, anchor_key, evidence_at, report_unless_default, shipped_at
 
 # verl 0.3-0.6's synchronous vLLM rollout (vllm_rollout_spmd.py, and 0.3-0.5's vllm_rollout.py)
 # refuses a batched-token budget below the model length while chunked prefill is on.
@@ -21,7 +21,8 @@ CHUNKED_PREFILL_CHECK = Evidence(
 # (0.3-0.6; from 0.7 it is the model's max_position_embeddings, which the config does not hold).
 MODEL_LEN_FROM_DATA = Evidence(
     VLLM_SERVER,
-    r"config\.max_model_len or config\.prompt_length \+ config\.response_length|config\.max_model_len if config\.max_model_len else config\.prompt_length",
+    r"config\.max_model_len or config\.prompt_length \+ config\.response_length|config\.max_model_len if "
+    r"config\.max_model_len else config\.prompt_length",
 )
 
 
@@ -42,7 +43,8 @@ def model_len(ctx: Context) -> tuple[int | None, str]:
         return None, ""
     return (
         prompt + response,
-        f"max_model_len (null: the rollout's prompt_length + response_length = {prompt} + {response} = {prompt + response})",
+        f"max_model_len (null: the rollout's prompt_length + response_length = {prompt} + {response} = "
+        f"{prompt + response})",
     )
 
 
@@ -59,7 +61,8 @@ def batched_tokens_chunked(ctx: Context):
 
     ## What it does
     On a verl tree whose synchronous vLLM rollout has the check (0.3-0.6), with the vLLM
-    rollout in `sync` mode (not the standalone servers of `main_generation_server`) and `enable_chunked_prefill` on (verl's default), compares
+    rollout in `sync` mode (not the standalone servers of `main_generation_server`) and
+    `enable_chunked_prefill` on (verl's default), compares
     `rollout.max_num_batched_tokens` (verl's default: 8192) with the model length verl gives
     vLLM: `rollout.max_model_len`, or, when that is null (the default),
     `max_prompt_length + max_response_length`. The finding is at the value you set that
@@ -109,7 +112,8 @@ def batched_tokens_chunked(ctx: Context):
         ctx,
         "VL317",
         f"{budget}, below the {how}: with chunked prefill on, verl's vLLM rollout raises ValueError "
-        f'("max_num_batched_tokens is smaller than max_model_len"{", " + check if check else ""}) when the worker starts',
+        f'("max_num_batched_tokens is smaller than max_model_len"{", " + check if check else ""}) when the worker '
+        "starts",
         inputs,
         anchor_key(ctx, *inputs),
         f"set {key}={length} (or more)",

@@ -198,7 +198,10 @@ def _says(fact: Deprecation) -> str:
     if fact.how == "log":
         return f"{fact.where} logs: {text}"
     if fact.how in _HIDDEN:
-        return f"{fact.where} warns: {text}, a {fact.how}, which Python's default warning filters hide: the run shows nothing"
+        return (
+            f"{fact.where} warns: {text}, a {fact.how}, which Python's default warning filters hide: the run shows "
+            "nothing"
+        )
     if fact.how in _SHOWN:
         return f"{fact.where} warns: {text}, a {fact.how}, which Python shows"
     return f"{fact.where} warns: {text}"

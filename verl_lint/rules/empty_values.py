@@ -6,7 +6,6 @@ from __future__ import annotations
 from ..config.context import Context
 from ..registry import Subject, rule
 
-
 _KIND = {bool: "a bool", int: "an int", float: "a float"}
 
 
@@ -55,10 +54,14 @@ def empty_value(ctx: Context, settings):
             what = (
                 "verl tests it for truth and reads it as False, turning off what is True without this override"
                 if shipped
-                else "verl tests it for truth and reads it as False (as without this override): the value meant here is lost"
+                else "verl tests it for truth and reads it as False (as without this override): the value meant here "
+                "is lost"
             )
         else:
-            what = f"verl's arithmetic and comparisons on it raise TypeError once a worker computes with it (default: {shipped})"
+            what = (
+                "verl's arithmetic and comparisons on it raise TypeError once a worker computes with it (default: "
+                f"{shipped})"
+            )
         yield ctx.diag(
             "VL112",
             f"`{o.line}` sets {o.key} to the empty string '', not {_KIND[type(shipped)]}: {what}",

@@ -138,8 +138,10 @@ def analyse(ctx: Context, settings):
                 ctx,
                 "VL705",
                 kw,
-                f"`{kw.path}` is ignored: `{kw.section}.name={active}`, and verl only passes `engine_kwargs.{active}` to the rollout server",
-                f"move it to `+{kw.section}.engine_kwargs.{active}.<arg>` (with the {schemas.ENGINES[active].title} name of the argument), or remove it",
+                f"`{kw.path}` is ignored: `{kw.section}.name={active}`, and verl only passes `engine_kwargs.{active}` "
+                "to the rollout server",
+                f"move it to `+{kw.section}.engine_kwargs.{active}.<arg>` (with the {schemas.ENGINES[active].title} "
+                "name of the argument), or remove it",
             )
             if d is not None:
                 yield d
@@ -194,9 +196,15 @@ def _unknown_kwarg(ctx: Context, kw: Kwarg, schema, note: str, severity: Severit
         if isinstance(kw.value, bool) and kw.value is False:
             effect = "verl drops `False` flags that are not optional booleans, so this does nothing"
         else:
-            effect = f"verl passes `--{kw.key.replace('_', '-')}` to `vllm serve`, whose parser stops the rollout server with `unrecognized arguments`"
+            effect = (
+                f"verl passes `--{kw.key.replace('_', '-')}` to `vllm serve`, whose parser stops the rollout "
+                "server with `unrecognized arguments`"
+            )
     else:
-        effect = "verl calls `ServerArgs(**args)`, which raises `TypeError: unexpected keyword argument` when the rollout server starts"
+        effect = (
+            "verl calls `ServerArgs(**args)`, which raises `TypeError: unexpected keyword argument` when the "
+            "rollout server starts"
+        )
     history = schema.describe("args", kw.key)
     where = f"{info.title} {schema.version}" + (" (installed)" if schema.origin == "installed" else "")
     msg = f"`{kw.key}` is not a {where} engine argument" + (f": {history}" if history else "") + f"; {effect} ({note})"
@@ -231,8 +239,10 @@ def _passed_twice(ctx: Context, kw: Kwarg) -> Diagnostic | None:
         ctx,
         "VL706",
         kw,
-        f"`{kw.key}={expressions.show(kw.value)}` is passed twice: verl calls `{c.callee}(..., {kw.key}={value}, ..., **engine_kwargs)` "
-        f"({c.path}:{line}), so Python raises `TypeError: {c.callee}() got multiple values for keyword argument '{kw.key}'` "
+        f"`{kw.key}={expressions.show(kw.value)}` is passed twice: verl calls `{c.callee}(..., {kw.key}={value}, ..., "
+        "**engine_kwargs)` "
+        f"({c.path}:{line}), so Python raises `TypeError: {c.callee}() got multiple values for keyword argument "
+        f"'{kw.key}'` "
         "when the rollout starts",
         f"remove the engine kwarg and set `{kw.section}.{knob}` instead"
         if knob
@@ -271,7 +281,8 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Diagnostic | None:
         becomes = f"; your {user} becomes {expressions.show(verl_val)}" if verl_val is not expressions.UNKNOWN else ""
         msg = (
             f"`{kw.key}={user}` has no effect: verl overwrites `{kw.key}` after spreading engine_kwargs into the "
-            f"{title} server arguments{when} with `{asm.value_text(e.value, kw.section)}`{becomes} ({asm.where(e.line)})"
+            f"{title} server arguments{when} with `{asm.value_text(e.value, kw.section)}`{becomes} "
+            f"({asm.where(e.line)})"
         )
         return _found(ctx, "VL703", kw, msg, _use_knobs(ctx, kw, ev, e))
 
@@ -298,7 +309,10 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Diagnostic | None:
             expected = ev.eval(f"self.config.{knob}") if knob else expressions.UNKNOWN
             knobs = [knob] if knob else (ev.config_refs(conditional.value) if conditional else [])
             if conditional is not None:
-                verl_says = f"verl sets it (to `{asm.value_text(conditional.value, kw.section)}`) only when {conditional.condition_text(kw.section)}"
+                verl_says = (
+                    f"verl sets it (to `{asm.value_text(conditional.value, kw.section)}`) only when "
+                    f"{conditional.condition_text(kw.section)}"
+                )
             else:
                 verl_says = "verl does not pass it"
             if knob:
@@ -346,7 +360,8 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Diagnostic | None:
         shown = f" = {expressions.show(verl_val)}" if verl_val is not expressions.UNKNOWN else ""
         if knobs:
             msg = (
-                f"`{kw.key}={user}` overrides the value verl passes from `{asm.value_text(e.value, kw.section)}`{shown} "
+                f"`{kw.key}={user}` overrides the value verl passes from "
+                f"`{asm.value_text(e.value, kw.section)}`{shown} "
                 f"({asm.where(e.line)}): the {title} engine uses yours, but verl's own code keeps reading "
                 + ", ".join(f"`{kw.section}.{k}`" for k in knobs)
             )
@@ -377,8 +392,10 @@ def _assembly_finding(ctx: Context, kw: Kwarg) -> Diagnostic | None:
             return None
         along = f" (together with {', '.join(siblings)})"
         msg = (
-            f"`{kw.key}={user}` bypasses verl: verl sets `{kw.key}` itself only when {e.condition_text(kw.section)}{along} "
-            f"({asm.where(e.line)}), which is not the case here, so your flag reaches {title} without the setup verl does with it"
+            f"`{kw.key}={user}` bypasses verl: verl sets `{kw.key}` itself only when "
+            f"{e.condition_text(kw.section)}{along} "
+            f"({asm.where(e.line)}), which is not the case here, so your flag reaches {title} without the setup verl "
+            "does with it"
         )
         return _found(ctx, "VL704", kw, msg, _use_knobs(ctx, kw, ev, e))
     return None

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from ..engines import versions
 from ..config.context import Context
-from ..registry import family, lazy_module, rule, spec_contains
+from ..engines import versions
 from ..knowledge import load_table
 from ..model import Diagnostic, EnvVar, Severity
+from ..registry import family, lazy_module, rule, spec_contains
 
 if TYPE_CHECKING:  # the records load with their table, not at every Hydra job start
     from ..data_tables import EnvRecord
@@ -106,7 +106,7 @@ def classify(ctx: Context, var: EnvVar) -> Diagnostic | None:
             [p for p in probes if releases and p.release > schemas.lenient_version(releases[-1]).release]
             or [Version("9999")],
         )
-        verdict = versions.judge(ev, releases, lambda r: at[r] is not None and at[r].code == code, older, newer)
+        verdict = versions.judge(ev, releases, lambda r: at[r] is not None and at[r].code == code, older, newer)  # noqa: B023 - called here
         if verdict.level == "none":
             continue
         if verdict.level == "skipped":

@@ -227,10 +227,14 @@ def _finding(ctx: Context, o, q: tuple[str, ...], found: list[tuple[Read, str, l
         # The code reads a node of that shape, maybe another section's: that `q` is read nowhere
         # else holds either way; that the condition would make it read does not.
         where += " (in code that may be given another section with the same keys)"
-        help = "remove the override: nothing else reads it, and whether that condition would make verl read it depends on which section the code is given"
+        help = (
+            "remove the override: nothing else reads it, and whether that condition would make verl read it "
+            "depends on which section the code is given"
+        )
     return ctx.diag(
         "VL233",
-        f"{where} reads {what} only when `{cond}` is true ({places}); this launch has {values}: the setting has no effect",
+        f"{where} reads {what} only when `{cond}` is true ({places}); this launch has {values}: the setting has no "
+        "effect",
         key=o.key,
         span=o.word.span,
         help=help,

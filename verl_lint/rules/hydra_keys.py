@@ -52,7 +52,8 @@ def duplicate_override(ctx, settings):
             else:
                 d = ctx.diag(
                     "VL107",
-                    f"`{o.line}` is overridden at {place(winner.word.span)} by `{winner.line}`, which wins; this value is ignored",
+                    f"`{o.line}` is overridden at {place(winner.word.span)} by `{winner.line}`, which wins; this "
+                    "value is ignored",
                     key=o.key,
                     help="keep one override per key: the value you meant",
                     span=o.word.span,

@@ -33,7 +33,7 @@ from ..evidence import Evidence
 from ..gpus import GIB
 from ..models import ModelFacts
 from ..registry import REGISTRY, rule
-from .model_sizes import CONTEXT_RAISE, M, ROLLOUT_FILES, _path, known
+from .model_sizes import CONTEXT_RAISE, ROLLOUT_FILES, M, _path, known
 from .sizes import A, R, anchor_key, report_unless_default
 
 VLLM_SHARE = Evidence(ROLLOUT_FILES, r"gpu_memory_utilization")  # verl hands the share to the engine

@@ -4,10 +4,10 @@ VL315: neither)."""
 
 from __future__ import annotations
 
-from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
 from ..registry import rule
-from .sizes import A, GPUS, R, VALIDATION, gpu_count, parallel_size, report_unless_default, validating_app
+from .roles import ref_policy, uses_critic
+from .sizes import GPUS, VALIDATION, A, R, gpu_count, parallel_size, report_unless_default, validating_app
 
 # verl 0.2-0.6 also check the reward model's pair (0.4-0.6: in validate_config's list of sections).
 REWARD_MODEL_PAIR = Evidence(
@@ -151,7 +151,8 @@ def micro_batch_unset(ctx):
             )
 
 
-# validate_config's checks of the deprecated global micro batch (0.3-0.5: ray_trainer asserts; 0.6+: the config dataclasses).
+# validate_config's checks of the deprecated global micro batch (0.3-0.5: ray_trainer asserts; 0.6+: the config
+# dataclasses).
 GLOBAL_MICRO = Evidence(
     (*VALIDATION, "verl/workers/config/actor.py", "verl/workers/config/critic.py"),
     r"ppo_micro_batch_size \* sp_size (<|>=) n_gpus",
@@ -168,7 +169,7 @@ GLOBAL_MICRO = Evidence(
 )
 @validating_app
 def global_micro(ctx):
-    """The deprecated global `ppo_micro_batch_size` is smaller than the GPUs it is split over, or does not divide the mini batch.
+    """The deprecated global `ppo_micro_batch_size` is below the GPUs it splits over, or does not divide the mini batch.
 
     ## What it does
     For the actor (dynamic batch size off) and the critic (when one is trained, its dynamic
@@ -202,7 +203,8 @@ def global_micro(ctx):
             yield report_unless_default(
                 ctx,
                 "VL332",
-                f"{section}.ppo_mini_batch_size={mini} is not divisible by ppo_micro_batch_size={micro}; verl raises ValueError in its config validation",
+                f"{section}.ppo_mini_batch_size={mini} is not divisible by ppo_micro_batch_size={micro}; verl raises "
+                "ValueError in its config validation",
                 keys,
                 keys[0],
                 f"use a {section}.ppo_micro_batch_size_per_gpu instead, a divisor of each GPU's share of {mini}",
@@ -211,7 +213,8 @@ def global_micro(ctx):
             yield report_unless_default(
                 ctx,
                 "VL332",
-                f"{section}.ppo_micro_batch_size={micro} × ulysses_sequence_parallel_size={sp} is less than the {n_gpus} GPUs ({gpus_text}) "
+                f"{section}.ppo_micro_batch_size={micro} × ulysses_sequence_parallel_size={sp} is less than the "
+                f"{n_gpus} GPUs ({gpus_text}) "
                 "it is split over; verl raises ValueError in its config validation",
                 [keys[0], f"{section}.ulysses_sequence_parallel_size", *GPUS],
                 keys[0],

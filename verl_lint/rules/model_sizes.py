@@ -20,7 +20,8 @@ from ..evidence import Evidence
 from ..model import Severity
 from ..models import ModelFacts, ModelProblem, resolve
 from ..registry import REGISTRY, rule
-from .sizes import A, R, ULYSSES as SP, anchor_key, report_unless_default, ulysses_size
+from .sizes import ULYSSES as SP
+from .sizes import A, R, anchor_key, report_unless_default, ulysses_size
 
 M = "actor_rollout_ref.model"
 ROLLOUT_FILES = ("verl/workers/rollout/*/*.py", "verl/workers/rollout/*.py")

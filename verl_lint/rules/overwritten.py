@@ -63,8 +63,8 @@ def key_overwritten(ctx: Context, settings):
         if over is None or field in {d.new for d in cls.deprecated.values()} or ctx.comp.last_setter(o.key) is not o:
             continue
 
-        def lookup(name: str):
-            v = ctx.get(f"{path}.{name}")
+        def lookup(name: str):  # used within this iteration only
+            v = ctx.get(f"{path}.{name}")  # noqa: B023
             return config_classes.UNKNOWN_VALUE if isinstance(v, Unknown) else v
 
         yours = ctx.get(o.key)

@@ -4,15 +4,15 @@ parallel sizes, Ulysses sequence parallelism (see `sizes.py` for what the 3xx ru
 from __future__ import annotations
 
 from ..evidence import Evidence
-from .roles import uses_critic
 from ..registry import rule
+from .roles import uses_critic
 from .sizes import (
-    A,
     GPUS,
     MEGATRON_PARALLEL,
-    R,
     VALIDATION,
     VLLM_SERVER,
+    A,
+    R,
     anchor_key,
     gpu_count,
     parallel_size,
@@ -28,7 +28,8 @@ WORKERS = ("verl/workers/*_workers.py",)
 WORLD_TP = Evidence(WORKERS, r"is not divisible by infer_tp")
 WORLD_ALL = Evidence(
     WORKERS,
-    r"infer_tp = [\w.]+\.tensor_model_parallel_size \* [\w.]+\.data_parallel_size\s*infer_pp = [\w.]+\.pipeline_model_parallel_size",
+    r"infer_tp = [\w.]+\.tensor_model_parallel_size \* [\w.]+\.data_parallel_size\s*infer_pp = "
+    r"[\w.]+\.pipeline_model_parallel_size",
 )
 # The async rollout's replicas (0.6+) assert a replica spanning nodes fills whole nodes.
 REPLICA = Evidence(
@@ -37,7 +38,8 @@ REPLICA = Evidence(
 # Where the tree's Megatron check sits under `if not ...actor.use_dynamic_bsz:` (0.6+).
 MEGATRON_CHECK_STATIC = Evidence(
     VALIDATION,
-    r"if not config\.actor_rollout_ref\.actor\.use_dynamic_bsz:\s*if config\.actor_rollout_ref\.actor\.strategy == \"megatron\"",
+    r"if not config\.actor_rollout_ref\.actor\.use_dynamic_bsz:\s*if config\.actor_rollout_ref\.actor\.strategy == "
+    r"\"megatron\"",
 )
 # verl 0.2-0.4 check Ulysses SP against remove-padding only for strategy "fsdp" (0.5+: fsdp and fsdp2).
 SP_FSDP_ONLY = Evidence(
@@ -155,7 +157,8 @@ def rollout_ep(ctx):
     yield report_unless_default(
         ctx,
         "VL307",
-        f"rollout.expert_parallel_size={ep} but tensor_model_parallel_size × data_parallel_size = {tp}×{dp} = {tp * dp}; "
+        f"rollout.expert_parallel_size={ep} but tensor_model_parallel_size × data_parallel_size = {tp}×{dp} = "
+        f"{tp * dp}; "
         "RolloutConfig asserts they are equal",
         [f"{R}.expert_parallel_size", f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size"],
         anchor_key(ctx, f"{R}.expert_parallel_size", f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size"),
@@ -191,7 +194,8 @@ def rollout_pp(ctx):
         yield report_unless_default(
             ctx,
             "VL308",
-            f"rollout.pipeline_model_parallel_size={pp} is not implemented for the {name} rollout (NotImplementedError in the workers)",
+            f"rollout.pipeline_model_parallel_size={pp} is not implemented for the {name} rollout "
+            "(NotImplementedError in the workers)",
             [f"{R}.pipeline_model_parallel_size", f"{R}.name"],
             f"{R}.pipeline_model_parallel_size",
             f"use {R}.pipeline_model_parallel_size=1 and raise tensor_model_parallel_size instead",
@@ -268,7 +272,8 @@ def ulysses_padding(ctx):
     `actor_rollout_ref.model.use_remove_padding=True`.
 
     ## Where in verl
-    verl 0.9.1 `verl/workers/config/actor.py:331-341`; verl 0.7.1 `verl/workers/config/actor.py` (`FSDPActorConfig.validate`).
+    verl 0.9.1 `verl/workers/config/actor.py:331-341`; verl 0.7.1 `verl/workers/config/actor.py`
+    (`FSDPActorConfig.validate`).
     """
     sp = ctx.int(f"{A}.ulysses_sequence_parallel_size")
     strategies = ("fsdp",) if ctx.verl_has(SP_FSDP_ONLY) else ("fsdp", "fsdp2")
@@ -278,7 +283,8 @@ def ulysses_padding(ctx):
         yield report_unless_default(
             ctx,
             "VL310",
-            f"actor.ulysses_sequence_parallel_size={sp} requires actor_rollout_ref.model.use_remove_padding=True; verl raises ValueError",
+            f"actor.ulysses_sequence_parallel_size={sp} requires actor_rollout_ref.model.use_remove_padding=True; "
+            "verl raises ValueError",
             [f"{A}.ulysses_sequence_parallel_size", "actor_rollout_ref.model.use_remove_padding"],
             anchor_key(ctx, "actor_rollout_ref.model.use_remove_padding", f"{A}.ulysses_sequence_parallel_size"),
             "set actor_rollout_ref.model.use_remove_padding=True",
@@ -294,7 +300,8 @@ def ulysses_padding(ctx):
     evidence=[
         Evidence(
             VLLM_SERVER,
-            r"data_parallel_size > 1:\s*\n\s*assert self\.gpus_per_node % self\.config\.tensor_model_parallel_size == 0",
+            r"data_parallel_size > 1:\s*\n\s*assert self\.gpus_per_node % self\.config\.tensor_model_parallel_size == "
+            r"0",
         )
     ],
 )

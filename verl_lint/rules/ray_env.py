@@ -155,10 +155,16 @@ def env_not_propagated(ctx: Context):
                 continue
             if name in mode.entrypoint_env:
                 how = f"is set in the job's command (`ray job submit ... -- {name}=...`, line {mode.line})"
-                why = "that reaches the driver process only; Ray workers inherit the cluster's environment and the job's runtime env"
+                why = (
+                    "that reaches the driver process only; Ray workers inherit the cluster's environment and the "
+                    "job's runtime env"
+                )
             else:
                 how = "is exported in the submitting shell"
-                why = f"`ray job submit` (line {mode.line}) runs the job on the cluster, where this shell's environment does not exist"
+                why = (
+                    f"`ray job submit` (line {mode.line}) runs the job on the cluster, where this shell's "
+                    "environment does not exist"
+                )
         else:
             how = "is exported for a launch that attaches to an existing Ray cluster (RAY_ADDRESS / ray_init.address)"
             why = "the cluster's workers inherit the environment the cluster was started with"
@@ -171,7 +177,8 @@ def env_not_propagated(ctx: Context):
         fix = (
             f"add `{name}` to `--runtime-env-json='{{\"env_vars\": {{...}}}}'`"
             if mode.kind == "job-submit"
-            else f"export it before `ray start` on every node, or pass `+ray_kwargs.ray_init.runtime_env.env_vars.{name}={value}`"
+            else "export it before `ray start` on every node, or pass "
+            f"`+ray_kwargs.ray_init.runtime_env.env_vars.{name}={value}`"
         )
         yield ctx.diag(
             "VL505",

@@ -177,9 +177,12 @@ def added_key_not_a_field(ctx: Context, settings):
         guess = same_name_elsewhere(ctx.cfg, o.key) or (f"{parent}.{close}" if close else None)
         yield ctx.diag(
             "VL110",
-            f"`{o.key}` {'sets' if o.kind == 'set' else 'adds'} `{name}`{' (your config file adds it)' if o.kind == 'set' else ''} to `{parent}`, which verl builds into {cls.name} ({cls.where}); "
+            f"`{o.key}` {'sets' if o.kind == 'set' else 'adds'} "
+            f"`{name}`{' (your config file adds it)' if o.kind == 'set' else ''} to `{parent}`, which verl builds "
+            f"into {cls.name} ({cls.where}); "
             f"that dataclass has no field `{name}`, so building it fails when the worker starts "
-            f"(`TypeError: unexpected keyword argument` through instantiate, `ConfigKeyError` through the structured merge)",
+            "(`TypeError: unexpected keyword argument` through instantiate, `ConfigKeyError` through the structured "
+            "merge)",
             key=o.key,
             span=o.word.span,
             help=f"did you mean `{guess}`?" if guess else f"remove it: {cls.name} has no such field",
@@ -238,7 +241,8 @@ def mandatory_value_unset(ctx: Context):
         yield ctx.diag(
             "VL109",
             f"`{key}` is mandatory (`???` in verl's config) and the launch does not set it: when the worker builds "
-            f"{cls.name} ({cls.where}) from `{parent}`, Hydra raises `MissingMandatoryValue: Missing mandatory value: {name}`",
+            f"{cls.name} ({cls.where}) from `{parent}`, Hydra raises `MissingMandatoryValue: Missing mandatory value: "
+            f"{name}`",
             key=key,
             span=ctx.launch.entry_span,
             help=f"set `{key}=...` on the launch",

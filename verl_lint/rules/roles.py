@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..cache import remembered
-from ..model import Unknown
-from ..registry import lazy_module
 from ..config.context import MISSING, Context
 from ..config.guards import chain_of, uses_in
 from ..evidence import Evidence, source_text
+from ..model import Unknown
+from ..registry import lazy_module
 
 NEED_CRITIC = Evidence(("verl/trainer/ppo/utils.py",), r"if config\.critic\.enable is not None")
 GAE_CRITIC = Evidence(

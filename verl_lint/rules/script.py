@@ -51,13 +51,21 @@ def broken_continuations(commands: list[Command], launches: list[Launch]) -> lis
         word = cmd.words[0]
         if first and f.blank is not None:
             why = (
-                f"the `\\ ` at line {f.blank.line} (a blank after the backslash) ends the launch above and passes it ` ` as one more "
-                "argument, on which Hydra stops (`OverrideParseException`) before anything runs; this line and the ones continuing it never reach it"
+                f"the `\\ ` at line {f.blank.line} (a blank after the backslash) ends the launch above and passes it "
+                "` ` as one more "
+                "argument, on which Hydra stops (`OverrideParseException`) before anything runs; this line and the "
+                "ones continuing it never reach it"
             )
-            fix = "delete what follows the backslash at the end of that line (the blank, and the comment after it): end it with a bare `\\`"
+            fix = (
+                "delete what follows the backslash at the end of that line (the blank, and the comment after it): "
+                "end it with a bare `\\`"
+            )
         else:
             why = "the launch above ended early, so this line and the ones continuing it never reach it"
-            fix = "remove the comment or blank line inside the command, and end every line of it with `\\` (nothing after the backslash, not even a space)"
+            fix = (
+                "remove the comment or blank line inside the command, and end every line of it with `\\` (nothing "
+                "after the backslash, not even a space)"
+            )
         out.append(
             BROKEN_LINE_CONTINUATION.finding(
                 f"`{shorten(word.text)}` runs as a command of its own (bash: command not found): {why}",
@@ -80,18 +88,21 @@ def after_cut(d: Diagnostic, cut: Cut) -> Diagnostic:
     if cut.blank is not None:
         d = replace(
             d,
-            message=f"{d.message} (but the run never gets that far: the `\\ ` at line {cut.blank.line} passes ` ` to the launch "
+            message=f"{d.message} (but the run never gets that far: the `\\ ` at line {cut.blank.line} passes ` ` to "
+            "the launch "
             "as an override, and Hydra stops on it before composing the config: VL008)",
         )
     elif below is not None:
         d = replace(
             d,
-            message=f"{d.message} (`{d.key}` is set at line {below.line}, among the overrides cut off from the launch: they never reach it, VL008)",
+            message=f"{d.message} (`{d.key}` is set at line {below.line}, among the overrides cut off from the "
+            "launch: they never reach it, VL008)",
         )
     if below is not None:
         d = replace(
             d,
-            help=f"repair the `\\` continuation that cuts the launch short above line {cut.line} (VL008): `{d.key}` at line {below.line} then reaches it",
+            help=f"repair the `\\` continuation that cuts the launch short above line {cut.line} (VL008): `{d.key}` "
+            f"at line {below.line} then reaches it",
         )
     return d
 
@@ -114,7 +125,8 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
             continue
         name, span = u.unassigned
         seen[u.unassigned] = NEVER_ASSIGNED.finding(
-            f"`${name}` is never assigned in this script, and it is this command's name: unless the environment sets it, "
+            f"`${name}` is never assigned in this script, and it is this command's name: unless the environment sets "
+            "it, "
             f"bash runs `{first.split('=', 1)[0]}=...` as the command (command not found) and the launch never starts",
             span,
             help=f"assign {name} in the script (the launch it should hold), or give it a default (`${{{name}:-...}}`)",

@@ -62,11 +62,15 @@ def sft_batch_divisible(ctx):
     why = f"nproc_per_node × nnodes = {world}" + (f" / ulysses_sequence_parallel_size={sp}" if sp > 1 else "")
     span = None if ctx.user_set("data.train_batch_size") else procs[0].span
     if bsz % dp:
-        message = f"data.train_batch_size={bsz} is not divisible by the data-parallel size {dp} ({why}): the SFT trainer asserts on it at start-up"
+        message = (
+            f"data.train_batch_size={bsz} is not divisible by the data-parallel size {dp} ({why}): the SFT "
+            "trainer asserts on it at start-up"
+        )
         help = f"use a multiple of {dp * micro}, e.g. {max(dp * micro, bsz // (dp * micro) * dp * micro)}"
     elif (bsz // dp) % micro:
         message = (
-            f"each of the {dp} data-parallel ranks gets data.train_batch_size={bsz} / {dp} = {bsz // dp}, which is not divisible by "
+            f"each of the {dp} data-parallel ranks gets data.train_batch_size={bsz} / {dp} = {bsz // dp}, which is "
+            "not divisible by "
             f"data.micro_batch_size_per_gpu={micro}: the SFT trainer asserts on it at start-up"
         )
         help = (

@@ -123,7 +123,8 @@ def skipped_for_unknown(ctx):
         keys = list(dict.fromkeys(k for reads in missed.values() for k in reads))
         yield ctx.diag(
             "VL300",
-            f"not checked, the values are only known at run time ({', '.join(f'`{k}`' for k in keys)}): {', '.join(missed)}",
+            f"not checked, the values are only known at run time ({', '.join(f'`{k}`' for k in keys)}): "
+            f"{', '.join(missed)}",
             key=keys[0],
             help="give these values in the script to have the size checks run",
         )

@@ -19,20 +19,19 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from packaging.version import Version
 
-from ..knowledge import TableError, load_table
-from ..table_records import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord
-from ..registry import EVERY, REGISTRY, Subject, declare, parse_version
 from ..config.context import Context
-from .roles import ref_worker
 from ..config.reader import app_sources, reader_index
 from ..evidence import source_text
+from ..knowledge import TableError, load_table
 from ..model import Diagnostic, Fix
-
+from ..registry import EVERY, REGISTRY, Subject, declare, parse_version
+from ..table_records import FILE_FACTS, Fact, IneffectiveRecord, RemovedRecord, RuleRecord
+from .roles import ref_worker
 
 # ------------------------------------------------------------- evidence ----
 
@@ -44,7 +43,7 @@ def needs_source(f: Fact) -> bool:
     return f.kind != "config_key"
 
 
-@lru_cache(maxsize=None)
+@cache
 def has_source(root: Path) -> bool:
     """The tree carries verl's Python source (its workers), so code facts can be checked."""
     try:
@@ -175,7 +174,10 @@ def _show(f: Fact) -> str:
         verb = {"contains": "contains", "lacks": "does not contain"}.get(f.kind)
         return f"`{f.subject}` {verb} `{f.arg}`" if verb else f"`{f.subject}` {'exists' if f.arg else 'is absent'}"
     if f.kind == "worker":
-        return "the launch's entry point creates the reference-policy worker (`Role.RefPolicy` in its worker mapping, under the conditions it puts it there)"
+        return (
+            "the launch's entry point creates the reference-policy worker (`Role.RefPolicy` in its worker mapping, "
+            "under the conditions it puts it there)"
+        )
     verb = {
         "reads": "verl's code reads",
         "not_read": "no verl code reads",
@@ -202,7 +204,8 @@ def _doc(rec: RuleRecord) -> str:
         does = f"Flags {keys} where it no longer works (removed in verl {rec.removed})"
     checks = "\n".join(f"    - {_show(f)}" for f in rec.requires)
     return (
-        f"{rec.summary or rec.name}\n\n    ## What it does\n    {does}.\n\n    ## Why is this bad?\n    {_doc_text(rec, rec.message)}\n\n"
+        f"{rec.summary or rec.name}\n\n    ## What it does\n    {does}.\n\n    ## Why is this bad?\n    "
+        f"{_doc_text(rec, rec.message)}\n\n"
         f"    ## Use instead\n    {_doc_text(rec, rec.help)}\n\n    ## Where in verl\n{evidence}\n\n"
         f"    ## Evidence checked in the tree being linted\n{checks or '    - (none: version range only)'}\n"
         f"    Without verl's source: verl {rec.fallback} (a dev/rc/local version counts as its release).\n"
@@ -320,7 +323,8 @@ def removed_module_diag(module: str, tree, span) -> Diagnostic | None:
 
 
 # A key derived from the code as deprecated (VL232) or read only under a condition that is off
-# (VL233), or a micro batch size under dynamic batch size (VL210), is said better by a curated record of the same override: the record knows what each
+# (VL233), or a micro batch size under dynamic batch size (VL210), is said better by a curated record of the same
+# override: the record knows what each
 # release's workers do with it, in words. A removed or renamed key (VL4xx) also explains Hydra's
 # bare "Could not override" (VL101) or rejection (VL105) at the same token.
 SUPERSEDED = {
@@ -334,7 +338,8 @@ def _register() -> None:
         for rec in load_table(name):
             if REGISTRY.get(rec.code) is not None:
                 raise TableError(
-                    f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule {REGISTRY.get(rec.code).name}"
+                    f"rules/{name}:{rec.line}: rule code {rec.code} is already taken by rule "
+                    f"{REGISTRY.get(rec.code).name}"
                 )
             if isinstance(rec, IneffectiveRecord):
                 check, entry_points, subject = _ineffective(rec), rec.entry_points, Subject(tuple(rec.keys))

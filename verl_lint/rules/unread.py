@@ -8,14 +8,13 @@ node it is never read from.
 
 from __future__ import annotations
 
-
 from omegaconf import DictConfig, ListConfig
 
-from ..config.keys import same_name_elsewhere
 from ..config.context import Context
+from ..config.keys import same_name_elsewhere
+from ..config.reader import ReaderIndex, app_sources, reader_index
 from ..model import Unknown
 from ..registry import Subject, rule
-from ..config.reader import ReaderIndex, app_sources, reader_index
 
 # Nodes verl hands whole to another library or to user code, so their keys are never read by
 # name in verl (checked in verl 0.9.1 and 0.7.1):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from math import lcm
 
-from .batch_sizes import ENGINE_MICRO, actor_worker
-from .roles import ref_policy, uses_critic
 from ..evidence import Evidence
 from ..registry import rule
-from .sizes import A, GPUS, R, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
+from .batch_sizes import ENGINE_MICRO, actor_worker
+from .roles import ref_policy, uses_critic
+from .sizes import GPUS, A, R, anchor_key, gpu_count, parallel_size, report_unless_default, validating_app
 
 REF = "actor_rollout_ref.ref"
 ENGINE = ("verl/workers/engine_workers.py",)
@@ -21,12 +21,14 @@ DYNAMIC_MATCH = Evidence(
 )
 PER_GPU_SET = Evidence(
     ENGINE,
-    r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None\s*assert self\.config\.actor\.ppo_micro_batch_size_per_gpu is not None",
+    r"assert self\.config\.rollout\.log_prob_micro_batch_size_per_gpu is not None\s*assert "
+    r"self\.config\.actor\.ppo_micro_batch_size_per_gpu is not None",
 )
 # The ref's worker takes its micro batch from `ref.log_prob_micro_batch_size_per_gpu` only.
 REF_PER_GPU = Evidence(
     ENGINE,
-    r"self\.config\.ref\.ppo_micro_batch_size_per_gpu = self\.config\.ref\.pop\(\s*\"log_prob_micro_batch_size_per_gpu\"",
+    r"self\.config\.ref\.ppo_micro_batch_size_per_gpu = "
+    r"self\.config\.ref\.pop\(\s*\"log_prob_micro_batch_size_per_gpu\"",
 )
 # verl 0.9's trainer pads each step's batch to a multiple of the data-parallel size and the mini batches.
 PADDING = Evidence(("verl/trainer/ppo/v1/trainer_base.py",), r"def _get_required_batch_multiple")
@@ -72,7 +74,8 @@ def dynamic_bsz_match(ctx):
     yield report_unless_default(
         ctx,
         "VL331",
-        f"actor.use_dynamic_bsz={actor} but rollout.log_prob_use_dynamic_bsz={rollout}: this verl's engine worker asserts they are equal when it starts",
+        f"actor.use_dynamic_bsz={actor} but rollout.log_prob_use_dynamic_bsz={rollout}: this verl's engine worker "
+        "asserts they are equal when it starts",
         keys,
         anchor_key(ctx, *keys),
         f"set {R}.log_prob_use_dynamic_bsz={actor}" if ctx.user_set(keys[0]) else f"set {A}.use_dynamic_bsz={rollout}",
@@ -199,8 +202,10 @@ def log_prob_micro(ctx):
         yield report_unless_default(
             ctx,
             "VL319",
-            f"{section}.log_prob_micro_batch_size_per_gpu={micro} does not divide each GPU's share of a step's batch, {share} "
-            f"(train_batch_size={bsz} × rollout.n={n}, padded to a multiple of {multiple}, over {dp} data-parallel ranks): "
+            f"{section}.log_prob_micro_batch_size_per_gpu={micro} does not divide each GPU's share of a step's batch, "
+            f"{share} "
+            f"(train_batch_size={bsz} × rollout.n={n}, padded to a multiple of {multiple}, over {dp} data-parallel "
+            "ranks): "
             f"verl asserts on it at the first {who} log-prob computation",
             [
                 f"{section}.log_prob_micro_batch_size_per_gpu",

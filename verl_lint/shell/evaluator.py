@@ -22,8 +22,8 @@ import tree_sitter as ts
 
 from ..catalogue import OVERRIDE_LIKE
 from ..model import EnvVar, Word
-from ..terminal import shorten
 from ..places import places, working_dirs
+from ..terminal import shorten
 from .expand import Expander
 from .source import REDIRECTS, Source, follows, glued, syntax_errors
 from .values import Command, ScriptResult, State, UntakenArm, Var, field_word, join_words, merge_outcomes, unknown_word
@@ -363,7 +363,8 @@ class Evaluator:
                 if c.type == "variable_assignment":
                     self._assign(c, state, tail=tail)
             return
-        # A Hydra override cannot be a command name: seen as one, the command it belonged to may have been cut off above it.
+        # A Hydra override cannot be a command name: seen as one, the command it belonged to may have been cut off above
+        # it.
         above = follows(self.src, n) if words and words[0].text and OVERRIDE_LIKE.match(words[0].text) else None
         cmd = Command(
             n,
@@ -407,7 +408,7 @@ class Evaluator:
         out = []
         for combo in itertools.product(*(range(len(labels)) for labels in groups)):
             branch = state.copy()
-            for (labels, group), i in zip(groups.items(), combo):
+            for (_labels, group), i in zip(groups.items(), combo):
                 for name in group:
                     var = (state.vars[name].variants or [])[i][1]
                     if var is None:

@@ -9,6 +9,7 @@ import glob
 import itertools
 import re
 from fnmatch import fnmatchcase
+
 import tree_sitter as ts
 
 from ..model import Span, Unknown, Word

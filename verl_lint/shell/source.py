@@ -7,10 +7,9 @@ import bisect
 import re
 import shutil
 import subprocess
-
-import tree_sitter as ts
 from typing import NamedTuple
 
+import tree_sitter as ts
 import tree_sitter_bash as tsb
 
 from ..catalogue import BASH_PARSE_ERROR
@@ -43,7 +42,7 @@ class Source:
         self._line_starts = [0] + [m.end() for m in re.finditer(b"\n", self.data)]
         self._init_points()
 
-    def region(self, start: int, end: int) -> "Source":
+    def region(self, start: int, end: int) -> Source:
         """The same file with only bytes start..end parsed (a string run by `bash -c` or `eval`,
         a here-document fed to bash): spans stay those of the file."""
         sub = object.__new__(Source)

@@ -36,7 +36,7 @@ class Var:
     # Branches of an if/case that left different values: (under which branch, its value; None
     # when unset there). `words` is then the unknown everything else sees; a command that reads
     # the variable is expanded once per combination (Evaluator._variants).
-    variants: list[tuple[str, "Var | None"]] | None = None
+    variants: list[tuple[str, Var | None]] | None = None
 
 
 @dataclass
@@ -51,10 +51,10 @@ class State:
     cwd_base: str | None = None
     run_from: tuple[str, ...] = ()
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         return State(dict(self.vars), dict(self.functions), self.positional, self.cwd, self.cwd_base, self.run_from)
 
-    def cwd_seg(self, span: Span) -> "Seg":
+    def cwd_seg(self, span: Span) -> Seg:
         """`$(pwd)` / `$PWD`: the working directory, marked when it rests on an assumption."""
         if self.cwd is None:
             return Seg(None, span, Unknown("the working directory after a `cd` to a place only known at run time"))
@@ -73,7 +73,9 @@ class Command:
     note: str | None = None  # under which condition it runs, when not under the script's own values
     nested: bool = False  # its string argument was read as a script (`bash -c`, `eval`)
     variant: tuple[str, ...] | None = (
-        None  # expanded with these branch values, one per variable, or per group the same branches set ("when line 4: `[ ... ]`")
+        # expanded with these branch values, one per variable, or per group the same branches set ("when line 4: `[ ...
+        # ]`")
+        None
     )
     follows: Follows | None = None  # its name is a Hydra override: what is right above it
 
