@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from verl_lint.evidence import Evidence
-from verl_lint.rules import parallel_sizes, registered_rules, roles, values
+from verl_lint.rules import parallel_sizes, registered_rules, rejected_values, roles
 
 RULES = Path(__file__).resolve().parent.parent / "verl_lint" / "rules"
 
@@ -30,7 +30,7 @@ def test_evidence_read_through_helpers_of_other_rule_modules_is_found():
     """VL302 reads whether a critic runs through roles.py's helper, and a helper's lru_cache."""
     names = [n for n, _ in registered_rules().get("VL302").consults]
     assert {"NEED_CRITIC", "GAE_CRITIC"} <= set(names) and roles.NEED_CRITIC.pattern
-    assert ("REGISTRY_EXTENDED", values.REGISTRY_EXTENDED) in registered_rules().get("VL111").consults
+    assert ("REGISTRY_EXTENDED", rejected_values.REGISTRY_EXTENDED) in registered_rules().get("VL111").consults
 
 
 def _module_evidence(tree: ast.Module) -> set[str]:
