@@ -132,9 +132,9 @@ def tree_at(root: Path, origin: str) -> VerlTree:
 def release_tree(version: str) -> VerlTree:
     """A verl release from the package index (`--verl VERSION`): downloaded once without
     dependencies (download.py: no pip, hash-checked) and unpacked into `<cache>/releases`."""
-    import zipfile  # why: only a --verl run unpacks a release; a Hydra job start never does
+    import zipfile  # optional: only a --verl run unpacks a release, never a Hydra job start
 
-    from .. import download  # why: the downloader, only for --verl (not imported at a Hydra job start)
+    from .. import download  # optional: the downloader, only for --verl (not at a Hydra job start)
 
     try:
         version = download.exact_version(version)  # before it becomes a path
