@@ -78,16 +78,16 @@ def _group(module: str) -> tuple[int, str]:
     raise AssertionError(f"{module} is in no layer: place it in tests/test_architecture.py and docs/ARCHITECTURE.md")
 
 
-def _imports(module: str, path: Path):
+def _imports(module: str, path: Path, type_only: bool = False):
     """(line, imported module, in a function, the source line) of each verl_lint import, not
-    counting those under `if TYPE_CHECKING:` (annotations only)."""
+    counting those under `if TYPE_CHECKING:` (annotations only) unless `type_only`."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     lines = path.read_text(encoding="utf-8").splitlines()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     skip: set[int] = set()
     local: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and not type_only:
             skip |= {id(n) for n in ast.walk(node)}
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             local |= {id(n) for n in ast.walk(node)}
@@ -127,6 +127,61 @@ def test_stages_import_only_downward():
             if t_layer > layer or (t_layer == layer and t_group != group):
                 wrong.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} imports {target}")
     assert wrong == [], "\n".join(wrong)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Each module's verl_lint imports, resolved to modules: every import, function-local and
+    annotation-only ones included (`from .x import name` is module x, or x.name if a module)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        out = graph.setdefault(module, set())
+        for _, target, _, _ in _imports(module, path, type_only=True):
+            if target in MODULES or target.rpartition(".")[0] in MODULES:
+                out.add(target if target in MODULES else target.rpartition(".")[0])
+        out.discard(module)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles_type_only_included():
+    """No module reaches itself through imports of any kind: a layer owns the protocols it is
+    typed against (registry.Context, shell.values.Expanding), never an annotation from above."""
+    assert _cycles(_module_graph()) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_function_local_imports_say_why():

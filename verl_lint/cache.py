@@ -336,7 +336,7 @@ def usage() -> dict[str, tuple[int, int]]:
     return {name: _size(root / name) if (root / name).exists() else (0, 0) for name in (*DERIVED, "releases", "wheels")}
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

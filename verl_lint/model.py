@@ -11,14 +11,22 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from .files import read_regular
 from .limits import MAX_LAUNCHES
 from .terminal import safe
 
-if TYPE_CHECKING:
-    from .launch.locate import VerlTree
+
+class VerlTree(NamedTuple):
+    """A verl source tree (checkout, installed package or downloaded release) and its version."""
+
+    root: Path  # the directory that contains the `verl` package
+    version: str | None
+    origin: str
+
+    def describe(self) -> str:
+        return f"verl {self.version or '(unknown version)'} from {self.origin} ({self.root})"
 
 
 class Severity(IntEnum):
@@ -252,7 +260,7 @@ class Diagnostic:
 class Options:
     """How files are linted: from flags and settings (check.build_options)."""
 
-    verl_tree: "VerlTree | None" = None  # from --verl-root / --verl
+    verl_tree: VerlTree | None = None  # from --verl-root / --verl
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)  # per-rule overrides

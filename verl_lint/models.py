@@ -286,10 +286,12 @@ def _read(name: str, config: str, source: str) -> ModelFacts | ModelProblem:
 def hub_cache_dir(env: Mapping[str, str | None]) -> str | None:
     """The Hugging Face hub cache as `huggingface_hub` finds it, from `env`; None when a
     variable it depends on is only known at run time."""
-    if "HF_HUB_CACHE" in env and env["HF_HUB_CACHE"] is not None:
-        return os.path.expanduser(env["HF_HUB_CACHE"])
-    if env.get("HF_HOME"):
-        return os.path.join(os.path.expanduser(env["HF_HOME"]), "hub")
+    hub = env.get("HF_HUB_CACHE")
+    if hub is not None:
+        return os.path.expanduser(hub)
+    home = env.get("HF_HOME")
+    if home:
+        return os.path.join(os.path.expanduser(home), "hub")
     if "HF_HOME" in env and env["HF_HOME"] is None and env.get("HF_HUB_CACHE") is None:
         return None
     home = env.get("HOME") or os.path.expanduser("~")

@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from packaging.version import InvalidVersion, Version
 
@@ -25,8 +25,24 @@ from .cache import memo
 from .evidence import Evidence, tree_has
 from .model import Diagnostic, Severity, Span
 
-if TYPE_CHECKING:  # for annotations only: the context imports the registry
-    from .config.context import Context
+
+class _App(Protocol):
+    def verl_module(self) -> str | None: ...
+
+
+class Context(Protocol):
+    """What the registry reads of a launch's context (`config.context.Context` is the one rules
+    get): the base layer owns the protocol, the config layer implements it."""
+
+    app: _App
+    unknown_reads: list[str] | None
+    rule_runs: dict[str, tuple[list, list[str]]]
+
+    @property
+    def verl_version(self) -> Version | None: ...
+
+    @property
+    def verl_root(self) -> Path | None: ...
 
 
 @dataclass(eq=False, repr=False)  # an entity, compared by identity: cheaper to define
@@ -37,7 +53,7 @@ class Rule:
     name: str
     severity: Severity
     doc: str
-    check: Callable[["Context"], Iterable[Diagnostic]] | None  # None: reported by a front end (`finding`)
+    check: Callable[[Context], Iterable[Diagnostic]] | None  # None: reported by a front end (`finding`)
     verl: str = ""  # a packaging specifier of the verl releases it applies to ('' for all)
     # Example scripts: bad ones must produce this rule, good ones nothing. An example may be
     # a (script, verl specifier) pair when it only holds for some releases.
@@ -127,28 +143,29 @@ class Rule:
             return False  # a version-dependent rule never guesses
         return self.verl in REGISTRY.specs_containing(version)
 
-    def runs_on(self, ctx: "Context") -> bool:
+    def runs_on(self, ctx: Context) -> bool:
         """The rule has a check and applies to this launch's verl tree and entry point, whatever
         its config is named: a rule reads the composed config's content."""
         return self.checks_tree(ctx) and self.judges_entry(ctx)
 
-    def checks_tree(self, ctx: "Context") -> bool:
+    def checks_tree(self, ctx: Context) -> bool:
         """The rule has a check and applies to this launch's verl tree (release and evidence)."""
         return self.check is not None and self.applies_to(ctx.verl_version) and self.holds_in(ctx.verl_root)
 
-    def judges_entry(self, ctx: "Context") -> bool:
+    def judges_entry(self, ctx: Context) -> bool:
         """The launch's entry point runs the code the rule was verified on (see `entry_points`)."""
         if not self.entry_points:
             return True
         module = ctx.app.verl_module()
         return module is None or module in self.entry_points
 
-    def run(self, ctx: "Context") -> tuple[list[Diagnostic], list[str]]:
+    def run(self, ctx: Context) -> tuple[list[Diagnostic], list[str]]:
         """The rule's findings on the launch of `ctx` and the keys it read that the script leaves
         to run time, computed once per launch: `pack.check` and VL300 (which lists the size
         checks that could not decide) both ask."""
         hit = ctx.rule_runs.get(self.code)
         if hit is None:
+            assert self.check is not None, f"{self.code} is reported by a front end, not run"
             outer, ctx.unknown_reads = ctx.unknown_reads, []
             try:
                 found = list(self.check(ctx))
@@ -294,6 +311,8 @@ def lazy_module(name: str):
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(name)
     loader = importlib.util.LazyLoader(spec.loader)
     spec.loader = loader
     module = importlib.util.module_from_spec(spec)
@@ -337,7 +356,7 @@ def selected(code: str, name: str, select, ignore) -> bool:
 
 def finalize(diags: Iterable[Diagnostic], select=(), ignore=(), severity: dict | None = None) -> list[Diagnostic]:
     """Select/ignore, per-rule severity overrides, de-duplication and a stable order."""
-    out = {}
+    out: dict[tuple, Diagnostic] = {}
     for d in diags:
         if not selected(d.code, d.name, select, ignore):
             continue

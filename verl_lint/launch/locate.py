@@ -26,7 +26,7 @@ from typing import NamedTuple
 from ..cache import cache_dir, is_marked, make_dir, new_entry, why_unusable
 from ..environment import installed_version
 from ..evidence import wheel_record
-from ..model import COMMAND_LINE, Launch, Word
+from ..model import COMMAND_LINE, Launch, VerlTree, Word  # VerlTree: a base value, found here
 from ..places import places
 
 
@@ -65,17 +65,6 @@ class NotAnalysable(Exception):
     def __init__(self, word, reason: str):
         super().__init__(reason)
         self.word = word
-
-
-class VerlTree(NamedTuple):
-    """A verl source tree (checkout, installed package or downloaded release) and its version."""
-
-    root: Path  # the directory that contains the `verl` package
-    version: str | None
-    origin: str
-
-    def describe(self) -> str:
-        return f"verl {self.version or '(unknown version)'} from {self.origin} ({self.root})"
 
 
 class HydraApp(NamedTuple):

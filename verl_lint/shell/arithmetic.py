@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 
 from ..model import Unknown, Word
 from ..terminal import shorten
-from .values import State, field_word
+from .values import Expanding, State, field_word
 
 if TYPE_CHECKING:
     import tree_sitter as ts
 
-    from .expand import Expander
 
 OPERATORS = {
     "+": lambda a, b: a + b,
@@ -38,7 +37,7 @@ OPERATORS = {
 }
 
 
-def evaluate(ex: Expander, node: ts.Node, state: State) -> int | Unknown:
+def evaluate(ex: Expanding, node: ts.Node, state: State) -> int | Unknown:
     inner = [c for c in node.named_children]
     if not inner:
         return 0
@@ -48,7 +47,7 @@ def evaluate(ex: Expander, node: ts.Node, state: State) -> int | Unknown:
     return v
 
 
-def _arith(ex: Expander, n: ts.Node, state: State) -> int | Unknown:
+def _arith(ex: Expanding, n: ts.Node, state: State) -> int | Unknown:
     t = n.type
     if t == "number":
         return parse_int(ex.src.node_text(n))
@@ -98,11 +97,11 @@ def _arith(ex: Expander, n: ts.Node, state: State) -> int | Unknown:
     return Unknown(f"`{shorten(ex.src.node_text(n))}` in arithmetic is not evaluated")
 
 
-def _variable(ex: Expander, name: str, node: ts.Node, state: State) -> int | Unknown:
+def _variable(ex: Expanding, name: str, node: ts.Node, state: State) -> int | Unknown:
     ex.reads.add(name)
     var = state.vars.get(name)
     if var is None:
-        seg = ex._unset(name, node, ex.src.node_span(node))
+        seg = ex.unset(name, node, ex.src.node_span(node))
         return seg.unknown
     w = var.words[0] if var.words else Word("0", ex.src.node_span(node))
     if w.text is None:

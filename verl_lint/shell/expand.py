@@ -323,9 +323,7 @@ class Expander:
             return [[state.cwd_seg(span)]]
         if op in patterns.STRING_OPS and not indirect and not length and index is None:
             var = state.vars.get(name)
-            seg = (
-                patterns.edited(self, var, op, node, state, span) if var is not None else self._unset(name, node, span)
-            )
+            seg = patterns.edited(self, var, op, node, state, span) if var is not None else self.unset(name, node, span)
             return [[seg]] if quoted or seg.text is None else split_unquoted(Word(seg.text, span))
         if indirect or (op is not None and op not in (":-", "-", ":=", "=", ":+", "+")):
             if op is None and not indirect and length:
@@ -342,7 +340,7 @@ class Expander:
         if var is None:
             if op in (":+", "+"):
                 return [[Seg("", span)]] if quoted else []
-            return [[self._unset(name, node, span)]]
+            return [[self.unset(name, node, span)]]
         if op in (":-", ":=") and not var.is_array and var.words and var.words[0].text == "":
             default = self.expand(operand, state, quoted=True) if operand is not None else [[Seg("", span)]]
             word = field_word(default[0] if default else [], span)
@@ -410,7 +408,7 @@ class Expander:
             return [[expanded_seg(w, w.span)]] if quoted else split_unquoted(w)
         return [[Seg("", span)]]
 
-    def _unset(self, name: str, node: ts.Node, span: Span) -> Seg:
+    def unset(self, name: str, node: ts.Node, span: Span) -> Seg:
         later = self.first_assigned.get(name)
         if later is not None and later > node.start_byte and (name, node.start_byte) not in self._reported_unset:
             self._reported_unset.add((name, node.start_byte))

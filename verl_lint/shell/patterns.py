@@ -9,16 +9,11 @@ import glob
 import itertools
 import re
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
-
 import tree_sitter as ts
 
 from ..model import Span, Unknown, Word
 from ..terminal import shorten
-from .values import Seg, State, Var, field_word
-
-if TYPE_CHECKING:
-    from .expand import Expander
+from .values import Expanding, Seg, State, Var, field_word
 
 STRING_OPS = {"#", "##", "%", "%%", "/", "//", "/#", "/%", "^", "^^", ",", ",,", ":"}
 
@@ -74,7 +69,7 @@ def substring(value: str, offset: int, length: int | None) -> str | None:
     return None if end < start else value[start:end]
 
 
-def edited(ex: Expander, var: Var, op: str, node: ts.Node, state: State, span: Span) -> Seg:
+def edited(ex: Expanding, var: Var, op: str, node: ts.Node, state: State, span: Span) -> Seg:
     """The value of `node`, a `${X<op>...}` of the set variable `var`."""
     w = var.words[0] if var.words else Word("", span)
     if w.text is None:
@@ -97,7 +92,7 @@ def edited(ex: Expander, var: Var, op: str, node: ts.Node, state: State, span: S
     return Seg(result, span)
 
 
-def _pattern(ex: Expander, node: ts.Node, state: State) -> str | None:
+def _pattern(ex: Expanding, node: ts.Node, state: State) -> str | None:
     """A glob as written (None when it holds an expansion, quoting or an escape: the grammar
     does not split those the way bash does), or a quoted word, matched literally."""
     if node.type == "regex":
@@ -107,7 +102,7 @@ def _pattern(ex: Expander, node: ts.Node, state: State) -> str | None:
     return glob.escape(value) if value is not None else None
 
 
-def _value(ex: Expander, node: ts.Node, state: State) -> str | None:
+def _value(ex: Expanding, node: ts.Node, state: State) -> str | None:
     """A replacement's known text; None when unknown or holding `&` (bash 5.2: the match)."""
     fields = ex.expand(node, state, quoted=True)
     w = field_word(fields[0], ex.src.node_span(node)) if len(fields) == 1 else None

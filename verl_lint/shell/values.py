@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import tree_sitter as ts
 
@@ -76,6 +76,17 @@ class Command:
         None  # expanded with these branch values, one per variable, or per group the same branches set ("when line 4: `[ ... ]`")
     )
     follows: Follows | None = None  # its name is a Hydra override: what is right above it
+
+
+class Expanding(Protocol):
+    """What arithmetic and pattern edits ask of the expander (`expand.Expander`) they run under."""
+
+    src: Source
+    reads: set[str]
+
+    def expand(self, node: ts.Node, state: State, quoted: bool = False) -> list[list[Seg]]: ...
+
+    def unset(self, name: str, node: ts.Node, span: Span) -> Seg: ...
 
 
 class UntakenArm(NamedTuple):
