@@ -121,3 +121,28 @@ def test_a_long_script_gives_the_same_findings_alone_and_under_load(tmp_path, ve
     assert {f["code"] for f in findings} >= {"VL101", "VL107"}  # the typos and the duplicated key
     procs = [run() for _ in range(3)]  # each one runs while the other two do
     assert all(result(p) == alone for p in procs)
+
+
+def test_an_alarm_as_the_clock_starts_leaves_nothing_behind(monkeypatch):
+    """The alarm may fire as soon as the clock is armed (a tiny `--timeout`): the step ends in
+    Timeout and the next step starts clean, one without a limit included (the handler restored,
+    `expired()` false). It once left both behind, and the next launch linted without a limit
+    reported VL005. The alarm is raised at that point here instead of by a short timer."""
+    real = signal.setitimer
+
+    def arm(which, seconds, *rest):
+        out = real(which, seconds, *rest)
+        if seconds:
+            signal.raise_signal(signal.SIGALRM)  # fires before the block starts
+        return out
+
+    handler = signal.getsignal(signal.SIGALRM)
+    monkeypatch.setattr(signal, "setitimer", arm)
+    with pytest.raises(Timeout):
+        with time_limit(600):
+            pass
+    monkeypatch.undo()
+    assert not expired() and signal.getsignal(signal.SIGALRM) is handler
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    with time_limit(0):  # no limit: nothing left over fires
+        assert not expired()

@@ -51,13 +51,15 @@ def time_limit(seconds: float):
         return
     _FIRED = False
     old = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
+    try:  # (from arming the clock on: an alarm that fires at once still restores everything)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-        fired, _FIRED = _FIRED, False
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # (an alarm pending here is delivered, and raises)
+        finally:
+            signal.signal(signal.SIGALRM, old)
+            fired, _FIRED = _FIRED, False
     if fired:  # (the block ended normally: what the alarm raised was swallowed)
         raise Timeout()
 
