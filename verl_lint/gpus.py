@@ -5,7 +5,6 @@ for `verl-lint doctor`, the device torch sees in a child interpreter (`probe_dev
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -118,6 +117,8 @@ def probe_device(python: list[str] | None = None, timeout: float = 120.0) -> Dev
     """The accelerator torch sees in the environment of `python` (default: this interpreter),
     read in a child process that imports torch (and torch_npu where installed); a child that
     fails or hangs is a Device without torch, saying why."""
+    import subprocess  # why: doctor only; the Hydra callback imports this module at every job start
+
     cmd = [*(python or [sys.executable]), "-c", _PROBE]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
