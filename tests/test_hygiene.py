@@ -48,9 +48,9 @@ def _bad_file(tmp_path: Path) -> Path:
 
 
 def test_ruff_fails_on_a_violation(linters, tmp_path):
-    config = ["--config", str(ROOT / "pyproject.toml")]
-    assert _run("ruff", "check", "--no-cache", *config, str(_bad_file(tmp_path))).returncode == 1
-    assert _run("ruff", "format", "--no-cache", "--check", *config, str(_bad_file(tmp_path))).returncode == 1
+    config, bad = ["--config", str(ROOT / "pyproject.toml")], str(_bad_file(tmp_path))
+    assert _run("ruff", "check", "--no-cache", *config, bad).returncode == 1
+    assert _run("ruff", "format", "--no-cache", "--check", *config, bad).returncode == 1
 
 
 @pytest.mark.slow

@@ -240,10 +240,10 @@ def lint(
     # Scripts first: a primary config that a launch of this run composes is judged there, with
     # what the launch sets; the others are linted on their own, once.
     configs = {id(g): [f for f in g.files if embedded_kind(f) == "config"] for g in inputs.groups}
-    for g in inputs.groups:
-        scripts = [f for f in g.files if f not in configs[id(g)]]
-        linted += lint_paths(
-            scripts,
+
+    def lint_group(files: list[Path], g: Group) -> list[FileReport]:
+        return lint_paths(
+            files,
             opts(g.settings),
             use_cache=use_cache,
             per_file_ignores=g.settings.per_file_ignores,
@@ -251,18 +251,12 @@ def lint(
             timings=timings,
             once=False,
         )
+
+    for g in inputs.groups:
+        linted += lint_group([f for f in g.files if f not in configs[id(g)]], g)
     composed = {os.path.realpath(span.path) for r in linted for span in r.file_value_users}
     for g in inputs.groups:
-        alone = [f for f in configs[id(g)] if os.path.realpath(f) not in composed]
-        linted += lint_paths(
-            alone,
-            opts(g.settings),
-            use_cache=use_cache,
-            per_file_ignores=g.settings.per_file_ignores,
-            jobs=args.jobs,
-            timings=timings,
-            once=False,
-        )
+        linted += lint_group([f for f in configs[id(g)] if os.path.realpath(f) not in composed], g)
     once_per_run(reports + linted)
     reports += sorted(linted, key=lambda r: inputs.order.get(r.path, 0))  # the order of the walk
     if timings:

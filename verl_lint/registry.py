@@ -20,7 +20,6 @@ import textwrap
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -73,7 +72,7 @@ class Subject:
         None  # "script": the command line's overrides only; "file": a project file's values; None: both
     )
 
-    @cached_property
+    @functools.cached_property
     def _split(self) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
         """The patterns by kind, split once: the callback matches every record against every setting."""
         exact = frozenset(p for p in self.keys if not _GLOB.search(p))
