@@ -151,15 +151,28 @@ def test_silent_when_the_condition_holds_or_is_unknown(lint, version):
         "trainer.nnodes=1", "algorithm.use_kl_in_reward=False actor_rollout_ref.actor.use_kl_loss=False"
     )
     assert _found(lint(off, version)) == []
-    # Known only at run time, or left to the caller.
+    # Known only at run time.
     unknown = KL_IN_REWARD.replace(
         "trainer.nnodes=1", "algorithm.use_kl_in_reward=$KL actor_rollout_ref.actor.use_kl_loss=$KL"
     )
     assert _found(lint(unknown, version)) == []
-    assert _found(lint(KL_IN_REWARD.replace("kl_loss_type=mse", 'kl_loss_type=mse "$@"'), version)) == []
     # What happens anyway, also when a later override says so.
     assert _found(lint(main_ppo("algorithm.kl_ctrl.kl_coef=0"), version)) == []
     assert _found(lint(main_ppo("algorithm.kl_ctrl.kl_coef=0.1", "algorithm.kl_ctrl.kl_coef=0"), version)) == []
+
+
+def test_a_script_passing_its_arguments_on_is_judged_as_written(lint):
+    """`"$@"` lets the caller add overrides, but the switch the script leaves at verl's default is
+    off when it runs as written (Logic-RL's kl_loss_coef without use_kl_loss, verl's own examples'
+    kl_ctrl.kl_coef without use_kl_in_reward): reported, saying the caller could turn it on; the
+    switch the script sets itself is judged as ever."""
+    passing = KL_IN_REWARD.replace("kl_loss_type=mse", 'kl_loss_type=mse "$@"')
+    kl, loss = _found(lint(passing))
+    assert (kl.key, loss.key) == ("algorithm.kl_ctrl.kl_coef", "actor_rollout_ref.actor.kl_loss_type")
+    assert '`algorithm.use_kl_in_reward=False` (the default, unless the caller\'s "$@" sets it)' in kl.message
+    on = passing.replace("trainer.nnodes=1", "algorithm.use_kl_in_reward=True")
+    assert [(d.key, d.message) for d in _found(lint(on))] == [(loss.key, loss.message)]
+    assert "(the default)" in _found(lint(KL_IN_REWARD))[0].message  # no "$@", no caller to name
 
 
 def test_a_dotted_string_names_each_key(tmp_path):

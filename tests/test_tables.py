@@ -159,12 +159,20 @@ def test_a_value_known_only_at_run_time_may_agree(lint):
     assert "VL221" in codes(lint("python3 -m verl.trainer.main_ppo skip.rollout.enable=True\n"))
 
 
-def test_a_condition_left_to_the_caller_is_not_judged(lint):
-    """VL221 needs trainer.use_v1=True: a launch passing "$@" may get False from its caller,
-    unless the script sets the condition itself."""
-    assert "VL221" not in codes(lint('python3 -m verl.trainer.main_ppo skip.rollout.enable=True "$@"\n'))
-    assert "VL221" in codes(
-        lint('python3 -m verl.trainer.main_ppo trainer.use_v1=True skip.rollout.enable=True "$@"\n')
+def test_a_condition_left_to_the_caller_is_judged_as_written_and_named(lint):
+    """VL221 needs trainer.use_v1=True, verl 0.9.1's default: a launch passing "$@" runs with it
+    unless its caller says otherwise, and the finding says so; a condition the script sets
+    itself is the script's."""
+    [d] = [
+        d
+        for d in lint('python3 -m verl.trainer.main_ppo skip.rollout.enable=True "$@"\n').diagnostics
+        if d.code == "VL221"
+    ]
+    assert d.message.endswith(' under skip.rollout_tq (unless the caller\'s "$@" sets `trainer.use_v1`).'), d.message
+    own = lint('python3 -m verl.trainer.main_ppo trainer.use_v1=True skip.rollout.enable=True "$@"\n')
+    assert [d.message.endswith("skip.rollout_tq.") for d in own.diagnostics if d.code == "VL221"] == [True]
+    assert "VL221" not in codes(
+        lint('python3 -m verl.trainer.main_ppo trainer.use_v1=False skip.rollout.enable=True "$@"\n')
     )
 
 

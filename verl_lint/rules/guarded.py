@@ -49,13 +49,12 @@ class _Judge:
         self._keys: list[str] | None = None
 
     def value(self, key: str):
-        """The guard key's value as the code sees it, or Unknown: absent, left to run time, set by
-        the caller (`"$@"`), or assigned somewhere by the code itself."""
+        """The guard key's value as the code sees it, or Unknown: absent, left to run time, or
+        assigned somewhere by the code itself. A key a launch passing `"$@"` leaves to its caller
+        has the value the script gives it (the finding says the caller may change it)."""
         ctx = self.ctx
         if not ctx.has(key):
             return Unknown("absent")
-        if ctx.left_to_caller(key):
-            return Unknown("the caller may set it")
         uses = self.src.uses(key.rsplit(".", 1)[-1])
         if uses is None or uses.writes:
             return Unknown("the code assigns it, or may")
@@ -145,13 +144,17 @@ def key_read_only_under_off_condition(ctx: Context, settings):
 
     It stays silent when it cannot tell: a read through something it does not follow (a key
     named in a string, a function called only under a condition), a condition key the code
-    itself assigns, one left to run time or one a launch passing `"$@"` may get from its caller,
-    a node read whole (`**`, iteration, `to_container`, `*_kwargs`), a name an interpolation
-    reads; when the value is what happens anyway (`0`, `False`, `null`, empty); and when you
-    turned the switch off yourself (`algorithm.use_kl_in_reward=False` next to
-    `algorithm.kl_ctrl.kl_coef=0.001` is a template's leftover, not a mistake; a switch you
-    turned on that makes the key moot, such as a dynamic batch size, is reported). A curated
-    record of the same override (VL2xx) wins: it knows more about the release.
+    itself assigns, one left to run time, a node read whole (`**`, iteration, `to_container`,
+    `*_kwargs`), a name an interpolation reads; when the value is what happens anyway (`0`,
+    `False`, `null`, empty); and when you turned the switch off yourself
+    (`algorithm.use_kl_in_reward=False` next to `algorithm.kl_ctrl.kl_coef=0.001` is a
+    template's leftover, not a mistake; a switch you turned on that makes the key moot, such as a
+    dynamic batch size, is reported). A curated record of the same override (VL2xx) wins: it
+    knows more about the release.
+
+    A script that passes its own arguments on (`"$@"`) is judged as written: the switch it leaves
+    at verl's default is off when the script runs as it is, and the finding says that the caller
+    could turn it on.
 
     ## Why is this bad?
     Hydra composes the value and verl never looks at it: `kl_ctrl.kl_coef=0.01` without
@@ -216,7 +219,7 @@ def _finding(ctx: Context, o, q: tuple[str, ...], found: list[tuple[Read, str, l
     what = f"`{o.key}`" if node == o.key else f"`{node}`, the node above `{o.key}`,"
     found = sorted(found, key=lambda f: _first(ctx, f[0]))
     keys = list(dict.fromkeys(k for _, _, used, _ in found for k in used))
-    values = ", ".join(f"`{k}={_show(ctx.get(k))}`" + ("" if ctx.user_set(k) else " (the default)") for k in keys)
+    values = ", ".join(f"`{k}={_show(ctx.get(k))}`" + _whose(ctx, k) for k in keys)
     r, cond, _, _ = found[0]
     places = f"{r.file}:{r.line}" + (
         f" and {len(found) - 1} more place{'s' * (len(found) > 2)}" if len(found) > 1 else ""
@@ -248,6 +251,14 @@ def _first(ctx: Context, r: Read) -> tuple:
     app = Path(ctx.app.file).resolve().parent
     own = root is not None and (root / r.file).resolve().is_relative_to(app)
     return (not own, not r.file.startswith("verl/trainer/"), "experimental" in r.file, r.file, r.line)
+
+
+def _whose(ctx: Context, key: str) -> str:
+    """Who chose a condition key's value, as the finding says it: the user, or verl's default
+    (which a launch passing `"$@"` leaves to its caller)."""
+    if ctx.user_set(key):
+        return ""
+    return ' (the default, unless the caller\'s "$@" sets it)' if ctx.left_to_caller(key) else " (the default)"
 
 
 def _show(v) -> str:

@@ -218,12 +218,13 @@ def _ineffective(rec: IneffectiveRecord):
     def check(ctx: Context, settings):
         if any(ctx.set_by_override(k) for k in rec.unless_set):
             return
+        callers = []  # conditions the script leaves at verl's default and passes "$@": judged as written
         for cond_key, expected in rec.when:
-            if ctx.left_to_caller(cond_key):
-                return  # the caller may set the condition otherwise
             got = ctx.get(cond_key, None)
             if got is None or _as_text(got) != expected:
                 return
+            if ctx.left_to_caller(cond_key):
+                callers.append(f"`{cond_key}`")
         is_open: dict[str, bool] = {}  # per key name: the evidence, checked when an override matches
         for o in settings:
             value = "<unknown>" if o.value_unknown else _value_text(o.line)
@@ -238,13 +239,22 @@ def _ineffective(rec: IneffectiveRecord):
                 continue
             yield ctx.diag(
                 rec.code,
-                rec.message.format(key=o.key, value=value),
+                _left_to_caller(rec.message.format(key=o.key, value=value), callers),
                 key=o.key,
                 help=rec.help.format(key=o.key, value=value),
                 span=o.word.span,
             )
 
     return check
+
+
+def _left_to_caller(message: str, keys: list[str]) -> str:
+    """The message of a finding whose conditions hold only as the script is written: it passes
+    `"$@"` and leaves `keys` at verl's defaults, which its caller may change."""
+    if not keys:
+        return message
+    body, stop = (message[:-1], ".") if message.endswith(".") else (message, "")
+    return f'{body} (unless the caller\'s "$@" sets {", ".join(keys)}){stop}'
 
 
 def _removed(rec: RemovedRecord, subject: Subject):
