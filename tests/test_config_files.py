@@ -363,3 +363,29 @@ def test_rules_verified_on_main_ppo_say_once_that_another_verl_app_was_not_judge
         "#!/bin/bash\n" + line.replace("verl.experimental.one_step_off_policy.main_ppo", "verl.trainer.main_ppo")
     )
     assert [d.code for d in _findings(tmp_path, verl_trees, NEWEST, "c.sh")] == ["VL204"]
+
+
+OTHER_APPS = "verl.experimental.one_step_off_policy.main_ppo", "verl.experimental.fully_async_policy.fully_async_main"
+
+
+def test_verls_other_apps_get_the_findings_their_configs_and_workers_have(tmp_path, monkeypatch, verl_trees):
+    """The issue's overrides on verl 0.9.1's one-step-off and fully-async apps (their configs put
+    ppo_trainer under their own name): one-step-off validates as main_ppo does, so it gets every
+    finding but the record verified on main_ppo's trainer (VL204), which VL012 names (once per
+    app in a run). The
+    fully-async app skips validate_config (it requires data.train_batch_size=0), so the batch
+    rules of the validation stay silent, while its actor's worker still builds the actor's config
+    dataclass, which rejects both micro batch keys (VL303), and its rollout still splits the GPUs
+    (VL306) and its actor its mini batch (VL304)."""
+    line = f"{SIZES} actor_rollout_ref.rollout.name=vllm actor_rollout_ref.actor.grad_clip=0.5\n"
+    names = {"verl.trainer.main_ppo": "main.sh", OTHER_APPS[0]: "one_step.sh", OTHER_APPS[1]: "fully_async.sh"}
+    for module, name in names.items():
+        (tmp_path / name).write_text(f"#!/bin/bash\npython3 -m {module} {line}")
+    monkeypatch.chdir(tmp_path)
+    found = _findings(tmp_path, verl_trees, NEWEST, *names.values())
+    codes = {name: sorted(d.code for d in found if d.span.path == name) for name in names.values()}
+    assert codes["main.sh"] == ["VL204", "VL301", "VL302", "VL303", "VL304", "VL306", "VL315", "VL315"]
+    assert codes["one_step.sh"] == ["VL012", *codes["main.sh"][1:]]
+    assert codes["fully_async.sh"] == ["VL012", "VL303", "VL304", "VL306"], found
+    for d in found:
+        assert d.code != "VL012" or "VL204 would report `actor_rollout_ref.actor.grad_clip`" in d.message

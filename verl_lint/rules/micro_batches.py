@@ -4,14 +4,20 @@ VL315: neither)."""
 
 from __future__ import annotations
 
-from ..evidence import Evidence
+from ..evidence import Evidence, source_text
 from ..registry import rule
 from .roles import ref_policy, uses_critic
-from .sizes import GPUS, VALIDATION, A, R, gpu_count, parallel_size, report_unless_default, validating_app
+from .sizes import GPUS, VALIDATION, A, R, gpu_count, parallel_size, report_unless_default, validates, validating_app
 
 # verl 0.2-0.6 also check the reward model's pair (0.4-0.6: in validate_config's list of sections).
 REWARD_MODEL_PAIR = Evidence(
     VALIDATION, r'"reward_model": "micro_batch_size"|config\.reward_model\.micro_batch_size_per_gpu,\s*"reward_model"\)'
+)
+# verl 0.6+: the actor's config dataclass checks the actor's own pair (both set, neither set) in
+# `__post_init__`, wherever a worker builds it: also under an app that skips the validation.
+ACTOR_CHECKS_ITS_PAIR = Evidence(
+    ("verl/workers/config/actor.py",),
+    r"(?s)def __post_init__\(self\):(?:(?!\n    def ).)*?You have set both 'actor\.ppo_micro_batch_size'",
 )
 
 
@@ -25,7 +31,6 @@ REWARD_MODEL_PAIR = Evidence(
     ],
     supersedes=("VL232",),  # the deprecated global key set with its replacement: verl raises, not only warns
 )
-@validating_app
 def micro_batch_twice(ctx):
     """Both the deprecated global micro batch size and its `_per_gpu` form are set.
 
@@ -36,7 +41,10 @@ def micro_batch_twice(ctx):
     and trainer decide it) and
     `actor.ppo_micro_batch_size{,_per_gpu}` when the actor's dynamic batch size is off, and
     `critic.ppo_micro_batch_size{,_per_gpu}` when the launch trains a critic (`critic.enable`,
-    else a GAE advantage estimator) whose dynamic batch size is off.
+    else a GAE advantage estimator) whose dynamic batch size is off. Under an app of verl's own
+    that skips the config validation but starts verl's training workers (the fully-async
+    trainer), the actor's pair only: the actor's config dataclass checks it when the worker
+    builds it (verl 0.6+).
 
     ## Why is this bad?
     verl raises "You have set both '...micro_batch_size' AND '..._per_gpu'".
@@ -76,6 +84,12 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     0.2-0.3, with a KL loss or in-reward KL from 0.4, as the entry point decides it, see
     `config/roles.py`), the critic's when one is trained and the reward model's when it is
     enabled, each when its own dynamic batch size is off."""
+    if not validates(ctx):
+        # An app of verl's own that skips the validation (the fully-async trainer) and starts
+        # verl's training workers: the actor's worker builds its config dataclass all the same.
+        trains = "role_worker_mapping" in (source_text(ctx.app.file) or "")
+        actor_off = ctx.flag(f"{A}.use_dynamic_bsz") is False
+        return [(A, "ppo_micro_batch_size")] if trains and actor_off and ctx.verl_has(ACTOR_CHECKS_ITS_PAIR) else []
     pairs = []
     if ctx.flag(f"{A}.use_dynamic_bsz") is False:
         pairs += [(R, "log_prob_micro_batch_size"), (A, "ppo_micro_batch_size")]
@@ -104,7 +118,6 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
         )
     ],
 )
-@validating_app
 def micro_batch_unset(ctx):
     """Neither the micro batch size nor its `_per_gpu` form is set, with dynamic batch size off.
 

@@ -38,11 +38,16 @@ def validating_app(check):
 
     @functools.wraps(check)
     def run(ctx):
-        if ctx.app.place_in_tree() is not None and not _validates(ctx):
-            return
-        yield from check(ctx)
+        if validates(ctx):
+            yield from check(ctx)
 
     return run
+
+
+def validates(ctx) -> bool:
+    """The launch's app runs verl's config validation, or is a project's own taken at its word
+    (`validating_app`)."""
+    return ctx.app.place_in_tree() is None or _validates(ctx)
 
 
 TRAINER_VALIDATES = Evidence(("verl/trainer/ppo/ray_trainer.py",), r"self\._validate_config\(\)")
