@@ -229,6 +229,42 @@ def test_callback_from_the_primary_config(tmp_path, verl_trees):
     assert proc.returncode == 0 and marker is not None, output(proc)
 
 
+SIZES = [
+    "data.train_batch_size=60",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
+    "actor_rollout_ref.actor.ppo_micro_batch_size=8",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size=3",
+    "trainer.n_gpus_per_node=8",
+    "actor_rollout_ref.rollout.name=vllm",
+]
+
+
+@pytest.mark.slow
+def test_a_project_config_of_only_verls_defaults_list_gets_ppo_trainers_findings(tmp_path, verl_trees):
+    """The layout the README recommends (a `my_grpo.yaml` whose content is `defaults: [ppo_trainer,
+    _self_]` and a search path to verl's config): the job gets the findings the same overrides get
+    on ppo_trainer itself, each at the same argument. (The search path is `file://` here: Hydra
+    imports the package of a `pkg://` one, and verl's package needs its own dependencies.)"""
+    tree = verl_trees[NEWEST]
+    conf = tmp_path / "config"
+    conf.mkdir()
+    (conf / "my_grpo.yaml").write_text(
+        f"hydra:\n  searchpath:\n    - file://{config_dir(tree)}\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+    )
+    reports = {}
+    for name, cdir in (("my_grpo", conf), ("ppo_trainer", None)):
+        report = tmp_path / f"{name}.json"
+        args = (ENABLE_LINE, f"{CB}.fail_on=never", f"{CB}.report_path={report}", *SIZES)
+        proc, marker = run_app(tmp_path, tree, *args, cdir=cdir, config_name=name, name_rollout=False)
+        assert proc.returncode == 0 and marker is not None, output(proc)
+        reports[name] = sorted(
+            (i["code"], i["severity"], i["key"], i["argument"]) for i in json.loads(report.read_text())
+        )
+    assert reports["my_grpo"] == reports["ppo_trainer"]
+    assert {"VL301", "VL302", "VL303", "VL315"} <= {code for code, *_ in reports["my_grpo"]}, reports
+
+
 # ------------------------------------------------------------ fail-open ----
 
 
