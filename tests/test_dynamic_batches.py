@@ -28,6 +28,7 @@ def test_an_empty_switch_is_reported_and_silences_no_other_role(lint, version):
     report = lint(EMPTY_REF, version)
     # the actor's, the rollout's and the critic's sizes: each under its own switch, all on
     assert _at(report, "VL210") == [(4, 61), (5, 5), (5, 67)], [(d.code, d.span, d.message) for d in report.diagnostics]
+    assert {d.severity.name for d in report.diagnostics if d.code == "VL210"} == {"WARNING"}  # the value is dead
     rollout = next(d for d in report.diagnostics if d.code == "VL210" and d.span.line == 5 and d.span.col == 5)
     assert f"{R}.log_prob_max_token_len_per_gpu=16384" in rollout.message
     # the empty switch, at its override (a text key set to '' is not judged)
@@ -63,8 +64,13 @@ def test_a_micro_batch_in_the_project_config_is_reported_at_its_line(project):
 
 
 @pytest.mark.slow
-def test_the_single_file_layout_of_verl_0_2_is_judged_alike(lint, verl_trees):
-    """verl 0.2-0.4 ship one ppo_trainer.yaml; the sections are found by what it holds."""
-    verl_trees["0.2.0.post2"]  # skips when that release is not in the cache
-    report = lint(EMPTY_REF, "0.2.0.post2")
+@pytest.mark.parametrize("version", ["0.2.0.post2", "0.3.0.post1", "0.4.1", "0.6.1", "0.7.0"])
+def test_every_release_with_dynamic_batch_size_is_judged_alike(lint, verl_trees, version):
+    """Every release that has dynamic batch size (0.2 on; the releases across_releases leaves out):
+    the single ppo_trainer.yaml of 0.2-0.4, whose sections are found by what it holds, and the
+    split configs after. The same warnings, and the empty switch reported without silencing any."""
+    verl_trees[version]  # skips when that release is not in the cache
+    report = lint(EMPTY_REF, version)
     assert _at(report, "VL210") == [(4, 61), (5, 5), (5, 67)], [(d.code, d.message) for d in report.diagnostics]
+    assert {d.severity.name for d in report.diagnostics if d.code == "VL210"} == {"WARNING"}
+    assert _at(report, "VL112") == [(4, 5)]
