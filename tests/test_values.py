@@ -236,6 +236,21 @@ def test_a_registry_other_code_extends_is_not_judged(verl_trees, tmp_path):
     assert rollout_names(str(extended)) is None
 
 
+@pytest.mark.parametrize("version", [NEWEST, pytest.param(OLDER, marks=pytest.mark.slow)])
+def test_the_did_you_mean_of_a_renamed_key_is_the_key_verl_renamed_it_to(lint, version):
+    """`multi_turn.max_turns` became `max_assistant_turns` (VL420's record): added with `+`, Hydra
+    takes it and RolloutConfig rejects it, and the hint is the rename, not `max_user_turns`, the
+    name closest in spelling; a key no record renamed keeps the closest field."""
+    script = main_ppo(
+        "+actor_rollout_ref.rollout.multi_turn.max_turns=3", "+actor_rollout_ref.rollout.tensor_parallel_size=2"
+    )
+    helps = [help for *_, help in found(lint(script, version), "VL110")]
+    assert helps == [
+        "did you mean `actor_rollout_ref.rollout.multi_turn.max_assistant_turns`?",
+        "did you mean `actor_rollout_ref.rollout.tensor_model_parallel_size`?",
+    ], helps
+
+
 def test_a_misspelt_key_a_project_file_adds_is_reported_in_the_file_and_in_the_script(project):
     """The script's plain override of the key the file added composes (the file made the key),
     and is as foreign to RolloutConfig; the did-you-mean is the key with a word left out, not the

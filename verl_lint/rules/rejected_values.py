@@ -20,6 +20,7 @@ from ..config.keys import closest_name, same_name_elsewhere
 from ..config.reader import app_sources, key_facts
 from ..evidence import Evidence, source_text, sources_have, tree_has
 from ..registry import Subject, rule
+from .tables import renamed_to
 
 # A project module assigning its own function over verl's `omega_conf_to_dataclass` (a monkey patch).
 REPLACES_CONVERSION = r"\.omega_conf_to_dataclass\s*=(?!=)"
@@ -138,9 +139,10 @@ def added_key_not_a_field(ctx: Context, settings):
     `omega_conf_to_dataclass` (RAGEN's accepts extra fields) or whose entry point's packages
     define worker classes of their own (`class MyRolloutWorker(Worker)`). A plain override of a
     key that your own config file added is judged too: Hydra accepts it since the file added the
-    key. The did-you-mean prefers, among similar field names, the one sharing the most words and
-    then the same first word (`tensor_model_parallel_size` for `tensor_parallel_size`, not
-    `moe_tensor_parallel_size`).
+    key. The did-you-mean is the key verl renamed it to where a removed-key record (VL4xx) says so
+    (`multi_turn.max_assistant_turns` for `multi_turn.max_turns`), else, among similar field
+    names, the one sharing the most words and then the same first word
+    (`tensor_model_parallel_size` for `tensor_parallel_size`, not `moe_tensor_parallel_size`).
 
     ## Why is this bad?
     Hydra accepts any `+key` (and a project config file may add any key), so the job starts.
@@ -173,8 +175,10 @@ def added_key_not_a_field(ctx: Context, settings):
         if cls is None or not cls.closed or name in cls.fields:
             continue
         close = closest_name(name, [f for f in cls.fields if not f.startswith("_")])
-        # the setting placed under the wrong role first, then a field of this class close to it
-        guess = same_name_elsewhere(ctx.cfg, o.key) or (f"{parent}.{close}" if close else None)
+        # the key verl renamed it to, the setting placed under the wrong role, a field of this class close to it
+        guess = (
+            renamed_to(ctx, o.key) or same_name_elsewhere(ctx.cfg, o.key) or (f"{parent}.{close}" if close else None)
+        )
         yield ctx.diag(
             "VL110",
             f"`{o.key}` {'sets' if o.kind == 'set' else 'adds'} "

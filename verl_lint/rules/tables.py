@@ -281,6 +281,22 @@ def _removed(rec: RemovedRecord, subject: Subject):
     return check
 
 
+def renamed_to(ctx: Context, key: str) -> str | None:
+    """The key verl moved `key` to, by a removed_keys.yaml record that applies to this launch's
+    tree, where the composed config has it (`multi_turn.max_turns` -> `max_assistant_turns`):
+    the did-you-mean of a key another rule rejects, before any similar name."""
+    for rec in load_table("removed_keys.yaml"):
+        if not isinstance(rec, RemovedRecord) or not rec.keys or not rec.replacement or rec.value is not None:
+            continue
+        rest = Subject(tuple(rec.keys)).match(key)
+        if rest is None:
+            continue
+        new = rec.replacement.replace("{rest}", rest)
+        if new != key and ctx.has(new) and applies(rec, ctx):
+            return new
+    return None
+
+
 def _removed_subject(rec: RemovedRecord) -> Subject:
     """The settings a removed key's record judges: every setting of its keys but Hydra's own. A
     removed key is confirmed by the tree itself: Hydra rejected the override (a dev checkout
