@@ -5,7 +5,7 @@ in a project's own config file, and an empty value is reported without silencing
 from __future__ import annotations
 
 import pytest
-from conftest import OLDEST, across_releases
+from conftest import NEWEST, OLDER, OLDEST, across_releases
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"
@@ -74,3 +74,25 @@ def test_every_release_with_dynamic_batch_size_is_judged_alike(lint, verl_trees,
     assert _at(report, "VL210") == [(4, 61), (5, 5), (5, 67)], [(d.code, d.message) for d in report.diagnostics]
     assert {d.severity.name for d in report.diagnostics if d.code == "VL210"} == {"WARNING"}
     assert _at(report, "VL112") == [(4, 5)]
+
+
+def _on_megatron(script: str, *overrides: str) -> str:
+    return script.replace(
+        "main_ppo actor_rollout_ref.rollout.name=vllm",
+        "main_ppo --config-name=ppo_megatron_trainer " + " ".join((*overrides, "actor_rollout_ref.rollout.name=vllm")),
+    )
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_megatron_roles_are_judged_where_the_engine_workers_pack_their_micro_batches(lint, version):
+    """verl 0.9.1 runs Megatron through the engine workers only, which pack micro batches by
+    tokens under dynamic batch size as for FSDP: the same warnings. The legacy Megatron workers,
+    the default before, divide and require the size (not dead): nothing there, unless the launch
+    picks the engine workers (`trainer.use_legacy_worker_impl=disable`, 0.6-0.7), which it does for
+    the actor, rollout and reference, not the critic (0.7.1 `main_ppo.py:131,195`)."""
+    legacy = version != NEWEST
+    at = _at(lint(_on_megatron(EMPTY_REF), version), "VL210")
+    assert at == ([] if legacy else [(4, 61), (5, 5), (5, 67)]), at
+    if version == OLDER:
+        engine = lint(_on_megatron(EMPTY_REF, "trainer.use_legacy_worker_impl=disable"), version)
+        assert _at(engine, "VL210") == [(4, 61), (5, 5)], [(d.code, d.message) for d in engine.diagnostics]

@@ -25,10 +25,14 @@ ROLE_KEYS = {
     "micro_batch_size_per_gpu": ("use_dynamic_bsz", "forward_max_token_len_per_gpu"),
 }
 # The FSDP actor/critic/reward model (0.2-0.7) and the engine workers (0.8+) split by tokens
-# when the switch is on; the Megatron workers of 0.2-0.3 have no dynamic batch size at all and
-# those of 0.4-0.7 still assert a micro batch size is given, so only FSDP roles are judged.
+# when the switch is on; the legacy Megatron workers of 0.2-0.3 have no dynamic batch size at all
+# and those of 0.4-0.8 still divide and assert a micro batch size, so Megatron roles are judged
+# only where the engine workers run them: a tree without the legacy Megatron worker (0.9+), or a
+# launch that turns the legacy workers off.
 PACKS_BY_TOKENS = Evidence(("verl/workers/actor/dp_actor.py", "verl/workers/engine/utils.py"), r"use_dynamic_bsz")
 FSDP = ("fsdp", "fsdp2")
+MEGATRON_ENGINE_PACKS = Evidence(("verl/workers/engine/megatron/transformer_impl.py",), r"prepare_micro_batches\(")
+LEGACY_MEGATRON_WORKER = Evidence(("verl/workers/megatron_workers.py",), r"class ActorRolloutRefWorker\b")
 # verl 0.1's FSDP actor and critic divide each micro batch's loss by ppo_mini_batch_size //
 # ppo_micro_batch_size whether or not dynamic batch size is on (0.2+ scale it by the micro batch's
 # share of the mini batch instead): there the update's micro batch size still sets the loss scale.
@@ -67,7 +71,11 @@ def micro_batch_under_dynamic_bsz(ctx: Context, settings):
     `log_prob_use_dynamic_bsz` for log-prob computation) and reports the size when that switch
     is on, with the token budget that applies instead. Sections are found by what the
     composed config holds, so a recipe's config, a copied verl config and the 0.2-0.4 single
-    file `ppo_trainer.yaml` are judged alike. Only roles on the FSDP strategy are judged.
+    file `ppo_trainer.yaml` are judged alike. Roles on the FSDP strategy are judged, and those on
+    Megatron where verl's engine workers run them (verl 0.9+, which has no other Megatron worker,
+    or `trainer.use_legacy_worker_impl=disable` for the actor, rollout and reference): the legacy
+    Megatron workers divide the size by the data-parallel size and assert it is given, dynamic
+    batch size or not.
 
     ## Why is this bad?
     Lowering the micro batch size is the usual answer to an out-of-memory error, and here it
@@ -98,7 +106,7 @@ def micro_batch_under_dynamic_bsz(ctx: Context, settings):
             not ctx.has(switch)
             or not ctx.has(budget)
             or ctx.flag(switch) is not True
-            or _strategy(ctx, section) not in FSDP
+            or not _packs_by_tokens(ctx, section)
         ):
             continue
         if not o.value_unknown and ctx.get(o.key, None) in (None, ""):
@@ -128,6 +136,20 @@ def micro_batch_under_dynamic_bsz(ctx: Context, settings):
             help=f"to use less memory, lower {budget}; or set {switch}=False to use the micro batch size",
             related=[switch, budget],
         )
+
+
+def _packs_by_tokens(ctx: Context, section: str) -> bool:
+    """The worker of the role in `section` splits by the token budget alone under dynamic batch
+    size: an FSDP one, or a Megatron one that the engine workers run (`use_legacy_worker_impl=disable`
+    picks them for the actor, rollout and reference only: 0.6-0.7 keep the legacy Megatron critic)."""
+    strategy = _strategy(ctx, section)
+    if strategy in FSDP:
+        return True
+    if strategy != "megatron" or not ctx.verl_has(MEGATRON_ENGINE_PACKS):
+        return False
+    if not ctx.verl_has(LEGACY_MEGATRON_WORKER):
+        return True
+    return section.startswith("actor_rollout_ref.") and ctx.get("trainer.use_legacy_worker_impl", None) == "disable"
 
 
 def _strategy(ctx: Context, section: str):
