@@ -8,7 +8,7 @@ node it is never read from.
 
 from __future__ import annotations
 
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..config.context import Context
 from ..config.keys import same_name_elsewhere, section_elsewhere
@@ -195,7 +195,6 @@ def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -
 
 def _keys_at(ctx: Context):
     """The keys of the config's node at a path (a tuple of names), None where there is no node."""
-    from omegaconf import OmegaConf
 
     def keys_at(path: tuple[str, ...]) -> set[str] | None:
         node = ctx.cfg if not path else OmegaConf.select(ctx.cfg, ".".join(path), throw_on_missing=False)
