@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import RELEASES, across_releases, codes, json_findings
+from conftest import OLDEST, RELEASES, across_releases, codes, json_findings
 
 from verl_lint.config.reader import build, reader_index
 from verl_lint.registry import main_ppo
@@ -125,8 +125,28 @@ def test_reads_per_section(tmp_path):
         assert ix.reads_under(parent, name), (parent, name)
     assert not ix.reads_under("actor_rollout_ref", "critic")  # `critic` is read, from the root
     assert not ix.reads_under("actor", "profiler")  # `self.config.profiler`: which node `self.config` is is not known
+    # ... `reads_at` places it by what else the same receiver reads in the same class or function.
+    keys = {(): {"trainer", "critic", "actor"}, ("actor",): {"profiler", "lr", "clip", "epochs"}, ("critic",): {"lr"}}
+    placed = build_text(
+        tmp_path / "placed",
+        "class ActorWorker:\n"
+        "    def f(self):\n"
+        "        return self.config.lr, self.config.clip, self.config.epochs, self.config.profiler.on\n"
+        "def g(config):\n"
+        "    return config.trainer.x, config.critic.lr\n",
+    )
+    assert placed.reads_at(("actor",), "profiler", keys.get)  # the actor has `lr`, `clip` and `epochs`
+    assert not placed.reads_at(("critic",), "profiler", keys.get)  # the critic lacks two of them
+    assert placed.reads_at(("critic",), "lr", keys.get) and not placed.reads_at(("trainer",), "lr", keys.get)
     # A function named like a key, or called, is no read of that name; a parameter is.
     assert not ix.reads("use_remove_padding") and not ix.reads("shard_model") and ix.reads("model")
+
+
+def build_text(root: Path, text: str):
+    """The index of a tree whose verl/ holds one module with `text`."""
+    (root / "verl").mkdir(parents=True)
+    (root / "verl" / "m.py").write_text(text)
+    return build(root)
 
 
 def test_disk_cache_follows_the_files(tmp_path, monkeypatch):
@@ -325,12 +345,32 @@ def test_a_section_added_under_the_wrong_node(lint, version):
         in first.message
     )
     assert second.help == "did you mean `algorithm.gamma`?"
-    # A nested section (`optim` is the actor's and the critic's) is not judged: each role's code
-    # reads its own as `self.config.optim`, and which node that is the index does not resolve.
-    assert "VL230" not in codes(lint(main_ppo("+actor_rollout_ref.rollout.optim.lr=2e-6"), version))
     assert "VL230" not in codes(
         lint(main_ppo("critic.optim.lr=1e-5", "+trainer.remove_previous_ckpt_in_save=True"), version)
     )
+
+
+@pytest.mark.parametrize("version", across_releases())
+def test_a_nested_section_under_the_wrong_node(lint, version):
+    """`optim` and `fsdp_config` are read as `self.config.optim` / `self.config.model.fsdp_config`
+    by the actor's and the critic's classes. Each such read is placed by what else the class
+    reads from `self.config`, so a section added under a node no code reads it from is
+    reported: where verl builds the node into a dataclass that lacks the field, as VL110 (the
+    worker fails to start); on 0.5.0, which builds none, as VL230 (the value is ignored)."""
+    r = lint(main_ppo("+actor_rollout_ref.rollout.optim.lr=2e-6", "+critic.fsdp_config.param_offload=True"), version)
+    if version == OLDEST:
+        rollout, critic = _found(r, "VL230")
+        assert "reads `optim` under `actor_rollout_ref.actor` (`actor_rollout_ref.actor.optim.lr`)" in rollout.message
+        assert critic.help == "did you mean `critic.model.fsdp_config.param_offload`?"
+    else:
+        rollout, critic = _found(r, "VL110")
+        assert "adds `optim` to `actor_rollout_ref.rollout`, which verl builds into RolloutConfig" in rollout.message
+        assert rollout.help == "did you mean `actor_rollout_ref.actor.optim.lr`?"
+        assert "adds `fsdp_config` to `critic`, which verl builds into FSDPCriticConfig" in critic.message
+    # Where the node's own code reads the section, nothing is said.
+    r = lint(main_ppo("+actor_rollout_ref.actor.optim.new_knob=1", "+critic.checkpoint.new_knob=1"), version)
+    assert not [d for d in r.diagnostics if "never under" in d.message or "adds `optim`" in d.message]
+    assert not [d for d in r.diagnostics if "adds `checkpoint`" in d.message]
 
 
 @pytest.mark.parametrize("version", across_releases())

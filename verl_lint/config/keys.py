@@ -49,6 +49,20 @@ def same_name_elsewhere(cfg, key: str, keys: list[str] | None = None) -> str | N
     return best if len(found) == 1 or shared >= 2 or (shared == 1 and same_depth) else None
 
 
+def section_elsewhere(keys: list[str], key: str, rest: str) -> str | None:
+    """The key with `key`'s `rest` (a section and what follows, `fsdp_config.param_offload`)
+    under another node of the same top-level section (a critic's setting is not looked for
+    under the actor): the one sharing the most leading names with `key`, the first in `keys`
+    on a tie."""
+    parts = key.split(".")
+
+    def shared(k: str) -> int:
+        return next((i for i, (a, b) in enumerate(zip(k.split("."), parts)) if a != b), len(parts))
+
+    homes = [k for k in keys if k != key and k.endswith("." + rest) and shared(k)]
+    return max(homes, key=shared) if homes else None
+
+
 def closest_key(cfg: DictConfig, key: str) -> str | None:
     """A real key close to `key`: the same name under another section, a sibling with a
     similar name, or the same key moved."""

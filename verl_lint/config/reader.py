@@ -51,6 +51,7 @@ package directories or files the caller names (an entry point that lives outside
 from __future__ import annotations
 
 import ast
+import bisect
 import os
 import re
 from collections.abc import Callable
@@ -64,7 +65,7 @@ from ..terminal import Progress
 from .classes import Choice, code_choices
 from .deprecations import Deprecation, in_code
 
-_FORMAT = "reader-13"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-14"  # change whenever what build() collects changes: old cache entries are then unused
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A name that is not called or defined (`def name(`, `name(`, `.name(`): a function named like a
 # key reads no key (the backtracking cannot stop inside a name: the lookahead refuses a name char).
@@ -77,6 +78,9 @@ _RUN = re.compile(r"[\w.]+")  # names and dots; a chain is a run with a dot (one
 # pattern starts at the comma, the name before it is looked up at each match); `"c" in x.p` too.
 _ARG_KEY = re.compile(r""",\s*["']([A-Za-z_]\w*)""")
 _NAME_END = re.compile(r"[A-Za-z_]\w*$")
+# Receivers that name no config node: which node they hold is told by what else is read from them.
+_GENERIC = frozenset({"config", "cfg", "conf", "_config", "self.config", "self.cfg", "self._config"})
+_SCOPE = re.compile(r"^(?:class|def|async def) ", re.M)  # a top-level class or function starts
 _IN_KEY = re.compile(r"""["']([A-Za-z_]\w*)["']\s+(?:not\s+)?in\s+(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)""")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 _INTERP = re.compile(r"\$\{([^{}]*)\}")
@@ -127,6 +131,13 @@ class ReaderIndex:
     # "p.c": the code (or an interpolation) reaches `c` as a key of a node or variable named `p`
     # (`x.p.c`, `p["c"]`, `p.get("c")`, `getattr(p, "c")`, `"c" in x.p`, a dotted string "p.c").
     edges: frozenset[str] = frozenset()
+    # The chains read from a receiver that names no node (`self.config.actor.checkpoint`,
+    # `cfg.optim`), one group per receiver and top-level class or function of a file: which node
+    # the receiver holds is decided by the config being linted (`reads_at`).
+    scoped: tuple[tuple[str, ...], ...] = ()
+    # The edges of every other read: from a named receiver (`actor_cfg.checkpoint`), a dotted
+    # string, `getattr(p, "c")`, `"c" in p`, an interpolation.
+    loose: frozenset[str] = frozenset()
 
     def reads(self, name: str) -> bool:
         """`name` is mentioned, or built by an f-string from names that are (`ppo_micro_batch_size`
@@ -144,11 +155,36 @@ class ReaderIndex:
         if f"{parent}.{name}" in self.edges:
             return True
         tail = f".{name}"
-        for e in self.edges:
-            if e.endswith(tail):
-                holder = e[: -len(tail)]
-                if parent in holder.split("_") and re.search(r"conf|cfg", holder):
-                    return True
+        return any(e.endswith(tail) and _names_node(e[: -len(tail)], parent) for e in self.edges)
+
+    def reads_at(self, path: tuple[str, ...], name: str, keys_at: Callable[[tuple[str, ...]], set[str] | None]) -> bool:
+        """Some code may read `name` as a key of the node at `path` (`keys_at(node)`: the keys of
+        a node of the config, None for no node). A read from a receiver that names no node
+        (`self.config.checkpoint`) is placed by the other keys read from the same receiver in
+        the same class or function: it may hold the node when that node has nearly all of them
+        (all but one, or a quarter of many: a key read with a default may be missing); a
+        CriticWorker that reads `self.config.model`, `.ppo_epochs` and `.checkpoint` holds the
+        critic, not the rollout. Generous like the rest of the index: a named read
+        (`rollout_cfg.checkpoint`, `getattr(config, "checkpoint")`) counts wherever it may be."""
+        parent = path[-1]
+        for e in self.loose:
+            holder, _, leaf = e.rpartition(".")
+            if leaf == name and (holder == parent or holder in _GENERIC or _names_node(holder, parent)):
+                return True
+        for group in self.scoped:
+            firsts: set[str] | None = None
+            for chain in group:
+                steps = chain.split(".")
+                for j, step in enumerate(steps):
+                    if step != name or j > len(path) or tuple(path[len(path) - j :]) != tuple(steps[:j]):
+                        continue
+                    keys = keys_at(path[: len(path) - j])
+                    if keys is None:
+                        continue
+                    if firsts is None:
+                        firsts = {c.partition(".")[0] for c in group} - {name}
+                    if len(firsts - keys) <= max(1, len(firsts) // 4):
+                        return True
         return False
 
     def built(self, name: str) -> bool:
@@ -158,6 +194,11 @@ class ReaderIndex:
             if m and all(g == "" or g.isdigit() or g in self.names for g in m.groups()):
                 return True
         return False
+
+
+def _names_node(holder: str, node: str) -> bool:
+    """A variable named for a config node (`critic_cfg`, `rollout_config` for `critic`, `rollout`)."""
+    return node in holder.split("_") and re.search(r"conf|cfg", holder) is not None
 
 
 def _node_name(node: ast.AST) -> str | None:
@@ -270,25 +311,49 @@ def _key_use(text: str, start: int, end: int) -> bool:
     return _MEMBER.match(text, end) is not None
 
 
-def _edges(text: str, edges: set[str]) -> None:
-    """The steps `p.c` the text takes from a name to a key below it (see `ReaderIndex.edges`)."""
-    for run in _RUN.findall(_STEP.sub(r".\1", text)):
-        if "." in run:
-            parts = run.split(".")
-            edges.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]) if a.isidentifier() and b.isidentifier())
+def _edges(text: str, edges: set[str], loose: set[str], scoped: set[tuple[str, ...]]) -> None:
+    """The steps `p.c` the text takes from a name to a key below it (see `ReaderIndex.edges`);
+    those from a receiver that names no node also as chains, grouped per receiver and scope."""
+    subbed = _STEP.sub(r".\1", text)
+    scopes = [m.start() for m in _SCOPE.finditer(subbed)]
+    groups: dict[tuple[int, str], set[str]] = {}
+    for m in _RUN.finditer(subbed):
+        run = m.group()
+        if "." not in run:
+            continue
+        parts = run.split(".")
+        steps = {f"{a}.{b}" for a, b in zip(parts, parts[1:]) if a.isidentifier() and b.isidentifier()}
+        edges |= steps
+        start = 2 if parts[0] == "self" and len(parts) > 2 else 1
+        receiver = ".".join(parts[:start])
+        if receiver not in _GENERIC or subbed[m.start() - 1 : m.start()] in ("'", '"'):
+            loose |= steps
+            continue
+        chain = parts[start : -1 if subbed[m.end() : m.end() + 1] == "(" else None]  # (a method called is no key)
+        if chain and all(p.isidentifier() for p in chain):
+            groups.setdefault((bisect.bisect(scopes, m.start()), receiver), set()).add(".".join(chain))
+    scoped.update(tuple(sorted(g)) for g in groups.values())
     for m in _ARG_KEY.finditer(text):
         holder = _NAME_END.search(text, max(0, m.start() - 60), m.start())
         if holder:
             edges.add(f"{holder.group()}.{m.group(1)}")
-    edges.update(f"{a}.{b}" for b, a in _IN_KEY.findall(text))
+            loose.add(f"{holder.group()}.{m.group(1)}")
+    for b, a in _IN_KEY.findall(text):
+        edges.add(f"{a}.{b}")
+        loose.add(f"{a}.{b}")
 
 
 def _python_reads(
-    text: str, names: set[str], patterns: set[str], whole: set[str], used: set[str] | None, edges: set[str]
+    text: str,
+    names: set[str],
+    patterns: set[str],
+    whole: set[str],
+    used: set[str] | None,
+    edges: tuple[set[str], set[str], set[tuple[str, ...]]],
 ) -> None:
     tokens = _NOT_CALLED.findall(text)
     names.update(tokens)  # every identifier token that is not called (see the module docstring)
-    _edges(text, edges)
+    _edges(text, *edges)
     if used is not None:
         used.update(tokens)
     for m in _FSTRING.finditer(text):
@@ -325,7 +390,7 @@ def _add_whole(snippet: str, whole: set[str]) -> None:
         whole.add(n)
 
 
-def _yaml_reads(text: str, names: set[str], interpolated: set[str], edges: set[str]) -> None:
+def _yaml_reads(text: str, names: set[str], interpolated: set[str], edges: tuple[set[str], set[str], set]) -> None:
     """Keys that interpolations read: `${a.b.c}`, `${oc.select:a.b,default}`, `${..x}`."""
     for body in _INTERP.findall(text):
         if ":" in body:  # a resolver: its arguments may be keys
@@ -336,7 +401,8 @@ def _yaml_reads(text: str, names: set[str], interpolated: set[str], edges: set[s
                 parts = arg.split(".")
                 names.update(parts)
                 interpolated.update(parts)
-                edges.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
+                for e in edges[:2]:  # (the edges, and the loose ones: an interpolation names its node)
+                    e.update(f"{a}.{b}" for a, b in zip(parts, parts[1:]))
 
 
 def build(
@@ -353,7 +419,7 @@ def _scan(tree_root: Path, files: list[Path], progress: Callable[[int, int], Non
     whole: set[str] = set()
     used: set[str] = set()
     interpolated: set[str] = set()
-    edges: set[str] = set()
+    edges: tuple[set[str], set[str], set[tuple[str, ...]]] = (set(), set(), set())  # edges, loose, scoped
     deprecated: list[Deprecation] = []
     choices: list[tuple[str, Choice]] = []
     own = tree_root / "verl"
@@ -371,7 +437,8 @@ def _scan(tree_root: Path, files: list[Path], progress: Callable[[int, int], Non
         else:
             _yaml_reads(text, names, interpolated, edges)
     found = (frozenset(names), tuple(sorted(patterns)), frozenset(whole), len(files), frozenset(used))
-    return ReaderIndex(*found, tuple(deprecated), tuple(choices), frozenset(interpolated), frozenset(edges))
+    facts = (tuple(deprecated), tuple(choices), frozenset(interpolated), frozenset(edges[0]))
+    return ReaderIndex(*found, *facts, tuple(sorted(edges[2])), frozenset(edges[1]))
 
 
 def _joined(tree: ReaderIndex, more: ReaderIndex) -> ReaderIndex:
@@ -386,6 +453,8 @@ def _joined(tree: ReaderIndex, more: ReaderIndex) -> ReaderIndex:
         tree.choices + more.choices,
         tree.interpolated | more.interpolated,
         tree.edges | more.edges,
+        tree.scoped + more.scoped,
+        tree.loose | more.loose,
     )
 
 

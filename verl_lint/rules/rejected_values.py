@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from ..config import classes as config_classes
 from ..config.classes import Choice
 from ..config.context import Context
-from ..config.keys import closest_name, same_name_elsewhere
+from ..config.keys import closest_name, same_name_elsewhere, section_elsewhere
 from ..config.reader import app_sources, key_facts
 from ..evidence import Evidence, source_text, sources_have, tree_has
 from ..registry import Subject, rule
@@ -131,7 +131,11 @@ def added_key_not_a_field(ctx: Context, settings):
     For an override that adds a key (`+a.b.c=...`, `++a.b.c=...`) under a node with a
     `_target_` (e.g. `actor_rollout_ref.actor`, built into `FSDPActorConfig`), reads that
     dataclass and its base classes in the verl tree being linted. When none of them has the
-    field, the key cannot be passed to it, and the finding names the closest field. Nodes
+    field, the key cannot be passed to it, and the finding names the closest field. A key
+    that adds a whole section (`+critic.fsdp_config.param_offload=True`, where no
+    `critic.fsdp_config` exists) is judged at the node it first leaves the config at: `critic`,
+    whose class has no `fsdp_config` field; the guess is that section where the same role has
+    it, else the key's name under it (`critic.fsdp.param_offload`). Nodes
     whose class (or one of its bases) is not in the tree, and free-form dict fields such as
     `engine_kwargs`, are not judged; nor are `reward_model.*` nodes with the reward model off
     (no worker builds them), the roles of a recipe that ships workers of its own (whether they
@@ -164,10 +168,11 @@ def added_key_not_a_field(ctx: Context, settings):
         return
     if sources_have(app_sources(ctx.app), f"{REPLACES_CONVERSION}|{OWN_WORKER}") or _recipe_workers(ctx):
         return
+    added = {o.key for o in settings}
     for o in settings:
         if o.key.startswith("reward_model.") and ctx.flag("reward_model.enable") is not True:
             continue  # no reward model worker, nothing builds the node
-        parent, _, name = o.key.rpartition(".")
+        parent, name = _first_added(ctx, o.key, added)
         target = ctx.get(f"{parent}._target_", None)
         if not isinstance(target, str) or not config_classes.built(root, parent):
             continue  # a section no code converts stays a DictConfig: an extra key is harmless
@@ -176,9 +181,17 @@ def added_key_not_a_field(ctx: Context, settings):
             continue
         close = closest_name(name, [f for f in cls.fields if not f.startswith("_")])
         # the key verl renamed it to, the setting placed under the wrong role, a field of this class close to it
-        guess = (
-            renamed_to(ctx, o.key) or same_name_elsewhere(ctx.cfg, o.key) or (f"{parent}.{close}" if close else None)
-        )
+        if o.key != f"{parent}.{name}":  # a section added: the node that has it, or the key's name in this one
+            shipped = [k for k in ctx.keys() if k not in added]
+            guess = section_elsewhere(shipped, o.key, o.key[len(parent) + 1 :]) or same_name_elsewhere(
+                ctx.cfg, o.key, shipped
+            )
+        else:
+            guess = (
+                renamed_to(ctx, o.key)
+                or same_name_elsewhere(ctx.cfg, o.key)
+                or (f"{parent}.{close}" if close else None)
+            )
         yield ctx.diag(
             "VL110",
             f"`{o.key}` {'sets' if o.kind == 'set' else 'adds'} "
@@ -191,6 +204,19 @@ def added_key_not_a_field(ctx: Context, settings):
             span=o.word.span,
             help=f"did you mean `{guess}`?" if guess else f"remove it: {cls.name} has no such field",
         )
+
+
+def _first_added(ctx: Context, key: str, added: set[str]) -> tuple[str, str]:
+    """(the node, the name) where `key` first leaves the config as verl ships it: an added
+    `critic.fsdp_config.param_offload` adds `fsdp_config` to `critic` when no key under
+    `critic.fsdp_config` is there but those the launch adds."""
+    parent, _, name = key.rpartition(".")
+    while "." in parent:
+        under = [k for k in ctx.keys() if k.startswith(parent + ".")]
+        if any(k not in added for k in under):
+            break
+        parent, _, name = parent.rpartition(".")
+    return parent, name
 
 
 def _recipe_workers(ctx: Context) -> bool:

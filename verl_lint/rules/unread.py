@@ -8,10 +8,10 @@ node it is never read from.
 
 from __future__ import annotations
 
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ..config.context import Context
-from ..config.keys import same_name_elsewhere
+from ..config.keys import same_name_elsewhere, section_elsewhere
 from ..config.reader import ReaderIndex, app_sources, reader_index
 from ..model import Unknown
 from ..registry import Subject, rule
@@ -167,29 +167,40 @@ def _shipped_keys(ctx: Context, added: list[str]) -> list[str]:
 
 def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, str] | None:
     """For an added key: (the section, the key where the config has it) when the key makes a
-    section `c` under a node `p` that no code reads it from, and the config has `c`, with the
-    key's rest, at its top level (`critic.optim.lr` added under `actor_rollout_ref`). The names
-    alone do not tell: `critic`, `optim` and `lr` are all read, as keys of the root and of the
-    critic. A read of `c` through a receiver named for no node (`self.config.critic`) is taken
-    as a read of the root's `c`: only for a top-level section, where the other nodes' code has
-    no such key to read. A nested section (`optim`, `profiler`, `checkpoint`) is not judged:
-    each role's code reads its own through `self.config`, and which node that is the index
-    does not resolve (verl 0.5.0 reads `critic.checkpoint` only as `self.config.checkpoint`)."""
+    section `c` under a node that no code reads it from, and the config has `c`, with the key's
+    rest, elsewhere (`critic.optim.lr` added under `actor_rollout_ref`; `checkpoint.save_contents`
+    under the rollout, which the actor and critic have). The names alone do not tell: `critic`,
+    `optim` and `lr` are all read, as keys of the root and of the critic. A top-level section
+    (`critic`) is read from the root: a read through a receiver named for no node
+    (`self.config.critic`) is taken as the root's, since the other nodes' code has no such key.
+    Under any other node the index places each read by what else its receiver reads
+    (`ReaderIndex.reads_at`), and says nothing where it cannot tell."""
     parts = key.split(".")
     for i in range(1, len(parts) - 1):
         prefix = ".".join(parts[: i + 1])
         if any(k == prefix or k.startswith(prefix + ".") for k in shipped):
             continue  # verl's config (or the project's) has this node: not the user's addition
         section = parts[i]
-        if (
-            not section.isidentifier()
-            or _passed_whole(parts[: i + 1], index)
-            or index.reads_under(parts[i - 1], section)
-        ):
+        if not section.isidentifier() or _passed_whole(parts[: i + 1], index):
             return None  # (a node above it handed on whole: any key under it may be read)
         rest = ".".join(parts[i:])
-        return (section, rest) if rest in shipped else None
+        if i == 1 and rest in shipped:  # a top-level section under a top-level node
+            return None if index.reads_under(parts[0], section) else (section, rest)
+        if index.reads_at(tuple(parts[:i]), section, _keys_at(ctx)):
+            return None
+        home = section_elsewhere(shipped, key, rest)
+        return (section, home) if home else None
     return None
+
+
+def _keys_at(ctx: Context):
+    """The keys of the config's node at a path (a tuple of names), None where there is no node."""
+
+    def keys_at(path: tuple[str, ...]) -> set[str] | None:
+        node = ctx.cfg if not path else OmegaConf.select(ctx.cfg, ".".join(path), throw_on_missing=False)
+        return set(node.keys()) if isinstance(node, DictConfig) else None
+
+    return keys_at
 
 
 def _unread(ctx: Context, settings, code: str, tail: str, typo: bool):
@@ -232,9 +243,14 @@ def _unread(ctx: Context, settings, code: str, tail: str, typo: bool):
 
 def _misplaced_finding(ctx: Context, o, where: str, section: str, home: str):
     parent = o.key.split(f".{section}.", 1)[0]
+    place = (
+        "from the top of the config"
+        if home.startswith(section + ".")
+        else f"under `{home.split(f'.{section}.', 1)[0]}`"
+    )
     return ctx.diag(
         "VL230",
-        f"nothing in {where} reads `{o.key}`: its code reads `{section}` from the top of the config "
+        f"nothing in {where} reads `{o.key}`: its code reads `{section}` {place} "
         f"(`{home}`), never under `{parent}`; the value is accepted by Hydra and ignored",
         key=o.key,
         help=f"did you mean `{home}`?",
@@ -262,7 +278,13 @@ def key_never_read(ctx: Context, settings):
     that adds one of the config's top-level sections under a node that no code reads it from
     is not read either, when the config has the rest of the key in that section
     (`+actor_rollout_ref.critic.optim.lr`: verl reads `critic` from the root only, as
-    `config.critic` or `self.config.critic`, never `actor_rollout_ref.critic`). Keys
+    `config.critic` or `self.config.critic`, never `actor_rollout_ref.critic`). A section added
+    under a deeper node is placed the same way when the config has it elsewhere in the same
+    role (`+actor_rollout_ref.rollout.optim.lr`: the actor has `optim`, the rollout does not):
+    reads through a receiver named for no node (`self.config.optim`) are placed by what else
+    that receiver reads in the same class or function (the actor's worker reads
+    `self.config.ppo_epochs`, `.clip_ratio`, ...: the actor's node, not the rollout's), and
+    where that does not tell, nothing is said. Keys
     under a node verl hands whole to a library or to user code are left alone (`*_kwargs` such
     as `engine_kwargs`, `override_*` such as `override_config`, `mbridge_config`, `ray_init`,
     `runtime_env`, `env_vars`, `transfer_queue`, free-form `dict` fields such as `model.lora`,
