@@ -270,6 +270,43 @@ def test_launches_written_in_docs_and_workflows_are_located_in_them(
     assert report.launches == len(expected) and not any(d.related for d in report.diagnostics)
 
 
+GLOBS = """\
+# Train
+
+```bash
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\
+    trainer.logger=['console','wandb'] \\
+    'trainer.project_name=[x]' data.max_prompt_length=512 "trainer.experiment_name=a*"
+```
+"""
+
+
+@pytest.mark.parametrize(
+    "name, text, expected",
+    [
+        ("docs/quickstart.md", GLOBS, [(5, 5, "VL013", "warning")]),
+        ("train.zsh", "#!/bin/zsh\n" + GLOBS.split("```")[1].removeprefix("bash\n"), [(3, 5, "VL013", "error")]),
+        ("train.sh", "#!/usr/bin/env zsh\n" + GLOBS.split("```")[1].removeprefix("bash\n"), [(3, 5, "VL013", "error")]),
+        ("run.sh", "#!/bin/bash\n" + GLOBS.split("```")[1].removeprefix("bash\n"), []),  # bash passes it on
+    ],
+)
+def test_an_unquoted_glob_is_reported_where_zsh_reads_it(tmp_path, monkeypatch, verl_trees, name, text, expected):
+    """zsh stops a command on a pattern that matches no file (`no matches found`): a doc's block is
+    pasted into the reader's shell, a zsh script runs in zsh; quoted words are not patterns."""
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    [report] = lint_paths([Path(name)], Options(verl_tree=verl_trees[NEWEST]), use_cache=False)
+    found = [
+        (d.span.line, d.span.col, d.code, d.severity.name.lower()) for d in report.diagnostics if d.code == "VL013"
+    ]
+    assert found == expected, report.diagnostics
+    if found:
+        [d] = [d for d in report.diagnostics if d.code == "VL013"]
+        assert d.help == "quote the whole override: 'trainer.logger=[console,wandb]'"
+
+
 RENAMED = """\
 hydra:
   searchpath:

@@ -2,8 +2,8 @@
 
 The shell reader (VL001, VL002, VL008), the runner and its limits (VL004-VL006), launch
 recognition and location (VL007, VL009), the engine-version notes (VL010), the rules an entry
-point does not run (VL012, `rules.pack`), the unassigned
-variables found from the launches (VL011, `rules.script`), suppressions (VL003) and Hydra's
+point does not run (VL012, `rules.pack`), the unassigned variables found from the launches and
+the overrides zsh globs (VL011, VL013, `rules.script`), suppressions (VL003) and Hydra's
 composition (VL101-VL106, `config.compose`) report findings that no rule check computes. Each is
 declared here through `registry.declare`, with its documentation and examples like any rule;
 a stage imports the `Rule` and calls `RULE.finding(...)`. Nothing here imports a stage or the
@@ -260,6 +260,33 @@ ENGINE_VERSION_UNKNOWN = declare(
     ## Use instead
     Pass the release you run, e.g. `verl-lint check run.sh --vllm 0.12.0`, or set
     `vllm = "0.12.0"` in `[tool.verl-lint]`; or lint where the engine is installed.
+    """,
+)
+
+ZSH_GLOB = declare(
+    "VL013",
+    "override-globbed-by-zsh",
+    "warning",
+    """An override with an unquoted `*`, `?` or `[...]` where zsh runs it.
+
+    ## What it does
+    Flags an override written on a launch with a pattern character outside quotes
+    (`trainer.logger=['console','wandb']`: the brackets are unquoted, only the names inside are)
+    where zsh reads the line: in a code block of a doc (Markdown or reStructuredText), which
+    readers paste into their own shell, zsh by default on macOS (a warning); in a script that
+    zsh runs (`#!/bin/zsh`, `#!/usr/bin/env zsh`, a `.zsh` file: an error). A bash or sh script
+    is not judged: bash passes a pattern that matches no file on as written. Words built from
+    variables are not judged.
+
+    ## Why is this bad?
+    zsh expands the word as a file name pattern before Python starts: with no file matching it
+    stops the whole command with `zsh: no matches found: trainer.logger=[console,wandb]`; with
+    one matching, the override is replaced by the file's name. verl fixed its own examples for
+    this ("quickstart example can't work on zsh").
+
+    ## Use instead
+    Quote the whole override: `'trainer.logger=["console","wandb"]'`, or
+    `trainer.logger='["console","wandb"]'`.
     """,
 )
 

@@ -35,7 +35,7 @@ from .model import (
 from .registry import REGISTRY, Rule, parse_version, selected
 from .report.suppress import apply_suppressions
 from .rules import pack
-from .rules.script import after_cut, broken_continuations, never_assigned
+from .rules.script import after_cut, broken_continuations, never_assigned, zsh_globs
 from .rules.tables import removed_module_diag
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
@@ -62,6 +62,7 @@ def lint_text(
     report.diagnostics.extend(
         broken_continuations(result.commands, found)
     )  # before the launches: it marks those cut short
+    report.diagnostics.extend(zsh_globs(path, text, found))
     if not result.hidden_assignments:  # else a file or string it does not read may assign them
         report.diagnostics.extend(never_assigned(found, [c.words for c in result.commands if c.span.path == path]))
     variants: dict[Span, list[tuple[tuple[str, ...], list[Diagnostic]]]] = {}  # per command: each variant's findings

@@ -1,4 +1,5 @@
-"""0xx: the script's variables that no one assigns (VL011), found from its launches.
+"""0xx: the script's variables that no one assigns (VL011) and overrides that zsh globs (VL013),
+found from its launches.
 
 The other 0xx rules are reported by the front ends (the shell reader, the runner, launch
 recognition) and declared with them in `verl_lint/catalogue.py`.
@@ -10,7 +11,8 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..catalogue import BROKEN_LINE_CONTINUATION, NEVER_ASSIGNED, OVERRIDE_LIKE
+from ..catalogue import BROKEN_LINE_CONTINUATION, NEVER_ASSIGNED, OVERRIDE_LIKE, ZSH_GLOB
+from ..embedded import DOCS
 from ..model import Cut, Diagnostic, Launch, Severity, Span, Word
 from ..registry import REGISTRY
 from ..terminal import shorten
@@ -146,3 +148,67 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
                 severity=Severity.INFO if name.isupper() else None,
             )
     return list(seen.values())
+
+
+_ZSH_SHEBANG = re.compile(r"#!\s*\S*(?:/|env\s+)zsh\b")
+
+
+def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
+    """VL013 at each word written on a launch with an unquoted `*`, `?` or `[...]`, where zsh
+    reads it: a zsh script (its `#!` line or `.zsh` name) stops there (an error); a doc's code
+    block is pasted into the reader's shell, zsh on macOS (a warning). bash and sh pass a glob
+    that matches no file on as written, so a bash script is not judged."""
+    is_doc = path.lower().endswith(DOCS)
+    if not is_doc and not (path.endswith(".zsh") or _ZSH_SHEBANG.match(text)):
+        return []
+    data = text.encode("utf-8", "surrogateescape")
+    out = []
+    for la in launches:
+        for w in la.words:
+            inside = la.span.start_byte <= w.span.start_byte and w.span.end_byte <= la.span.end_byte
+            raw = data[w.span.start_byte : w.span.end_byte].decode("utf-8", "replace") if inside else ""
+            glob = _unquoted_glob(raw) if raw and w.text and not re.search(r"[$`]", raw) else None
+            if glob is None:
+                continue
+            quoted = f"'{w.text}'" if "'" not in w.text else f'"{w.text}"'
+            where = (
+                "this is a zsh script: zsh stops the command with `no matches found`"
+                if not is_doc
+                else "a reader who pastes this block into zsh (macOS's default shell) gets `zsh: no matches found`"
+            )
+            out.append(
+                ZSH_GLOB.finding(
+                    f"`{raw}` holds an unquoted glob (`{glob}`): {where} (or, if a file matches, passes the file's "
+                    "name instead) and the launch never starts as written",
+                    w.span,
+                    help=f"quote the whole override: {quoted}",
+                    key=w.text.split("=", 1)[0].lstrip("+~"),
+                    severity=None if is_doc else Severity.ERROR,
+                )
+            )
+    return out
+
+
+def _unquoted_glob(raw: str) -> str | None:
+    """The first pattern character the shell expands in the word `raw` as written: `*` or `?`,
+    or `[...]` (a `[` closed by a `]`), outside quotes and backslash escapes."""
+    quote, opened, i = "", False, 0
+    while i < len(raw):
+        c = raw[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"':
+                i += 1
+        elif c == "\\":
+            i += 1
+        elif c in "'\"":
+            quote = c
+        elif c in "*?":
+            return c
+        elif c == "[":
+            opened = True
+        elif c == "]" and opened:
+            return "[...]"
+        i += 1
+    return None

@@ -1,0 +1,3 @@
+#!/bin/zsh
+python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \
+    trainer.logger='["console","wandb"]'
