@@ -251,6 +251,15 @@ def test_the_did_you_mean_of_a_renamed_key_is_the_key_verl_renamed_it_to(lint, v
     ], helps
 
 
+@pytest.mark.slow
+def test_the_did_you_mean_of_a_renamed_key_where_nothing_reads_it(lint):
+    """verl 0.5.0 builds no RolloutConfig: the added key is one nothing reads (VL230), with the same hint."""
+    r = lint(main_ppo("+actor_rollout_ref.rollout.multi_turn.max_turns=3"), OLDEST)
+    assert [help for *_, help in found(r, "VL230")] == [
+        "did you mean `actor_rollout_ref.rollout.multi_turn.max_assistant_turns`?"
+    ]
+
+
 def test_a_misspelt_key_a_project_file_adds_is_reported_in_the_file_and_in_the_script(project):
     """The script's plain override of the key the file added composes (the file made the key),
     and is as foreign to RolloutConfig; the did-you-mean is the key with a word left out, not the

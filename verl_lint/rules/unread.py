@@ -15,6 +15,7 @@ from ..config.keys import same_name_elsewhere, section_elsewhere
 from ..config.reader import ReaderIndex, app_sources, reader_index
 from ..model import Unknown
 from ..registry import Subject, rule
+from .tables import renamed_to
 
 # Nodes verl hands whole to another library or to user code, so their keys are never read by
 # name in verl (checked in verl 0.9.1 and 0.7.1):
@@ -93,6 +94,9 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
             )
     if not typo:
         return "remove the override: this verl never reads the key, whatever its value"
+    renamed = renamed_to(ctx, key)  # the key verl moved it to, before any similar name
+    if renamed:
+        return f"did you mean `{renamed}`?"
     close = _close_keys(ctx, key, index) if name == leaf else []
     if close:
         return (
