@@ -276,7 +276,7 @@ GLOBS = """\
 ```bash
 python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\
     trainer.logger=['console','wandb'] \\
-    'trainer.project_name=[x]' data.max_prompt_length=512 "trainer.experiment_name=a*"
+    'trainer.project_name=[x]' data.max_prompt_length=512 "trainer.experiment_name=a*" data/*.parquet
 ```
 """
 

@@ -276,7 +276,8 @@ ZSH_GLOB = declare(
     readers paste into their own shell, zsh by default on macOS (a warning); in a script that
     zsh runs (`#!/bin/zsh`, `#!/usr/bin/env zsh`, a `.zsh` file: an error). A bash or sh script
     is not judged: bash passes a pattern that matches no file on as written. Words built from
-    variables are not judged.
+    variables are not judged, nor words that are no `key=value` override (a file pattern such as
+    `data/*.parquet` is meant to be expanded; a usage line's `[-h]` is no command).
 
     ## Why is this bad?
     zsh expands the word as a file name pattern before Python starts: with no file matching it

@@ -154,7 +154,7 @@ _ZSH_SHEBANG = re.compile(r"#!\s*\S*(?:/|env\s+)zsh\b")
 
 
 def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
-    """VL013 at each word written on a launch with an unquoted `*`, `?` or `[...]`, where zsh
+    """VL013 at each override written on a launch with an unquoted `*`, `?` or `[...]`, where zsh
     reads it: a zsh script (its `#!` line or `.zsh` name) stops there (an error); a doc's code
     block is pasted into the reader's shell, zsh on macOS (a warning). bash and sh pass a glob
     that matches no file on as written, so a bash script is not judged."""
@@ -167,7 +167,9 @@ def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
         for w in la.words:
             inside = la.span.start_byte <= w.span.start_byte and w.span.end_byte <= la.span.end_byte
             raw = data[w.span.start_byte : w.span.end_byte].decode("utf-8", "replace") if inside else ""
-            glob = _unquoted_glob(raw) if raw and w.text and not re.search(r"[$`]", raw) else None
+            if not (raw and w.text and OVERRIDE_LIKE.match(w.text)) or re.search(r"[$`]", raw):
+                continue  # (a file pattern such as `data/*.parquet` is meant to be expanded)
+            glob = _unquoted_glob(raw)
             if glob is None:
                 continue
             quoted = f"'{w.text}'" if "'" not in w.text else f'"{w.text}"'
