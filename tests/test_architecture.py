@@ -31,6 +31,7 @@ BASE = (
     "table_checks",
     "table_records",
     "data_tables",
+    "model_records",
     "embedded",
     "launchers",
     "models",
