@@ -73,23 +73,27 @@ class Subject:
     )
 
     @functools.cached_property
-    def _split(self) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
+    def _split(self) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """The patterns by kind, split once: the callback matches every record against every setting."""
         exact = frozenset(p for p in self.keys if not _GLOB.search(p))
         prefixes = tuple(
             p[:-1] for p in self.keys if p.endswith(".*") and not _GLOB.search(p[:-2])
         )  # "a.b.*" -> "a.b."
-        globs = tuple(p for p in self.keys if _GLOB.search(p) and p[:-1] not in prefixes)
-        return exact, prefixes, globs
+        # "*.name" -> ".name": fnmatch's `*` takes any text, dots included, so it is endswith
+        suffixes = tuple(p[1:] for p in self.keys if p.startswith("*") and len(p) > 1 and not _GLOB.search(p[1:]))
+        globs = tuple(p for p in self.keys if _GLOB.search(p) and p[:-1] not in prefixes and p[1:] not in suffixes)
+        return exact, prefixes, suffixes, globs
 
     def match(self, key: str) -> str | None:
         """The part of `key` a trailing `.*` matched ('' for an exact or glob match), or None."""
-        exact, prefixes, globs = self._split
+        exact, prefixes, suffixes, globs = self._split
         if key in exact:
             return ""
         for base in prefixes:
             if key.startswith(base):
                 return key[len(base) :]
+        if suffixes and key.endswith(suffixes):
+            return ""
         return "" if any(fnmatch.fnmatchcase(key, g) for g in globs) else None
 
 
