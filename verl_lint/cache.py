@@ -155,19 +155,18 @@ def code_digest() -> str:
     if _CODE is None:
         h = hashlib.sha256()
         for root in code_roots():
-            stack = [root] if root.is_dir() else []
+            stack = [str(root)] if root.is_dir() else []
+            inside = len(str(root)) + 1  # an entry's path relative to root: what follows `root/`
             while stack:
                 with os.scandir(stack.pop()) as it:
                     entries = sorted(it, key=lambda e: e.name)
                 for e in entries:
                     if e.is_dir(follow_symlinks=False):
                         if e.name not in NOT_CODE and not e.name.startswith("."):
-                            stack.append(Path(e.path))
+                            stack.append(e.path)
                     elif e.name.endswith((".py", ".yaml", ".yml")):
                         st = e.stat()
-                        h.update(
-                            f"{root.name}/{os.path.relpath(e.path, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode()
-                        )
+                        h.update(f"{root.name}/{e.path[inside:]}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         _CODE = h.hexdigest()
     return _CODE
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .table_checks import data_record, is_a, is_text, list_of, map_of, matching, record_of, table_field
+from .table_checks import is_a, is_text, list_of, map_of, matching, record_of, table_field, table_record
 
 _CONFIG_VALUE = is_a(
     "a number, text, true/false or a mapping of them",
@@ -20,7 +20,7 @@ _CONFIG_VALUE = is_a(
 )
 
 
-@data_record
+@table_record
 class ModelRecord:
     """A popular model's config.json fields, its public source and its nominal size."""
 
@@ -31,7 +31,7 @@ class ModelRecord:
     config: dict[str, Any] = table_field(map_of(_CONFIG_VALUE))
 
 
-@data_record
+@table_record
 class ModelsTable:
     """models.yaml: the popular models' records, each hub id once."""
 

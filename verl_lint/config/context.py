@@ -318,7 +318,7 @@ class Context:
 
 
 _ABSENT = object()
-_REFERENCE = re.compile(r"\$\{(?:oc\.select:)?(\.*[A-Za-z_][\w.]*)[,}]")
+_REFERENCE = r"\$\{(?:oc\.select:)?(\.*[A-Za-z_][\w.]*)[,}]"  # a pattern: compiled (by `re`) by a static read
 
 
 def config_has(cfg: DictConfig, key: str) -> bool:
@@ -347,7 +347,7 @@ def _references(cfg: DictConfig, key: str) -> list[str]:
     if not node._is_interpolation():
         return []
     out = []
-    for ref in _REFERENCE.findall(str(node._value())):
+    for ref in re.findall(_REFERENCE, str(node._value())):
         dots = len(ref) - len(ref.lstrip("."))
         if dots:  # relative: `.x` is a sibling of `key`, each further dot one level up
             base = key.split(".")[:-dots]
