@@ -358,9 +358,11 @@ class Registry:
 
     def get(self, code_or_name: str) -> Rule | None:
         """A rule by its code (any case: `vl101`, as select and ignore take it) or its name."""
-        if code_or_name.upper() in self._rules:
-            return self._rules[code_or_name.upper()]
-        return next((r for r in self._rules.values() if r.name == code_or_name.lower()), None)
+        code = code_or_name.upper()
+        if code in self._rules:
+            return self._rules[code]
+        name = code_or_name.lower()
+        return next((r for r in self._rules.values() if r.name == name), None)
 
     def __iter__(self):
         return iter(sorted(self._rules.values(), key=lambda r: r.code))
