@@ -64,7 +64,7 @@ class TableError(MissingTable):
     table file and line."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ (a job start defines it)
 class Table:
     """A checked knowledge table."""
 

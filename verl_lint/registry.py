@@ -56,7 +56,7 @@ EVERY = (*VALUES, "delete", "group", "hydra")  # every kind of setting (`config.
 _GLOB = re.compile(r"[*?\[]")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per rule, never compared: no generated __eq__/__hash__
 class Subject:
     """What a rule judges: the settings the user chose (the script's overrides, the values the
     project's own config files chose), each with its value, provenance and span, whose dotted key
