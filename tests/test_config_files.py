@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import NEWEST, OLDER, OLDEST, across_releases
 
-from verl_lint.model import Options, Severity
+from verl_lint.model import Severity
 from verl_lint.runner import lint_paths
+from verl_lint.runs import Options
 
 PRIMARY = """\
 # my GRPO settings

@@ -10,8 +10,6 @@ a stage imports the `Rule` and calls `RULE.finding(...)`. Nothing here imports a
 rule pack, so shell/, launch/ and config/ report without depending on rules/.
 """
 
-import re
-
 from .model import Diagnostic
 from .registry import REGISTRY, declare
 
@@ -359,7 +357,8 @@ ENTRY_POINT_NOT_JUDGED = declare(
 # A Hydra override of a dotted key (`a.b=1`, `+a.b=1`, `~a.b`): no command name. Without `=` only
 # a deletion is one: `evalplus.codegen` is a command.
 _KEY = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@\-]+)+"
-OVERRIDE_LIKE = re.compile(rf"^((\+\+|\+)?{_KEY}=|~{_KEY}(=|$))")
+# A pattern (`re.match(OVERRIDE_LIKE, word)`): compiled by `re` when a script is read, never at a Hydra job start.
+OVERRIDE_LIKE = rf"^((\+\+|\+)?{_KEY}=|~{_KEY}(=|$))"
 
 
 # ----------------------------------------------- 1xx: Hydra's composition ----

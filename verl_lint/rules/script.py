@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # Set by the shell, the OS or the job launchers and clusters verl runs under, never by the
 # script: reading them is not a bug. Names, or prefixes ending in `_`.
-ENVIRONMENT = re.compile(
+ENVIRONMENT = (  # a pattern: compiled (by `re`, once) when a script reads an unset name
     r"(HOME|PWD|OLDPWD|USER|LOGNAME|PATH|SHELL|HOSTNAME|HOST|RANDOM|SECONDS|LINENO|BASHPID|PPID|UID|EUID|"
     r"BASH_\w+|TMPDIR|LANG|TERM|PYTHONPATH|LD_LIBRARY_PATH|CONDA_PREFIX|VIRTUAL_ENV|"
     r"MASTER_ADDR|MASTER_PORT|RANK|WORLD_SIZE|NODE_RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|"
@@ -48,7 +48,7 @@ def broken_continuations(commands: list[Command], launches: list[Launch]) -> lis
         if first:
             cuts[launch] = Cut(cmd.words[0].span.line, f.blank, {})
         for w in cmd.words:
-            if w.text is not None and OVERRIDE_LIKE.match(w.text):
+            if w.text is not None and re.match(OVERRIDE_LIKE, w.text):
                 cuts[launch].below.setdefault(_key(w.text), w.span)
         word = cmd.words[0]
         if first and f.blank is not None:
@@ -123,7 +123,7 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
         if u is None or u.unassigned is None or u.unassigned in seen or words[0].prefix:
             continue
         first = (words[1].text if words[1].text is not None else words[1].prefix) if len(words) > 1 else ""
-        if "=" not in first or not OVERRIDE_LIKE.match(first):  # `key=value`: not a file such as `prepare.py`
+        if "=" not in first or not re.match(OVERRIDE_LIKE, first):  # `key=value`: not a file such as `prepare.py`
             continue
         name, span = u.unassigned
         seen[u.unassigned] = NEVER_ASSIGNED.finding(
@@ -137,7 +137,7 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
     for la in launches:
         unknowns = [w.unknown for w in la.words] + [e.unknown for e in la.env.values()]
         for u in unknowns:
-            if u is None or u.unassigned is None or ENVIRONMENT.fullmatch(u.unassigned[0]) or u.unassigned in seen:
+            if u is None or u.unassigned is None or re.fullmatch(ENVIRONMENT, u.unassigned[0]) or u.unassigned in seen:
                 continue
             name, span = u.unassigned
             seen[u.unassigned] = NEVER_ASSIGNED.finding(
