@@ -81,3 +81,20 @@ def test_a_global_critic_micro_batch_below_the_gpus_is_reported_where_verl_does_
     assert not codes(
         lint(script.replace("data.train", "algorithm.adv_estimator=grpo data.train"), "0.2.0.post2"), "VL332"
     )
+
+
+@pytest.mark.network
+def test_chunked_prefill_off_below_the_data_length_on_verl_0_2(lint):
+    """verl#189 (https://github.com/volcengine/verl/issues/189, fixed by PR #259's default): verl
+    0.2 gives vLLM prompt_length + response_length as the model length (it has no max_model_len
+    key) and the batched-token budget as set; without chunked prefill vLLM refuses a budget below it."""
+    script = PPO.format(
+        extra="data.max_prompt_length=1024 data.max_response_length=8192 "
+        "actor_rollout_ref.rollout.enable_chunked_prefill=False"
+    )
+    [d] = codes(lint(script, "0.2.0.post2"), "VL311")
+    assert "1024 + 8192 = 9216" in d.message and "null" not in d.message, d.message
+    fits = script.replace("=False", "=False actor_rollout_ref.rollout.max_num_batched_tokens=9216")
+    assert not codes(lint(fits, "0.2.0.post2"), "VL311")
+    # chunked prefill on (0.2's default): vLLM takes the budget
+    assert not codes(lint(script.replace("=False", "=True"), "0.2.0.post2"), "VL311")

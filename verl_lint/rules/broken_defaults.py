@@ -26,11 +26,12 @@ CHUNKED_PREFILL_CHECK = Evidence(
     r"Enable chunked prefill, max_num_batched_tokens is smaller than max_model_len",
 )
 # Where verl takes the model length from the data's lengths when rollout.max_model_len is null
-# (0.3-0.6; from 0.7 it is the model's max_position_embeddings, which the config does not hold).
+# (0.3-0.6; 0.2 always, having no such key; from 0.7 it is the model's max_position_embeddings,
+# which the config does not hold).
 MODEL_LEN_FROM_DATA = Evidence(
     VLLM_SERVER,
     r"config\.max_model_len or config\.prompt_length \+ config\.response_length|config\.max_model_len if "
-    r"config\.max_model_len else config\.prompt_length",
+    r"config\.max_model_len else config\.prompt_length|max_model_len=config\.prompt_length \+ config\.response_length",
 )
 
 
@@ -51,8 +52,8 @@ def model_len(ctx: Context) -> tuple[int | None, str]:
         return None, ""
     return (
         prompt + response,
-        f"max_model_len (null: the rollout's prompt_length + response_length = {prompt} + {response} = "
-        f"{prompt + response})",
+        f"max_model_len ({'null: ' if ctx.has(f'{R}.max_model_len') else ''}the rollout's prompt_length + "
+        f"response_length = {prompt} + {response} = {prompt + response})",
     )
 
 
