@@ -196,7 +196,7 @@ def main() -> int:
 
     from verl_lint.config.compose import Composer
     from verl_lint.launch.locate import release_tree
-    from verl_lint.model import Options
+    from verl_lint.runs import Options
 
     options = Options(verl_tree=release_tree(args.verl), timeout=20)
     composer = Composer(cache=False)

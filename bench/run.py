@@ -336,8 +336,8 @@ def run_passes(items: list[Item], config_dir: Path, cache_root: Path, plain_ever
     from hydra import initialize_config_dir
 
     from verl_lint.config.compose import Composer
-    from verl_lint.model import Options
     from verl_lint.runner import _batch_collector, lint_file
+    from verl_lint.runs import Options
 
     results: dict = {
         "mismatches": [],

@@ -38,8 +38,8 @@ os.environ.setdefault("NO_COLOR", "1")
 from verl_lint.config.compose import Composer  # noqa: E402
 from verl_lint.engines.wheels import fetch_wheel  # noqa: E402
 from verl_lint.launch.locate import VerlTree, release_tree  # noqa: E402
-from verl_lint.model import Options  # noqa: E402
 from verl_lint.runner import lint_file, lint_paths  # noqa: E402
+from verl_lint.runs import Options  # noqa: E402
 
 NEWEST = "0.9.1"
 OLDER = "0.7.1"

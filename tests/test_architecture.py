@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "verl_lint"
 # import each other. Every module belongs to exactly one group.
 BASE = (
     "model",
+    "runs",
     "limits",
     "terminal",
     "files",
@@ -30,6 +31,7 @@ BASE = (
     "table_checks",
     "table_records",
     "data_tables",
+    "model_records",
     "embedded",
     "launchers",
     "models",

@@ -294,8 +294,8 @@ def test_a_timeout_during_composition_is_never_cached(cache_root, tmp_path, verl
     """The per-launch time limit firing while a base composes (when Hydra's composition opens the
     first of ppo_trainer's YAML files) is VL005 for that run, and nothing is stored: the next run (same
     process, then a new one on the same cache) composes it."""
-    from verl_lint.model import Options
     from verl_lint.runner import lint_file
+    from verl_lint.runs import Options
 
     tree = verl_trees["0.9.1"]
     warm = tmp_path / "warm.sh"

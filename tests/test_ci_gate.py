@@ -12,9 +12,9 @@ from conftest import NEWEST, json_findings
 from test_cli import cli
 
 from verl_lint import __version__
-from verl_lint.model import Options
 from verl_lint.report.render import render_json
 from verl_lint.runner import lint_paths
+from verl_lint.runs import Options
 from verl_lint.settings import Settings
 from verl_lint.walk import collect
 

@@ -63,6 +63,39 @@ def test_fully_async_app_resolves_pkg_searchpath_without_importing_verl(verl_tre
     assert "verl" not in sys.modules
 
 
+def _read_as_select_reads(cfg, read, keys) -> tuple[int, int]:
+    """(how many of `keys` `read` answered, how many it left to OmegaConf); every answer is exactly
+    what OmegaConf.select gives there, value and type."""
+    from verl_lint.config import context
+
+    answered = left = 0
+    for key in keys:
+        v = read(cfg, key)
+        if v is context._SLOW:
+            left += 1
+            continue
+        answered += 1
+        ref = OmegaConf.select(cfg, key, throw_on_missing=True)
+        assert v == ref and type(v) is type(ref), key
+    return answered, left
+
+
+def _keys(node, prefix=""):
+    """Every key of a composed config, down through plain dicts."""
+    from omegaconf import DictConfig
+
+    for k in node.keys():
+        yield f"{prefix}{k}"
+        child = node._get_node(k)
+        if (
+            isinstance(child, DictConfig)
+            and not child._is_none()
+            and not child._is_missing()
+            and not child._is_interpolation()
+        ):
+            yield from _keys(child, f"{prefix}{k}.")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "version",
@@ -75,7 +108,6 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
     """Rules read plain values straight from the nodes (context._plain_value); on every key of
     real composed configs that gives exactly what OmegaConf.select gives, and everything else
     (interpolations, missing values, containers) is left to OmegaConf."""
-    from omegaconf import DictConfig
 
     from verl_lint.config import context
 
@@ -87,27 +119,7 @@ def test_plain_values_read_from_the_nodes_equal_omegaconf_select(verl_trees, ver
             overrides=["actor_rollout_ref.rollout.n=5", "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4"],
         )
 
-    def keys(node, prefix=""):
-        for k in node.keys():
-            yield f"{prefix}{k}"
-            child = node._get_node(k)
-            if (
-                isinstance(child, DictConfig)
-                and not child._is_none()
-                and not child._is_missing()
-                and not child._is_interpolation()
-            ):
-                yield from keys(child, f"{prefix}{k}.")
-
-    fast = slow = 0
-    for key in keys(cfg):
-        v = context._plain_value(cfg, key)
-        if v is context._SLOW:
-            slow += 1
-            continue
-        fast += 1
-        ref = OmegaConf.select(cfg, key, throw_on_missing=True)
-        assert v == ref and type(v) is type(ref), key
+    fast, slow = _read_as_select_reads(cfg, context._plain_value, _keys(cfg))
     assert context._plain_value(cfg, "actor_rollout_ref.rollout.n") == 5
     assert context._plain_value(cfg, "no.such.key") is context._SLOW
     assert fast > 500 and slow > 100  # both paths are exercised
@@ -196,3 +208,67 @@ print(sorted(p.__name__ for p in Plugins.instance().discover(ConfigSource)))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "ImportlibResourcesConfigSource" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("version", [NEWEST, "0.7.1"])
+@pytest.mark.parametrize("name", ["ppo_trainer", "ppo_megatron_trainer"])
+def test_simple_interpolations_read_from_their_target_equal_omegaconf_select(verl_trees, version, name):
+    """`${a.b}` and `${oc.select:a.b,DEFAULT}` are read from their target's node without
+    OmegaConf's grammar (context._simple_reference); on every interpolated key of real composed
+    configs that is exactly what OmegaConf.select resolves, value and type, and what it cannot
+    read that way is left to OmegaConf."""
+    from verl_lint.config import context
+
+    with initialize_config_dir(
+        config_dir=str(verl_trees[version].root / "verl" / "trainer" / "config"), version_base=None
+    ):
+        cfg = compose(name, overrides=["actor_rollout_ref.actor.use_dynamic_bsz=true", "data.max_prompt_length=77"])
+    interpolated = [k for k in _keys(cfg) if context._plain_value(cfg, k) is context._SLOW]
+    read, left = _read_as_select_reads(cfg, context._simple_reference, interpolated)
+    assert read > 10 and left > 0  # both paths are exercised
+    assert context._select(cfg, "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz") is True  # through oc.select
+
+
+def test_interpolations_the_shortcut_leaves_to_omegaconf():
+    """What `_simple_reference` does not read (OmegaConf would convert, default, fail or read
+    something else there) is resolved by OmegaConf: the reads still equal OmegaConf.select."""
+    from dataclasses import dataclass
+
+    from verl_lint.config import context
+
+    @dataclass
+    class Typed:
+        n: int = "${a.s}"  # type: ignore[assignment] - an IntegerNode converts the string target
+
+    cfg = OmegaConf.create(
+        {
+            "a": {"s": "7", "b": True, "none": None, "missing": "???", "inter": "${a.b}", "list": [1, 2]},
+            "node": "${a.b}",
+            "selected": "${oc.select:a.b,false}",
+            "defaulted": "${oc.select:a.nope,3}",
+            "to_none": "${a.none}",
+            "to_missing": "${oc.select:a.missing,5}",
+            "chained": "${a.inter}",
+            "relative": {"x": 1, "y": "${.x}"},
+            "text": "prefix ${a.b}",
+            "odd_default": "${oc.select:a.b,'x y'}",
+            "typed": Typed,
+        }
+    )
+    for key, shortcut in [
+        ("node", True),
+        ("selected", True),
+        ("defaulted", False),
+        ("to_none", False),
+        ("to_missing", False),
+        ("chained", False),
+        ("relative.y", False),
+        ("text", False),
+        ("odd_default", False),
+        ("typed.n", False),
+    ]:
+        assert (context._simple_reference(cfg, key) is not context._SLOW) == shortcut, key
+        assert context._select(cfg, key) == OmegaConf.select(cfg, key), key
+    assert (
+        context._select(cfg, "typed.n") == 7 and context._simple_reference(cfg.a, "inter") is context._SLOW
+    )  # not the root

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import NEWEST, OLDER, OLDEST, across_releases
 
-from verl_lint.model import Options, Severity
+from verl_lint.model import Severity
 from verl_lint.runner import lint_paths
+from verl_lint.runs import Options
 
 PRIMARY = """\
 # my GRPO settings
@@ -276,7 +277,7 @@ GLOBS = """\
 ```bash
 python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm \\
     trainer.logger=['console','wandb'] \\
-    'trainer.project_name=[x]' data.max_prompt_length=512 "trainer.experiment_name=a*"
+    'trainer.project_name=[x]' data.max_prompt_length=512 "trainer.experiment_name=a*" data/*.parquet
 ```
 """
 

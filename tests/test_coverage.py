@@ -119,8 +119,8 @@ def test_config_paths_from_the_working_directory(tmp_path, verl_trees, composer)
     """`$(pwd)` / `$PWD` rest on where the script is run from: the repository root first, the
     script's own directory last; the findings say which was assumed. `$(dirname "$0")` forms
     name the script's directory whatever the working directory: no assumption to state."""
-    from verl_lint.model import Options
     from verl_lint.runner import lint_file
+    from verl_lint.runs import Options
 
     script = _project(tmp_path, CWD_FORMS)
     report = lint_file(script, Options(verl_tree=verl_trees["0.9.1"], ignore=("VL109",)), composer)
@@ -148,8 +148,8 @@ def test_a_vendored_repository_is_run_from_its_own_root(tmp_path, verl_trees, co
     """A project with verl inside it (`project/verl/examples/a/run.sh`, config under
     `project/verl/examples/a/config`): `$(pwd)` is `project/verl`, the first directory from the
     repository root down where the config exists. After `cd "$(dirname "$0")"` nothing is assumed."""
-    from verl_lint.model import Options
     from verl_lint.runner import lint_file
+    from verl_lint.runs import Options
 
     script = _project(tmp_path, VENDORED, "verl/examples/a")
     report = lint_file(script, Options(verl_tree=verl_trees["0.9.1"], ignore=("VL109",)), composer)

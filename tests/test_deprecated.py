@@ -13,9 +13,9 @@ from conftest import NEWEST, OLDER, OLDEST, across_releases, cached_release
 from verl_lint.config import classes
 from verl_lint.config.deprecations import in_code, in_config_comments, in_post_init
 from verl_lint.launch.locate import tree_at
-from verl_lint.model import Options
 from verl_lint.registry import main_ppo
 from verl_lint.runner import lint_file
+from verl_lint.runs import Options
 
 
 def found(report, code="VL232"):

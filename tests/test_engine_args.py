@@ -491,8 +491,8 @@ def test_sglang_tp_size_read_from_each_release(lint, verl_trees, composer, tmp_p
     assert _only(lint(script, "0.9.1")) == []
     assert _only(lint(script, "0.7.1")) == []
     # 0.7.0 passed tp_size = TP = 2: a mismatch
-    from verl_lint.model import Options
     from verl_lint.runner import lint_file
+    from verl_lint.runs import Options
 
     tree = verl_trees["0.7.0"]
     path = tmp_path / "sg.sh"
@@ -531,7 +531,7 @@ def test_no_engine_package_is_imported(tmp_path):
         import sys
         from verl_lint.config.compose import Composer
         from verl_lint.launch.locate import release_tree
-        from verl_lint.model import Options
+        from verl_lint.runs import Options
         from verl_lint.runner import lint_file
         from pathlib import Path
         rep = lint_file(Path({str(script)!r}), Options(verl_tree=release_tree("0.9.1")), Composer(cache=False))

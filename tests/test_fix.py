@@ -71,9 +71,9 @@ def test_upgrade_preview_reports_only_changes(tmp_path, verl_trees):
 @pytest.mark.slow
 def test_fix_skips_a_file_changed_since_read(tmp_path, verl_trees):
     from verl_lint.config.compose import Composer
-    from verl_lint.model import Options
     from verl_lint.report.fix import apply_fixes
     from verl_lint.runner import lint_file
+    from verl_lint.runs import Options
 
     s = tmp_path / "run.sh"
     s.write_text(OLD_STYLE)

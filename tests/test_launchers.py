@@ -12,9 +12,10 @@ from conftest import NEWEST
 
 from verl_lint import embedded
 from verl_lint.launchers import LAUNCHERS, READS, Launcher, is_launcher
-from verl_lint.model import COMMAND_LINE, Options, command_text
+from verl_lint.model import COMMAND_LINE, command_text
 from verl_lint.pipeline import script_launches
 from verl_lint.runner import lint_paths
+from verl_lint.runs import Options
 from verl_lint.settings import Settings
 from verl_lint.walk import collect
 from verl_lint.wrapper import script_call

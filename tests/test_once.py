@@ -79,8 +79,8 @@ def test_a_batch_leaves_the_collector_as_it_found_it(tmp_path, verl_trees):
     caller of lint_paths in its own process (the tests, a tool) gets its settings back."""
     import gc
 
-    from verl_lint.model import Options
     from verl_lint.runner import lint_paths
+    from verl_lint.runs import Options
 
     (tmp_path / "run.sh").write_text(script(2))
     before = gc.get_threshold()
@@ -98,8 +98,8 @@ def test_each_launchs_config_is_freed_when_the_launch_ends_and_never_walked_whil
 
     from omegaconf import DictConfig
 
-    from verl_lint.model import Options
     from verl_lint.runner import lint_paths
+    from verl_lint.runs import Options
 
     (tmp_path / "run.sh").write_text(script(3))
     options = Options(verl_tree=verl_trees[NEWEST])

@@ -23,8 +23,9 @@ import pytest
 from conftest import SHARED_CACHE, cached_release
 from oracle_launches import launches, overrides, script
 
-from verl_lint.model import Options, Severity
+from verl_lint.model import Severity
 from verl_lint.runner import lint_file
+from verl_lint.runs import Options
 
 pytestmark = pytest.mark.oracle
 

@@ -12,9 +12,9 @@ import pytest
 from conftest import EXAMPLES, NEWEST
 
 from verl_lint.config.compose import Composer
-from verl_lint.model import Options
 from verl_lint.report.render import render_text
 from verl_lint.runner import lint_file
+from verl_lint.runs import Options
 
 SNAPSHOT = Path(__file__).parent / "data" / "grpo_sizes_typos.txt"
 

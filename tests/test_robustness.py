@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from test_cli import cli
 
 from verl_lint.config.compose import Composer
-from verl_lint.model import Options
 from verl_lint.runner import lint_file
+from verl_lint.runs import Options
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import fuzz  # noqa: E402

@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from verl_lint.launch.locate import tree_at
-from verl_lint.model import Options
 from verl_lint.registry import main_ppo
 from verl_lint.runner import lint_file
+from verl_lint.runs import Options
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"

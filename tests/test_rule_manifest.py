@@ -123,6 +123,29 @@ def test_a_subject_matches_keys_as_the_tables_write_them():
     assert Subject().match("anything.at.all") == ""
 
 
+def test_every_subject_matches_as_fnmatch_does():
+    """`Subject.match` reads `*.name` as a suffix and `a.b.*` as a prefix instead of running fnmatch
+    on every setting: on each registered subject and keys made from every pattern, the answer is
+    fnmatch's (a prefix also says what its `.*` matched)."""
+    import fnmatch
+
+    def reference(subject: Subject, key: str) -> str | None:
+        for p in subject.keys:
+            if p.endswith(".*") and not re.search(r"[*?\[]", p[:-2]) and key.startswith(p[:-1]):
+                return key[len(p) - 1 :]
+        return "" if any(fnmatch.fnmatchcase(key, p) for p in subject.keys) else None
+
+    subjects = {r.subject for r in registered_rules() if r.subject is not None}
+    subjects |= {r.producer.subject for r in registered_rules() if r.producer and r.producer.subject}
+    subjects.add(Subject(("a.b", "c.d.*", "*.e", "*", "*.*", "x.*.y", "*.f?")))
+    words = {w.strip("*.?") for s in subjects for p in s.keys for w in [p, *p.split(".")]} - {""}
+    keys = {k for w in words for k in (w, f"x.{w}", f"{w}.y", f"x{w}", f"{w}y", f".{w}", f"a.{w}.b", w[1:])}
+    assert len(subjects) > 20 and len(keys) > 500
+    for s in subjects:
+        for k in keys:
+            assert s.match(k) == reference(s, k), (s.keys, k)
+
+
 def test_no_rule_scans_the_settings_itself():
     """A rule names its subject (`Rule.subject`, `Family.subject`) and the core hands it the
     settings (`Context.settings_for`): no rule module reads the composition's settings or

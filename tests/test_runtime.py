@@ -295,7 +295,7 @@ def test_nothing_heavy_is_imported(tmp_path, verl_trees):
         from pathlib import Path
         from verl_lint.config.compose import Composer
         from verl_lint.launch.locate import tree_at
-        from verl_lint.model import Options
+        from verl_lint.runs import Options
         from verl_lint.runner import lint_file
         from verl_lint.rules.allocator_live import check_allocator
         from verl_lint import doctor

@@ -15,10 +15,11 @@ from conftest import json_findings
 from test_shell import local_imports
 
 from verl_lint.launch.locate import tree_at
-from verl_lint.model import Options, Severity
+from verl_lint.model import Severity
 from verl_lint.registry import REGISTRY, main_ppo
 from verl_lint.rules import pack  # noqa: F401 - registers the rule pack
 from verl_lint.runner import lint_file
+from verl_lint.runs import Options
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"

@@ -19,11 +19,11 @@ from packaging.version import Version
 
 from verl_lint.knowledge import load_table, table
 from verl_lint.launch.locate import tree_at
-from verl_lint.model import Options
 from verl_lint.registry import parse_version
 from verl_lint.rules import tables
 from verl_lint.rules.tables import release_in
 from verl_lint.runner import lint_file
+from verl_lint.runs import Options
 from verl_lint.table_records import Fact
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -43,6 +43,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import TypeVar
 
@@ -61,10 +62,13 @@ _TAG_TEXT = _SIGNATURE + (
 
 def cache_dir() -> Path:
     """`VERL_LINT_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-lint`, else `~/.cache/verl-lint`."""
-    base = os.environ.get("VERL_LINT_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "verl-lint"
-    )
-    return Path(base)
+    env = os.environ
+    return _cache_dir(env.get("VERL_LINT_CACHE_DIR"), env.get("XDG_CACHE_HOME"), env.get("HOME"))
+
+
+@lru_cache(maxsize=16)  # a Hydra job start asks a few dozen times: the Path is made once per setting
+def _cache_dir(explicit: str | None, xdg: str | None, _home: str | None) -> Path:
+    return Path(explicit or os.path.join(xdg or os.path.expanduser("~/.cache"), "verl-lint"))
 
 
 # ------------------------------------------------------------ markers ----
@@ -155,19 +159,18 @@ def code_digest() -> str:
     if _CODE is None:
         h = hashlib.sha256()
         for root in code_roots():
-            stack = [root] if root.is_dir() else []
+            stack = [str(root)] if root.is_dir() else []
+            inside = len(str(root)) + 1  # an entry's path relative to root: what follows `root/`
             while stack:
                 with os.scandir(stack.pop()) as it:
                     entries = sorted(it, key=lambda e: e.name)
                 for e in entries:
                     if e.is_dir(follow_symlinks=False):
                         if e.name not in NOT_CODE and not e.name.startswith("."):
-                            stack.append(Path(e.path))
+                            stack.append(e.path)
                     elif e.name.endswith((".py", ".yaml", ".yml")):
                         st = e.stat()
-                        h.update(
-                            f"{root.name}/{os.path.relpath(e.path, root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode()
-                        )
+                        h.update(f"{root.name}/{e.path[inside:]}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         _CODE = h.hexdigest()
     return _CODE
 

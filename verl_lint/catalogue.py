@@ -10,8 +10,6 @@ a stage imports the `Rule` and calls `RULE.finding(...)`. Nothing here imports a
 rule pack, so shell/, launch/ and config/ report without depending on rules/.
 """
 
-import re
-
 from .model import Diagnostic
 from .registry import REGISTRY, declare
 
@@ -276,7 +274,8 @@ ZSH_GLOB = declare(
     readers paste into their own shell, zsh by default on macOS (a warning); in a script that
     zsh runs (`#!/bin/zsh`, `#!/usr/bin/env zsh`, a `.zsh` file: an error). A bash or sh script
     is not judged: bash passes a pattern that matches no file on as written. Words built from
-    variables are not judged.
+    variables are not judged, nor words that are no `key=value` override (a file pattern such as
+    `data/*.parquet` is meant to be expanded; a usage line's `[-h]` is no command).
 
     ## Why is this bad?
     zsh expands the word as a file name pattern before Python starts: with no file matching it
@@ -358,7 +357,8 @@ ENTRY_POINT_NOT_JUDGED = declare(
 # A Hydra override of a dotted key (`a.b=1`, `+a.b=1`, `~a.b`): no command name. Without `=` only
 # a deletion is one: `evalplus.codegen` is a command.
 _KEY = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_@\-]+)+"
-OVERRIDE_LIKE = re.compile(rf"^((\+\+|\+)?{_KEY}=|~{_KEY}(=|$))")
+# A pattern (`re.match(OVERRIDE_LIKE, word)`): compiled by `re` when a script is read, never at a Hydra job start.
+OVERRIDE_LIKE = rf"^((\+\+|\+)?{_KEY}=|~{_KEY}(=|$))"
 
 
 # ----------------------------------------------- 1xx: Hydra's composition ----

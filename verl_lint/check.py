@@ -18,11 +18,12 @@ from .environment import installed_versions
 from .files import WriteError, write_atomic
 from .gpus import gpu_gib
 from .launch.locate import LocateError, VerlTree, release_tree, tree_at, verl_tree_for
-from .model import Diagnostic, FileReport, InputError, Options, Severity, in_config_file
+from .model import Diagnostic, Severity, in_config_file
 from .report.fix import apply_fixes
 from .report.render import RENDERERS, accounting, render, render_statistics, stats
 from .report.suppress import filter_baseline, write_baseline
 from .runner import forget_config_files, lint_paths, lint_script, once_per_run
+from .runs import FileReport, InputError, Options
 from .settings import ENGINE_FLAGS, SETTINGS, Settings, SettingsFinder, code_problem, show
 from .terminal import plural, safe, usage_error, use_color
 from .walk import collect, embedded_kind

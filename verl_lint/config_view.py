@@ -16,9 +16,10 @@ from omegaconf import OmegaConf
 from .check import UsageError, load, options_for
 from .config.context import Context
 from .memory import breakdown, gpu_memory, model_lines
-from .model import FileReport, Unknown
+from .model import Unknown
 from .pipeline import launch_context, script_launches
 from .runner import process_composer, read_script
+from .runs import FileReport
 from .settings import SettingsFinder
 from .terminal import safe, usage_error
 

@@ -177,7 +177,7 @@ def _fsync_dir(directory: str) -> None:
 
 # ------------------------------------------------------------ what a file is ----
 
-_SHEBANG = re.compile(rb"^#!.*\b(ba|z|k)?sh\b")
+_SHEBANG = rb"^#!.*\b(ba|z|k)?sh\b"  # a pattern: compiled (by `re`, once) when a file is walked
 
 
 class NotRegularFile(OSError):
@@ -216,6 +216,6 @@ def has_sh_shebang(path: Path) -> bool:
     not a regular file."""
     try:
         with open_regular(path) as f:
-            return bool(_SHEBANG.match(f.readline(200)))
+            return bool(re.match(_SHEBANG, f.readline(200)))
     except OSError:
         return False

@@ -93,7 +93,7 @@ print(json.dumps(out))
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared: no generated __eq__/__hash__ (~0.5 ms a job start)
 class Device:
     """What torch (and torch_npu) in an environment see: the first accelerator, or none."""
 

@@ -16,7 +16,6 @@ busy machine. What was analysed before a limit is kept; the rest is reported as 
 
 from __future__ import annotations
 
-import signal
 import threading
 from contextlib import contextmanager
 
@@ -49,6 +48,8 @@ def time_limit(seconds: float):
     if not seconds or threading.current_thread() is not threading.main_thread():
         yield
         return
+    import signal  # why: ~0.5 ms (its enums) that a Hydra job start, which arms no clock, never needs
+
     _FIRED = False
     old = signal.signal(signal.SIGALRM, _alarm)
     try:  # (from arming the clock on: an alarm that fires at once still restores everything)
@@ -80,6 +81,8 @@ def paused():
     """Stop the clock of `time_limit` for the block, then give the step the time it had left.
     Only our own clock: a timer of the process verl-lint runs in (the Hydra callback's job) is
     left alone."""
+    import signal  # why: as in time_limit; paused only runs on a cache miss, which a warm job start has none of
+
     if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGALRM) is not _alarm:
         yield
         return

@@ -44,7 +44,7 @@ class ModelProblem(NamedTuple):
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # never compared (tests compare fields): no generated __eq__/__hash__
 class ModelFacts:
     """What a launch's model is, as its `config.json` says (the language model's part of it)."""
 

@@ -23,10 +23,7 @@ from .model import (
     LAUNCH_CUT,
     Diagnostic,
     EnvVar,
-    FileReport,
-    InputError,
     Launch,
-    Options,
     Related,
     Span,
     Word,
@@ -37,6 +34,7 @@ from .report.suppress import apply_suppressions
 from .rules import pack
 from .rules.script import after_cut, broken_continuations, never_assigned, zsh_globs
 from .rules.tables import removed_module_diag
+from .runs import FileReport, InputError, Options
 
 RAY_ENV_PREFIX = "ray_kwargs.ray_init.runtime_env.env_vars."
 

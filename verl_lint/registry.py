@@ -56,7 +56,7 @@ EVERY = (*VALUES, "delete", "group", "hydra")  # every kind of setting (`config.
 _GLOB = re.compile(r"[*?\[]")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one per rule, never compared: no generated __eq__/__hash__
 class Subject:
     """What a rule judges: the settings the user chose (the script's overrides, the values the
     project's own config files chose), each with its value, provenance and span, whose dotted key
@@ -73,23 +73,27 @@ class Subject:
     )
 
     @functools.cached_property
-    def _split(self) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]:
+    def _split(self) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """The patterns by kind, split once: the callback matches every record against every setting."""
         exact = frozenset(p for p in self.keys if not _GLOB.search(p))
         prefixes = tuple(
             p[:-1] for p in self.keys if p.endswith(".*") and not _GLOB.search(p[:-2])
         )  # "a.b.*" -> "a.b."
-        globs = tuple(p for p in self.keys if _GLOB.search(p) and p[:-1] not in prefixes)
-        return exact, prefixes, globs
+        # "*.name" -> ".name": fnmatch's `*` takes any text, dots included, so it is endswith
+        suffixes = tuple(p[1:] for p in self.keys if p.startswith("*") and len(p) > 1 and not _GLOB.search(p[1:]))
+        globs = tuple(p for p in self.keys if _GLOB.search(p) and p[:-1] not in prefixes and p[1:] not in suffixes)
+        return exact, prefixes, suffixes, globs
 
     def match(self, key: str) -> str | None:
         """The part of `key` a trailing `.*` matched ('' for an exact or glob match), or None."""
-        exact, prefixes, globs = self._split
+        exact, prefixes, suffixes, globs = self._split
         if key in exact:
             return ""
         for base in prefixes:
             if key.startswith(base):
                 return key[len(base) :]
+        if suffixes and key.endswith(suffixes):
+            return ""
         return "" if any(fnmatch.fnmatchcase(key, g) for g in globs) else None
 
 
@@ -354,9 +358,11 @@ class Registry:
 
     def get(self, code_or_name: str) -> Rule | None:
         """A rule by its code (any case: `vl101`, as select and ignore take it) or its name."""
-        if code_or_name.upper() in self._rules:
-            return self._rules[code_or_name.upper()]
-        return next((r for r in self._rules.values() if r.name == code_or_name.lower()), None)
+        code = code_or_name.upper()
+        if code in self._rules:
+            return self._rules[code]
+        name = code_or_name.lower()
+        return next((r for r in self._rules.values() if r.name == name), None)
 
     def __iter__(self):
         return iter(sorted(self._rules.values(), key=lambda r: r.code))

@@ -31,7 +31,7 @@ from pathlib import Path
 from . import __version__
 from .cache import cache_dir, code_roots, entry, store
 from .launch.locate import VerlTree, stamp_covers, tree_stamp, verl_tree_for
-from .model import FileReport, Options
+from .runs import FileReport, Options
 
 FOLDER = "results"
 _FORMAT = "1"

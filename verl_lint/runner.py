@@ -17,8 +17,9 @@ from .catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, INVALID_UTF8
 from .files import NotRegularFile
 from .launch import locate
 from .limits import Timeout
-from .model import COMMAND_LINE, Diagnostic, FileReport, InputError, Options, Span, command_text, in_config_file
+from .model import COMMAND_LINE, Diagnostic, Span, command_text, in_config_file
 from .registry import Rule
+from .runs import FileReport, InputError, Options
 from .terminal import Progress, show_progress
 from .walk import read_bounded, size_text
 

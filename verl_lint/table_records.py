@@ -5,7 +5,6 @@ table is loaded (`knowledge.py`), with their `Fact`s and examples. The data tabl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .table_checks import (
@@ -25,6 +24,7 @@ from .table_checks import (
     pairs,
     show,
     table_field,
+    table_record,
 )
 
 # -------------------------------------------------------------- facts ----
@@ -91,7 +91,7 @@ def _conditions(node, value) -> tuple[tuple[str, str], ...]:
     return tuple(map_of(as_text)(node, value).items())
 
 
-@dataclass(frozen=True, kw_only=True)
+@table_record
 class RuleRecord:
     """A record of ineffective_keys.yaml or removed_keys.yaml: one registered rule."""
 
@@ -116,7 +116,7 @@ class RuleRecord:
         raise NotImplementedError
 
 
-@dataclass(frozen=True, kw_only=True)
+@table_record
 class IneffectiveRecord(RuleRecord):
     """A key that composes fine but that verl ignores or overwrites (ineffective_keys.yaml, 2xx)."""
 
@@ -154,7 +154,7 @@ def one_subject(node, got: dict) -> None:
         raise Bad(node, f"a record is about one of keys, module, config_name, not {' and '.join(subjects) or 'none'}")
 
 
-@dataclass(frozen=True, kw_only=True)
+@table_record
 class RemovedRecord(RuleRecord):
     """A key, value, entry point or config name removed or renamed between verl releases
     (removed_keys.yaml, 4xx); exactly one of keys, module, config_name."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import embedded
 from .files import file_kind, has_sh_shebang, is_shell_script, open_regular
-from .model import FileReport, InputError
+from .runs import FileReport, InputError
 from .settings import Settings
 
 if TYPE_CHECKING:

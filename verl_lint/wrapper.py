@@ -31,10 +31,11 @@ from .config.compose import Composer
 from .files import WriteError, is_shell_script, write_atomic
 from .launchers import is_launcher
 from .limits import Timeout, time_limit
-from .model import COMMAND_LINE, FileReport, InputError, Severity, Span, Word, command_text
+from .model import COMMAND_LINE, Severity, Span, Word, command_text
 from .pipeline import lint_text
 from .report.render import RENDERERS, render
 from .runner import _per_file_ignores, read_script
+from .runs import FileReport, InputError
 from .settings import SettingsFinder
 from .terminal import use_color
 

@@ -140,13 +140,13 @@ def _parse_defines(path: Path, name: str) -> int | None:
     return None
 
 
-_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.M)
+_VERSION_RE = r"""(?m)^__version__\s*=\s*['"]([^'"]+)['"]"""  # a pattern: compiled (by `re`) when torch_npu is read
 
 
 def _package_version(pkg: Path, dist: str) -> str | None:
     """`<pkg>/version.py`'s `__version__`, else the dist-info next to the package."""
     try:
-        m = _VERSION_RE.search((pkg / "version.py").read_text(encoding="utf-8"))
+        m = re.search(_VERSION_RE, (pkg / "version.py").read_text(encoding="utf-8"))
         if m:
             return m.group(1)
     except OSError:

@@ -78,7 +78,7 @@ class ConfigClass(NamedTuple):
 _FIELDLESS = {"object", "Mapping", "MutableMapping", "ABC", "Generic", "Protocol"}
 
 
-_CONVERT = re.compile(r"omega_conf_to_dataclass\(\s*([A-Za-z_][\w.]*)")
+_CONVERT = r"omega_conf_to_dataclass\(\s*([A-Za-z_][\w.]*)"  # a pattern: compiled (by `re`) on a cache miss
 
 
 @lru_cache(maxsize=32)
@@ -104,7 +104,7 @@ def _converted_sections(root: str) -> frozenset[str]:
             except OSError:
                 continue
             if "omega_conf_to_dataclass(" in text:
-                names.update(m.group(1).rsplit(".", 1)[-1] for m in _CONVERT.finditer(text))
+                names.update(m.group(1).rsplit(".", 1)[-1] for m in re.finditer(_CONVERT, text))
     return frozenset(names - _LOCAL_NAMES)
 
 

@@ -530,14 +530,14 @@ def _base_error(ex: Exception, applied, anchor: Span, app: HydraApp) -> Diagnost
     )
 
 
-_COULD_NOT_LOAD = re.compile(r"In '([^']+)': Could not load '([^']+)'")
+_COULD_NOT_LOAD = r"In '([^']+)': Could not load '([^']+)'"  # a pattern: compiled (by `re`) on that error only
 
 
 def _not_on_searchpath(text: str, app: HydraApp) -> tuple[str, Span | None] | None:
     """(the config, where the project's file names it) when Hydra could not load a config that
     is one of verl's own (`ppo_trainer`) because the project's config directory does not put
     verl's on its search path; None for any other failure."""
-    m = _COULD_NOT_LOAD.search(text)
+    m = re.search(_COULD_NOT_LOAD, text)
     if m is None or app.verl is None:
         return None
     parent, missing = m.groups()

@@ -193,8 +193,9 @@ def in_code(tree: ast.Module, rel: str) -> list[Deprecation]:
 
 
 # A comment that declares its key deprecated: it starts with the word (after `[` or nothing).
-_DECLARES = re.compile(r"#\s*\[?\s*(?:will\s+be\s+)?deprecated\b", re.I)
-_KEY_LINE = re.compile(r"^( *)([A-Za-z_][\w]*):(.*)$")
+# Patterns, compiled (by `re`, once) when a config file is read: on a cache miss, not at a Hydra job start.
+_DECLARES = r"(?i)#\s*\[?\s*(?:will\s+be\s+)?deprecated\b"
+_KEY_LINE = r"^( *)([A-Za-z_][\w]*):(.*)$"
 
 
 @lru_cache(maxsize=32)
@@ -236,7 +237,7 @@ def _declared(text: str, rel: str) -> list[Deprecation]:
         if stripped.startswith("#"):
             block.append((no, stripped))
             continue
-        m = _KEY_LINE.match(line)
+        m = re.match(_KEY_LINE, line)
         if not m:
             block = [] if not stripped else block if stripped.startswith("-") else []
             continue
@@ -248,7 +249,7 @@ def _declared(text: str, rel: str) -> list[Deprecation]:
         said = [(no, "#" + inline)] if inline else []
         said += [(n, t) for n, t in block]
         for n, comment in said:
-            if _DECLARES.match(comment) and key not in ("defaults", "hydra"):  # a comment on the file, not a key
+            if re.match(_DECLARES, comment) and key not in ("defaults", "hydra"):  # a comment on the file, not a key
                 out.append(Deprecation(path, "", "not-none", comment.lstrip("#").strip(), f"{rel}:{n}", "comment"))
                 break
         block = []

@@ -311,7 +311,7 @@ def _stamp(root: str) -> tuple:
 # METADATA's older `vllm (>=0.7)`); the marker is not evaluated (an engine's extra is the engine's
 # requirement) and a URL requirement (`name @ url`) names no release. Read without
 # packaging.requirements, whose markers import platform and subprocess at a Hydra job's start.
-_REQUIREMENT = re.compile(
+_REQUIREMENT = (  # a pattern: compiled (by `re`, once) when a requirement is read
     r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*\(?\s*([^;@()\s][^;@()]*?)?\s*\)?\s*(?:;.*)?$"
 )
 
@@ -329,7 +329,7 @@ def _declarations(root: str, stamp: tuple) -> dict[str, tuple[Declared, ...]]:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet  # not at Hydra job start (see Spec)
 
     def add(req_text: str, rel: str) -> None:
-        m = _REQUIREMENT.match(req_text)
+        m = re.match(_REQUIREMENT, req_text)
         key = _DIST_KEY.get(re.sub(r"[-_.]+", "-", m.group(1)).lower()) if m else None
         if key is None or not m.group(2):
             return
@@ -415,9 +415,8 @@ def _docker_files(base: Path) -> list[Path]:
     return out
 
 
-_PIN = re.compile(
-    r"""(?<![\w./-])((?:vllm|sglang|vllm[-_]ascend|torch[-_]npu)(?:\[[^\]\s]*\])?\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[\w.*+!]+(?:\s*,\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[\w.*+!]+)*)""",
-    re.I,
+_PIN = (  # a pattern: compiled (by `re`, once) when a project file is read
+    r"""(?i)(?<![\w./-])((?:vllm|sglang|vllm[-_]ascend|torch[-_]npu)(?:\[[^\]\s]*\])?\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[\w.*+!]+(?:\s*,\s*(?:===|==|~=|>=|<=|!=|<|>)\s*[\w.*+!]+)*)"""
 )
 
 
@@ -427,7 +426,7 @@ def _docker_pins(text: str) -> list[str]:
     out = []
     for line in joined.splitlines():
         if re.search(r"\b(pip3?|uv)\b.*\binstall\b", line):
-            out += [m.replace(" ", "") for m in _PIN.findall(line)]
+            out += [m.replace(" ", "") for m in re.findall(_PIN, line)]
     return out
 
 

@@ -12,8 +12,9 @@ from functools import cache
 from .. import __version__
 from ..catalogue import ANALYSIS_TIMEOUT, FILE_TOO_LARGE, outcome
 from ..embedded import DOCS, YAMLS
-from ..model import LAUNCH_CUT, FileReport, Severity, argument
+from ..model import LAUNCH_CUT, Severity, argument
 from ..rules import registered_rules
+from ..runs import FileReport
 from ..terminal import plural, safe, width
 
 _COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.INFO: "\033[1;36m"}

@@ -9,16 +9,22 @@ setting changes nothing.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
-from ..config import guards
 from ..config.context import Context
-from ..config.guards import Cond, Read
 from ..config.reader import app_sources
 from ..model import Unknown
-from ..registry import Subject, rule
+from ..registry import Subject, lazy_module, rule
 from .unread import read_unseen, silent_value, tree_index
+
+if TYPE_CHECKING:
+    from ..config.guards import Cond, Read
+
+# The rule runs only in `check` (not in the Hydra callback, which imports every rule module at
+# each job start): the ast reader loads when it first runs.
+guards = lazy_module("verl_lint.config.guards")
 
 
 def _children(ctx: Context, path: tuple[str, ...]) -> frozenset[str]:

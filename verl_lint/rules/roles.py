@@ -30,7 +30,6 @@ from typing import NamedTuple
 
 from ..cache import remembered
 from ..config.context import MISSING, Context
-from ..config.guards import chain_of, uses_in
 from ..evidence import Evidence, source_text
 from ..model import Unknown
 from ..registry import lazy_module
@@ -47,6 +46,7 @@ ROLE = ("Role", "RefPolicy")
 # lazy_module: the Hydra callback imports every rule at each job start; the evaluator (and the
 # packaging it reads versions with) loads only when a wiring condition is decided.
 expressions = lazy_module("verl_lint.engines.expressions")
+code_reads = lazy_module("verl_lint.config.guards")  # ast reads: on a cache miss or a `Role.RefPolicy in x` test
 _UNKNOWN_NAME = "__verl_lint_unknown__"  # stands for a sub-expression that cannot be decided
 
 
@@ -94,7 +94,7 @@ def _wiring(path: str) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, st
 
 def _read_wiring(path: str, module: ast.Module) -> tuple[tuple[tuple[tuple[bool, str], ...], dict[str, str]], ...]:
     stores = _ref_stores(module)
-    reads = uses_in(path, source_text(path) or "", module, ROLE[1]).reads
+    reads = code_reads.uses_in(path, source_text(path) or "", module, ROLE[1]).reads
     return tuple(
         (tuple((want, text) for _c, want, text in r.guards), _locals(module, r.line))
         for r in reads
@@ -187,8 +187,12 @@ def _ref_stores(module: ast.Module) -> set[int]:
     lines = set()
     for node in ast.walk(module):
         if isinstance(node, ast.Dict):
-            lines.update(k.lineno for k in node.keys if k is not None and chain_of(k) == ROLE)
-        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and chain_of(node.slice) == ROLE:
+            lines.update(k.lineno for k in node.keys if k is not None and code_reads.chain_of(k) == ROLE)
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Store)
+            and code_reads.chain_of(node.slice) == ROLE
+        ):
             lines.add(node.slice.lineno)
     return lines
 
@@ -242,7 +246,11 @@ class _Inline(ast.NodeTransformer):
         self.ctx, self.where, self.depth = ctx, where, depth
 
     def visit_Compare(self, node: ast.Compare):
-        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)) and chain_of(node.left) == ROLE:
+        if (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.In, ast.NotIn))
+            and code_reads.chain_of(node.left) == ROLE
+        ):
             v = ref_worker(self.ctx)
             if v is None:
                 return ast.Name(_UNKNOWN_NAME, ast.Load())

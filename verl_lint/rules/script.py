@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # Set by the shell, the OS or the job launchers and clusters verl runs under, never by the
 # script: reading them is not a bug. Names, or prefixes ending in `_`.
-ENVIRONMENT = re.compile(
+ENVIRONMENT = (  # a pattern: compiled (by `re`, once) when a script reads an unset name
     r"(HOME|PWD|OLDPWD|USER|LOGNAME|PATH|SHELL|HOSTNAME|HOST|RANDOM|SECONDS|LINENO|BASHPID|PPID|UID|EUID|"
     r"BASH_\w+|TMPDIR|LANG|TERM|PYTHONPATH|LD_LIBRARY_PATH|CONDA_PREFIX|VIRTUAL_ENV|"
     r"MASTER_ADDR|MASTER_PORT|RANK|WORLD_SIZE|NODE_RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|"
@@ -48,7 +48,7 @@ def broken_continuations(commands: list[Command], launches: list[Launch]) -> lis
         if first:
             cuts[launch] = Cut(cmd.words[0].span.line, f.blank, {})
         for w in cmd.words:
-            if w.text is not None and OVERRIDE_LIKE.match(w.text):
+            if w.text is not None and re.match(OVERRIDE_LIKE, w.text):
                 cuts[launch].below.setdefault(_key(w.text), w.span)
         word = cmd.words[0]
         if first and f.blank is not None:
@@ -123,7 +123,7 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
         if u is None or u.unassigned is None or u.unassigned in seen or words[0].prefix:
             continue
         first = (words[1].text if words[1].text is not None else words[1].prefix) if len(words) > 1 else ""
-        if "=" not in first or not OVERRIDE_LIKE.match(first):  # `key=value`: not a file such as `prepare.py`
+        if "=" not in first or not re.match(OVERRIDE_LIKE, first):  # `key=value`: not a file such as `prepare.py`
             continue
         name, span = u.unassigned
         seen[u.unassigned] = NEVER_ASSIGNED.finding(
@@ -137,7 +137,7 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
     for la in launches:
         unknowns = [w.unknown for w in la.words] + [e.unknown for e in la.env.values()]
         for u in unknowns:
-            if u is None or u.unassigned is None or ENVIRONMENT.fullmatch(u.unassigned[0]) or u.unassigned in seen:
+            if u is None or u.unassigned is None or re.fullmatch(ENVIRONMENT, u.unassigned[0]) or u.unassigned in seen:
                 continue
             name, span = u.unassigned
             seen[u.unassigned] = NEVER_ASSIGNED.finding(
@@ -154,7 +154,7 @@ _ZSH_SHEBANG = re.compile(r"#!\s*\S*(?:/|env\s+)zsh\b")
 
 
 def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
-    """VL013 at each word written on a launch with an unquoted `*`, `?` or `[...]`, where zsh
+    """VL013 at each override written on a launch with an unquoted `*`, `?` or `[...]`, where zsh
     reads it: a zsh script (its `#!` line or `.zsh` name) stops there (an error); a doc's code
     block is pasted into the reader's shell, zsh on macOS (a warning). bash and sh pass a glob
     that matches no file on as written, so a bash script is not judged."""
@@ -167,7 +167,9 @@ def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
         for w in la.words:
             inside = la.span.start_byte <= w.span.start_byte and w.span.end_byte <= la.span.end_byte
             raw = data[w.span.start_byte : w.span.end_byte].decode("utf-8", "replace") if inside else ""
-            glob = _unquoted_glob(raw) if raw and w.text and not re.search(r"[$`]", raw) else None
+            if not (raw and w.text and OVERRIDE_LIKE.match(w.text)) or re.search(r"[$`]", raw):
+                continue  # (a file pattern such as `data/*.parquet` is meant to be expanded)
+            glob = _unquoted_glob(raw)
             if glob is None:
                 continue
             quoted = f"'{w.text}'" if "'" not in w.text else f'"{w.text}"'

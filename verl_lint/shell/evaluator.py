@@ -365,7 +365,7 @@ class Evaluator:
             return
         # A Hydra override cannot be a command name: seen as one, the command it belonged to may have been cut off above
         # it.
-        above = follows(self.src, n) if words and words[0].text and OVERRIDE_LIKE.match(words[0].text) else None
+        above = follows(self.src, n) if words and words[0].text and re.match(OVERRIDE_LIKE, words[0].text) else None
         cmd = Command(
             n,
             self.src.node_span(n),
