@@ -150,7 +150,7 @@ def never_assigned(launches: list[Launch], commands: list[list[Word]] = ()) -> l
     return list(seen.values())
 
 
-_ZSH_SHEBANG = re.compile(r"#!\s*\S*(?:/|env\s+)zsh\b")
+_ZSH_SHEBANG = r"#!\s*\S*(?:/|env\s+)zsh\b"  # (compiled by re when a script is read)
 
 
 def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
@@ -159,7 +159,7 @@ def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
     block is pasted into the reader's shell, zsh on macOS (a warning). bash and sh pass a glob
     that matches no file on as written, so a bash script is not judged."""
     is_doc = path.lower().endswith(DOCS)
-    if not is_doc and not (path.endswith(".zsh") or _ZSH_SHEBANG.match(text)):
+    if not is_doc and not (path.endswith(".zsh") or re.match(_ZSH_SHEBANG, text)):
         return []
     data = text.encode("utf-8", "surrogateescape")
     out = []
@@ -167,7 +167,7 @@ def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
         for w in la.words:
             inside = la.span.start_byte <= w.span.start_byte and w.span.end_byte <= la.span.end_byte
             raw = data[w.span.start_byte : w.span.end_byte].decode("utf-8", "replace") if inside else ""
-            if not (raw and w.text and OVERRIDE_LIKE.match(w.text)) or re.search(r"[$`]", raw):
+            if not (raw and w.text and re.match(OVERRIDE_LIKE, w.text)) or re.search(r"[$`]", raw):
                 continue  # (a file pattern such as `data/*.parquet` is meant to be expanded)
             glob = _unquoted_glob(raw)
             if glob is None:
