@@ -60,8 +60,23 @@ def test_the_generation_batch_below_half_its_data_parallel_size_is_reported_wher
     many = lint(GEN.format(extra="trainer.nnodes=4 trainer.n_gpus_per_node=128"), "0.2.0.post2")
     [d] = [d for d in many.diagnostics if d.code == "VL336"]
     assert d.key == "trainer.n_gpus_per_node" and "default 128 (verl/trainer/config/generation.yaml:" in d.message
-    for ok in ("data.batch_size=4", "trainer.nnodes=4", "data.batch_size=2 rollout.tensor_model_parallel_size=2"):
+    for ok in ("data.batch_size=4", "trainer.nnodes=4", "data.batch_size=8 rollout.tensor_model_parallel_size=2"):
         assert "VL336" not in [d.code for d in lint(GEN.format(extra=ok), "0.2.0.post2").diagnostics], ok
+
+
+@pytest.mark.network
+def test_a_generation_batch_padded_to_the_data_parallel_size_but_not_the_workers_is_reported(lint):
+    """verl#473: verl 0.1-0.2 pad to world / TP, but generate_sequences splits over every worker."""
+    for version in ("0.1", "0.2.0.post2"):
+        script = GEN.format(extra="trainer.n_gpus_per_node=2 rollout.tensor_model_parallel_size=2 data.batch_size=1")
+        [d] = [d for d in lint(script, version).diagnostics if d.code == "VL336"]
+        assert d.key == "data.batch_size" and "only support equal chunk" in d.message, (version, d.message)
+        # 2 rows padded to 4 (dp 4 on 8 GPUs with TP 2) do not split into 8 workers either
+        padded = lint(GEN.format(extra="data.batch_size=2 rollout.tensor_model_parallel_size=2"), version)
+        [d] = [d for d in padded.diagnostics if d.code == "VL336"]
+        assert "pads it to 4 rows" in d.message and "all 8 workers" in d.message, d.message
+    # verl 0.3 pads to the workers itself
+    assert "VL336" not in [d.code for d in lint(script, "0.3.0.post1").diagnostics]
 
 
 def test_the_generation_app_that_pads_with_pad_dataproto_is_quiet(lint):

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from math import gcd
 
-from ..evidence import Evidence
+from ..evidence import Evidence, source_text
 from ..model import Severity
 from ..registry import rule
 from .roles import uses_critic
 from .sizes import (
+    DISPATCH_UNPADDED,
     GPUS,
     MEGATRON_PARALLEL,
     VALIDATION,
@@ -23,13 +24,18 @@ from .sizes import (
     validating_app,
 )
 
+# validate_config's check of the rollout batch: against the minimal batch (0.4+, skipped under dynamic batch
+# size), and against the GPU count whatever the batch sizes (0.2-0.3).
+MINIMAL_BATCH = Evidence(VALIDATION, r"must be divisible by minimal possible batch size")
+TOTAL_GPUS = Evidence(VALIDATION, r"must be divisible by total n_gpus")
+
 
 @rule(
     "VL301",
     "train-batch-not-divisible-by-gpus",
     "error",
     size_check=True,
-    evidence=[Evidence(VALIDATION, r"must be divisible by minimal possible batch size")],
+    evidence=[MINIMAL_BATCH, TOTAL_GPUS],
 )
 @validating_app
 def train_batch_divisible(ctx):
@@ -38,21 +44,25 @@ def train_batch_divisible(ctx):
     ## What it does
     Computes `data.train_batch_size × actor_rollout_ref.rollout.n` and checks it divides by
     `n_gpus_per_node × nnodes` (FSDP), or by the Megatron data-parallel size ×
-    `ppo_micro_batch_size_per_gpu`, when dynamic batch size is off.
+    `ppo_micro_batch_size_per_gpu`, when dynamic batch size is off; on verl 0.2-0.3, by the GPU
+    count whatever the backend and the dynamic batch size.
 
     ## Why is this bad?
     `validate_config` asserts "real_train_batch_size (...) must be divisible by minimal
-    possible batch size" — after Ray has started in verl 0.7, before it in 0.9.
+    possible batch size" — after Ray has started in verl 0.7, before it in 0.9 (verl 0.2-0.3:
+    "... must be divisible by total n_gpus").
 
     ## Use instead
     A train batch size whose product with `rollout.n` is a multiple of the GPU count.
 
     ## Where in verl
     verl 0.9.1 `verl/utils/config.py:100-127` (`validate_config`); verl 0.7.1 `verl/utils/config.py:86-113`;
-    verl 0.4.1 `verl/trainer/ppo/ray_trainer.py` (`_validate_config`). Runs only on a tree whose
-    source has the assert ("must be divisible by minimal possible batch size").
+    verl 0.4.1 `verl/trainer/ppo/ray_trainer.py` (`_validate_config`); verl 0.2
+    `verl/trainer/ppo/ray_trainer.py:386-391`, verl 0.3 the same at lines 299-304. Runs only on a
+    tree whose source has one of the asserts.
     """
-    if ctx.flag(f"{A}.use_dynamic_bsz") is not False:
+    total_only = not ctx.verl_has(MINIMAL_BATCH)  # 0.2-0.3: the GPU count, unconditionally
+    if not total_only and ctx.flag(f"{A}.use_dynamic_bsz") is not False:
         return
     n_gpus, gpus_text = gpu_count(ctx)
     bsz, n = ctx.int("data.train_batch_size"), ctx.int(f"{R}.n")
@@ -60,7 +70,7 @@ def train_batch_divisible(ctx):
         return
     minimal, why = n_gpus, gpus_text
     inputs = ["data.train_batch_size", f"{R}.n", *GPUS]
-    if ctx.text(f"{A}.strategy") == "megatron":
+    if ctx.text(f"{A}.strategy") == "megatron" and not total_only:
         tp, pp, cp = (parallel_size(ctx, f"{A}.megatron.{k}") for k in MEGATRON_PARALLEL)
         micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
         if None in (tp, pp, cp, micro) or tp * pp * cp == 0 or n_gpus % (tp * pp * cp):
@@ -84,6 +94,72 @@ def train_batch_divisible(ctx):
 def _round_to(bsz: int, n: int, minimal: int) -> int:
     step = minimal // gcd(n, minimal)
     return max(step, bsz // step * step)
+
+
+# verl 0.1-0.4's trainer generates from the step's prompts before repeating them rollout.n times.
+GENERATE_PROMPTS = Evidence(
+    ("verl/trainer/ppo/ray_trainer.py",), r"gen_batch_output = self\.actor_rollout_wg\.generate_sequences\(gen_batch\)"
+)
+
+
+@rule(
+    "VL337",
+    "prompt-batch-does-not-split-over-rollout-workers",
+    "error",
+    size_check=True,
+    evidence=[GENERATE_PROMPTS, DISPATCH_UNPADDED],
+)
+def prompt_batch_split(ctx):
+    """data.train_batch_size does not split over the rollout workers on a verl that dispatches it unpadded.
+
+    ## What it does
+    On a verl tree whose trainer sends each step's prompts to `generate_sequences` before
+    repeating them `rollout.n` times, and whose dispatch splits a batch into one equal chunk per
+    worker without padding (verl 0.1-0.3), checks that `data.train_batch_size` is a multiple of
+    the workers, `n_gpus_per_node × nnodes` (the actor-rollout group spans every GPU). Runs for
+    verl's own trainer (`RayPPOTrainer`), not a project's. Where the tree's config validation
+    already stops on `train_batch_size × rollout.n` (VL301), that finding is the one reported.
+
+    ## Why is this bad?
+    verl stops at the first training step, after the workers and the inference engine are up,
+    with `AssertionError: only support equal chunk. Got size of DataProto 32 and chunk 128`
+    (verl#606: 32 prompts a step on 16 nodes of 8 GPUs; TinyZero#47 and Logic-RL#13: a batch
+    below the GPU count). `train_batch_size × rollout.n` dividing the GPUs, which verl 0.2-0.3
+    check, does not make the prompts divide.
+
+    ## Use instead
+    A train batch size that is a multiple of the GPU count (verl 0.5+ repeats the prompts before
+    generating, and 0.4+ can pad the dispatched batch).
+
+    ## Where in verl
+    verl 0.2 `verl/trainer/ppo/ray_trainer.py:854` (`self.actor_rollout_wg.generate_sequences(gen_batch)`,
+    the repeat by `rollout.n` after it at line 875), `verl/workers/fsdp_workers.py:453-454`
+    (`generate_sequences` is `DP_COMPUTE_PROTO`), `verl/single_controller/base/decorator.py:272-276`
+    (split over `worker_group.world_size`), `verl/protocol.py:490-500` (`DataProto.chunk` asserts);
+    verl 0.1 `verl/trainer/ppo/ray_trainer.py:436`, verl 0.3 line 817. verl 0.4.1 dispatches with
+    `_split_args_kwargs_data_proto_with_auto_padding`; verl 0.5 repeats before generating.
+    """
+    if not ctx.verl_has(GENERATE_PROMPTS) or not ctx.verl_has(DISPATCH_UNPADDED):
+        return
+    if ctx.app.place_in_tree() is None or "RayPPOTrainer" not in (source_text(ctx.app.file) or ""):
+        return  # a project's own trainer may generate otherwise
+    n_gpus, gpus_text = gpu_count(ctx)
+    bsz, n = ctx.int("data.train_batch_size"), ctx.int(f"{R}.n")
+    if n_gpus is None or bsz is None or n_gpus <= 0 or bsz % n_gpus == 0:
+        return
+    if ctx.verl_has(MINIMAL_BATCH, TOTAL_GPUS) and (n is None or (bsz * n) % n_gpus):
+        return  # the config validation stops first (VL301), or rollout.n is unknown
+    inputs = ["data.train_batch_size", *GPUS]
+    yield report_unless_default(
+        ctx,
+        "VL337",
+        f"data.train_batch_size={bsz} is not a multiple of the {n_gpus} rollout workers ({gpus_text}): this verl "
+        f"sends a step's {bsz} prompts to generate_sequences before repeating them, in one equal chunk per worker, "
+        "and stops at the first step with AssertionError 'only support equal chunk'",
+        inputs,
+        anchor_key(ctx, *inputs),
+        f"set data.train_batch_size to a multiple of {n_gpus}, e.g. {max(n_gpus, bsz // n_gpus * n_gpus)}",
+    )
 
 
 # Where the tree checks the train batch against each role's mini batch.

@@ -9,7 +9,15 @@ import re
 from ..config.context import Context
 from ..evidence import Evidence, source_text
 from ..registry import rule
-from .sizes import VLLM_SERVER, R, anchor_key, evidence_at, report_unless_default, shipped_at
+from .sizes import (
+    DISPATCH_UNPADDED,
+    VLLM_SERVER,
+    R,
+    anchor_key,
+    evidence_at,
+    report_unless_default,
+    shipped_at,
+)
 
 # verl 0.3-0.6's synchronous vLLM rollout (vllm_rollout_spmd.py, and 0.3-0.5's vllm_rollout.py)
 # refuses a batched-token budget below the model length while chunked prefill is on.
@@ -18,11 +26,12 @@ CHUNKED_PREFILL_CHECK = Evidence(
     r"Enable chunked prefill, max_num_batched_tokens is smaller than max_model_len",
 )
 # Where verl takes the model length from the data's lengths when rollout.max_model_len is null
-# (0.3-0.6; from 0.7 it is the model's max_position_embeddings, which the config does not hold).
+# (0.3-0.6; 0.2 always, having no such key; from 0.7 it is the model's max_position_embeddings,
+# which the config does not hold).
 MODEL_LEN_FROM_DATA = Evidence(
     VLLM_SERVER,
     r"config\.max_model_len or config\.prompt_length \+ config\.response_length|config\.max_model_len if "
-    r"config\.max_model_len else config\.prompt_length",
+    r"config\.max_model_len else config\.prompt_length|max_model_len=config\.prompt_length \+ config\.response_length",
 )
 
 
@@ -43,8 +52,8 @@ def model_len(ctx: Context) -> tuple[int | None, str]:
         return None, ""
     return (
         prompt + response,
-        f"max_model_len (null: the rollout's prompt_length + response_length = {prompt} + {response} = "
-        f"{prompt + response})",
+        f"max_model_len ({'null: ' if ctx.has(f'{R}.max_model_len') else ''}the rollout's prompt_length + "
+        f"response_length = {prompt} + {response} = {prompt + response})",
     )
 
 
@@ -129,6 +138,13 @@ GENERATION_PAD = Evidence(
 GENERATION_ASSERT = r"assert batch_size % dp_size == 0"
 
 
+def rows(padded: int, size: int) -> str:
+    """How the generation app sizes a batch of `size` rows before dispatching it."""
+    if padded == size:
+        return "the generation app sends it unpadded"
+    return f"the generation app pads it to {padded} rows"
+
+
 @rule(
     "VL336",
     "generation-batch-below-data-parallel-size",
@@ -136,32 +152,42 @@ GENERATION_ASSERT = r"assert batch_size % dp_size == 0"
     evidence=[GENERATION_PAD],
 )
 def generation_batch(ctx: Context):
-    """The generation app's batch is smaller than half its rollout's data-parallel size.
+    """The generation app's batch does not split over its rollout workers.
 
     ## What it does
     For verl's generation app (`verl.trainer.main_generation`) on a tree whose app pads a batch
     with copies of its own rows (verl 0.1-0.2), computes the rollout's data-parallel size
     `dp = trainer.n_gpus_per_node x trainer.nnodes / rollout.tensor_model_parallel_size` and
-    flags `data.batch_size` (b) when `2 x b < dp`. The finding is at the value you set that
-    breaks it: a small `data.batch_size`, or more GPUs with `data.batch_size` left at verl's
-    default (128, with the line of verl's YAML that ships it).
+    flags `data.batch_size` (b) when `2 x b < dp`; otherwise, on a tree whose dispatch splits a
+    batch over every worker without padding, pads b to the next multiple of dp as the app does
+    and flags it when that does not divide over all `n_gpus_per_node x nnodes` workers (with a
+    rollout TP above 1). The finding is at the value you set that breaks it: a small
+    `data.batch_size`, or more GPUs with `data.batch_size` left at verl's default (128, with the
+    line of verl's YAML that ships it).
 
     ## Why is this bad?
     The app pads a batch that does not divide over dp with its first `dp - b % dp` rows; a batch
     of b < dp / 2 rows has fewer rows than that, so the padded batch (2 x b rows) still does not
     divide, and verl raises `AssertionError: batch_size ... is not divisible by dp_size ...`
-    before generating anything, after the workers are up.
+    before generating anything, after the workers are up. The padded batch then goes to
+    `generate_sequences`, which verl dispatches to every worker of the group (dp x TP of them),
+    one equal chunk each: a padded batch that is a multiple of dp but not of dp x TP stops with
+    `AssertionError: only support equal chunk` (verl#473: `data.batch_size=1` on 2 GPUs with
+    TP 2). verl 0.3 pads to the group's world size instead (`dispatch_dp_size = wg.world_size`).
 
     ## Use instead
-    `data.batch_size` at least half the data-parallel size (better: a multiple of it), or fewer
-    GPUs, or a larger rollout TP.
+    `data.batch_size` a multiple of `n_gpus_per_node x nnodes`, or fewer GPUs.
 
     ## Where in verl
     verl 0.2 `verl/trainer/main_generation.py:70-102` (`dp_size = wg.world_size //
     config.rollout.tensor_model_parallel_size`, the padding with `data[:dummy_data_size]`, the
     assert), verl 0.1 the same at lines 71-103, `verl/trainer/config/generation.yaml` (the
-    default `batch_size: 128`); verl 0.3 pads with `data.repeat` and 0.4+ with
-    `pad_dataproto_to_divisor`, which never fail.
+    default `batch_size: 128`); the dispatch: verl 0.2 `verl/single_controller/base/decorator.py:272-276`
+    (`dispatch_dp_compute_data_proto` splits over `worker_group.world_size`), `verl/protocol.py:490-500`
+    (`DataProto.chunk`'s assert), `verl/workers/fsdp_workers.py:453-454` (`generate_sequences` is
+    `DP_COMPUTE_PROTO`); verl 0.3 pads to `wg.world_size` with `data.repeat`
+    (`verl/trainer/main_generation.py:84-119`) and 0.4+ with `pad_dataproto_to_divisor`, which
+    never fail.
     """
     if GENERATION_ASSERT not in (source_text(ctx.app.file) or "") or not re.search(
         GENERATION_PAD.pattern, source_text(ctx.app.file) or ""
@@ -175,9 +201,10 @@ def generation_batch(ctx: Context):
     )
     if None in (size, gpus, nodes, tp) or tp < 1 or size < 1:
         return
-    dp = gpus * nodes // tp
-    if 2 * size >= dp:
-        return
+    world = gpus * nodes
+    if world % tp:
+        return  # the rollout's TP does not divide the GPUs: VL306
+    dp = world // tp
     key = "data.batch_size"
     if ctx.user_set(key):
         batch = f"{key}={size}"
@@ -185,14 +212,30 @@ def generation_batch(ctx: Context):
         where = shipped_at(ctx, key)
         batch = f"{key} is left at verl's default {size}" + (f" ({where})" if where else "")
     inputs = [key, "trainer.n_gpus_per_node", "trainer.nnodes", "rollout.tensor_model_parallel_size"]
+    sizes = f"n_gpus_per_node={gpus} x nnodes={nodes} / tensor_model_parallel_size={tp}"
+    if 2 * size < dp:
+        yield report_unless_default(
+            ctx,
+            "VL336",
+            f"{batch}, less than half the rollout's data-parallel size {dp} ({sizes}): the generation app pads a "
+            f"batch with its own first rows, {size} are too few to reach a multiple of {dp}, and verl asserts "
+            f"batch_size % dp_size == 0 ({evidence_at(ctx, GENERATION_PAD) or 'main_generation.py'})",
+            inputs,
+            anchor_key(ctx, *inputs),
+            f"set {key}={world} (or a multiple of it), or use fewer GPUs",
+        )
+        return
+    padded = size + (-size) % dp
+    if padded % world == 0 or not ctx.verl_has(DISPATCH_UNPADDED):
+        return
     yield report_unless_default(
         ctx,
         "VL336",
-        f"{batch}, less than half the rollout's data-parallel size {dp} (n_gpus_per_node={gpus} x "
-        f"nnodes={nodes} / tensor_model_parallel_size={tp}): the generation app pads a batch with its own first "
-        f"rows, {size} are too few to reach a multiple of {dp}, and verl asserts batch_size % dp_size == 0 "
-        f"({evidence_at(ctx, GENERATION_PAD) or 'main_generation.py'})",
+        f"{batch}: {rows(padded, size)}, a multiple of the rollout's data-parallel size {dp} ({sizes}), but "
+        f"generate_sequences goes to all {world} workers in equal chunks, which {padded} rows do not make: verl "
+        "raises AssertionError 'only support equal chunk' "
+        f"({evidence_at(ctx, DISPATCH_UNPADDED) or 'decorator.py'})",
         inputs,
         anchor_key(ctx, *inputs),
-        f"set {key}={dp} (or a multiple of it), or use fewer GPUs",
+        f"set {key}={world} (or a multiple of it), or use fewer GPUs",
     )

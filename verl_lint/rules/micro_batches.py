@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..evidence import Evidence, source_text
 from ..registry import rule
 from .roles import ref_policy, uses_critic
-from .sizes import GPUS, VALIDATION, A, R, gpu_count, parallel_size, report_unless_default, validates, validating_app
+from .sizes import GPUS, VALIDATION, A, R, gpu_count, parallel_size, report_unless_default, validates
 
 # verl 0.2-0.6 also check the reward model's pair (0.4-0.6: in validate_config's list of sections).
 REWARD_MODEL_PAIR = Evidence(
@@ -172,15 +172,26 @@ GLOBAL_MICRO = Evidence(
 )
 
 
+# verl 0.1 checks neither: its FSDP workers floor-divide the global micro batch by the world size
+# and DataParallelPPOActor / DataParallelPPOCritic then take `ppo_mini_batch_size % ppo_micro_batch_size`.
+FLOORED_MICRO = Evidence(
+    ("verl/trainer/ppo/workers/fsdp_workers.py",),
+    r"self\.config\.ppo_micro_batch_size //= torch\.distributed\.get_world_size\(\)",
+)
+MODULO_MICRO = Evidence(
+    ("verl/trainer/ppo/critic/dp_critic.py", "verl/trainer/ppo/actor/dp_actor.py"),
+    r"assert self\.config\.ppo_mini_batch_size % self\.config\.ppo_micro_batch_size == 0",
+)
+
+
 @rule(
     "VL332",
     "global-micro-batch-too-small",
     "error",
     size_check=True,
     supersedes=("VL232",),  # "deprecated" is the weaker form of "verl stops on this value"
-    evidence=[GLOBAL_MICRO],
+    evidence=[GLOBAL_MICRO, FLOORED_MICRO],
 )
-@validating_app
 def global_micro(ctx):
     """The deprecated global `ppo_micro_batch_size` is below the GPUs it splits over, or does not divide the mini batch.
 
@@ -199,10 +210,50 @@ def global_micro(ctx):
     ## Use instead
     `ppo_micro_batch_size_per_gpu` (the global key is deprecated).
 
+    On verl 0.1, which validates neither, a global micro batch below the GPU count of an FSDP
+    actor or critic: its worker floor-divides the micro batch by the world size to 0, and the
+    first update raises `ZeroDivisionError` (RAGEN#22, on its vendored verl).
+
     ## Where in verl
     verl 0.9.1 `verl/workers/config/actor.py:231-242`, `verl/workers/config/critic.py:228`; verl
-    0.7.1 `verl/workers/config/actor.py:223-231`; verl 0.5.0 `verl/trainer/ppo/ray_trainer.py:500-526`.
+    0.7.1 `verl/workers/config/actor.py:223-231`; verl 0.5.0 `verl/trainer/ppo/ray_trainer.py:500-526`;
+    verl 0.1 `verl/trainer/ppo/workers/fsdp_workers.py:85` (actor) and `:453` (critic), then
+    `verl/trainer/ppo/actor/dp_actor.py:116` and `verl/trainer/ppo/critic/dp_critic.py:44`.
     """
+    if ctx.verl_has(GLOBAL_MICRO):
+        if validates(ctx):
+            yield from _validated_global_micro(ctx)
+    elif ctx.verl_has(FLOORED_MICRO) and ctx.verl_has(MODULO_MICRO):
+        yield from _floored_global_micro(ctx)
+
+
+def _floored_global_micro(ctx):
+    """verl 0.1: a global micro batch its FSDP worker floors to 0."""
+    n_gpus, gpus_text = gpu_count(ctx)
+    if n_gpus is None:
+        return
+    for section in (A, "critic"):
+        if section == "critic" and not uses_critic(ctx) or ctx.text(f"{section}.strategy") != "fsdp":
+            continue
+        if ctx.flag(f"{section}.use_dynamic_bsz") is not False and ctx.has(f"{section}.use_dynamic_bsz"):
+            continue  # a vendored tree with dynamic batch size: on, or not known to be off
+        micro = ctx.int(f"{section}.ppo_micro_batch_size")
+        if micro is None or micro <= 0 or micro >= n_gpus:
+            continue
+        key = f"{section}.ppo_micro_batch_size"
+        yield report_unless_default(
+            ctx,
+            "VL332",
+            f"{key}={micro} is less than the {n_gpus} GPUs ({gpus_text}) it is split over: this verl does not "
+            f"check it, its FSDP worker floor-divides it to {micro} // {n_gpus} = 0 per GPU, and the first update "
+            "raises ZeroDivisionError at ppo_mini_batch_size % ppo_micro_batch_size",
+            [key, *GPUS],
+            key,
+            f"set {key} to a multiple of {n_gpus}",
+        )
+
+
+def _validated_global_micro(ctx):
     n_gpus, gpus_text = gpu_count(ctx)
     for section in (A, "critic"):
         if ctx.flag(f"{section}.use_dynamic_bsz") is not False or (section == "critic" and not uses_critic(ctx)):

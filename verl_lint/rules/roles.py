@@ -35,8 +35,11 @@ from ..model import Unknown
 from ..registry import lazy_module
 
 NEED_CRITIC = Evidence(("verl/trainer/ppo/utils.py",), r"if config\.critic\.enable is not None")
+# The trainer trains a critic for GAE: 0.3+ `AdvantageEstimator.GAE`, 0.2 `'gae'`, 0.1 `'gae'` with the
+# critic's worker built in between.
 GAE_CRITIC = Evidence(
-    ("verl/trainer/ppo/ray_trainer.py",), r"adv_estimator == AdvantageEstimator\.GAE:\s*self\.use_critic = True"
+    ("verl/trainer/ppo/ray_trainer.py",),
+    r"adv_estimator == (?:AdvantageEstimator\.GAE|'gae'):(?:[^\n]*\n){1,4}?\s*self\.use_critic = True",
 )
 TRAINER = "verl/trainer/ppo/ray_trainer.py"
 ROLE = ("Role", "RefPolicy")

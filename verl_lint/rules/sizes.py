@@ -62,6 +62,15 @@ def _validates(ctx) -> bool:
 # Where verl validates the config: ray_trainer.py up to 0.5, verl/utils/config.py and the config dataclasses after.
 VALIDATION = ("verl/utils/config.py", "verl/trainer/ppo/ray_trainer.py")
 VLLM_SERVER = ("verl/workers/rollout/vllm_rollout/*.py",)
+# verl 0.1-0.3 dispatch a DP_COMPUTE_PROTO call (generate_sequences among them) by splitting its
+# DataProto into one equal chunk per worker of the group, without padding: `DataProto.chunk`
+# asserts "only support equal chunk" on a batch the group's world size does not divide (0.4
+# pads when the DataProto asks for it, 0.5+ always).
+DISPATCH_UNPADDED = Evidence(
+    ("verl/single_controller/base/decorator.py",),
+    r"def dispatch_dp_compute_data_proto\(worker_group, \*args, \*\*kwargs\):[^@]{0,200}?"
+    r"_split_args_kwargs_data_proto\(worker_group\.world_size",
+)
 MEGATRON_PARALLEL = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
 
 

@@ -113,7 +113,8 @@ def batched_tokens(ctx):
     ## What it does
     Flags `enable_chunked_prefill=False` with `max_num_batched_tokens < max_model_len` for the
     vLLM rollout. Where `max_model_len` is null, the length the tree gives vLLM instead: the
-    rollout's `prompt_length + response_length` (0.3-0.6), or the model's
+    rollout's `prompt_length + response_length` (0.3-0.6, and 0.2, which has no
+    `max_model_len` key: verl#189, 1024 + 8192 tokens against the default 8192), or the model's
     `max_position_embeddings` (0.7-0.8, when the model is known: see VL320).
 
     ## Why is this bad?
@@ -126,6 +127,8 @@ def batched_tokens(ctx):
 
     ## Where in verl
     verl 0.7.1 `verl/workers/rollout/vllm_rollout/vllm_async_server.py:309-312` (passes both to vLLM);
+    verl 0.2 `verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:77-105` (`max_model_len=config.prompt_length
+    + config.response_length`, the budget and `enable_chunked_prefill` passed as set);
     verl 0.9.1 `vllm_async_server.py:1113-1119` (the fix-up that makes this moot).
     """
     if ctx.flag(f"{R}.enable_chunked_prefill") is not False or ctx.text(f"{R}.name") not in (None, "vllm"):
