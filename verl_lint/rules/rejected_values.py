@@ -169,24 +169,25 @@ def added_key_not_a_field(ctx: Context, settings):
     if sources_have(app_sources(ctx.app), f"{REPLACES_CONVERSION}|{OWN_WORKER}") or _recipe_workers(ctx):
         return
     added = {o.key for o in settings}
+    shipped: list[str] | None = None  # the config's keys but those the launch adds (listed once, when asked)
     for o in settings:
         if o.key.startswith("reward_model.") and ctx.flag("reward_model.enable") is not True:
             continue  # no reward model worker, nothing builds the node
-        parent, name = _first_added(ctx, o.key, added)
+        shipped = [k for k in ctx.keys() if k not in added] if shipped is None else shipped
+        parent, name = _first_added(o.key, shipped)
         target = ctx.get(f"{parent}._target_", None)
         if not isinstance(target, str) or not config_classes.built(root, parent):
             continue  # a section no code converts stays a DictConfig: an extra key is harmless
         cls = config_classes.find(root, target)
         if cls is None or not cls.closed or name in cls.fields:
             continue
-        close = closest_name(name, [f for f in cls.fields if not f.startswith("_")])
         # the key verl renamed it to, the setting placed under the wrong role, a field of this class close to it
         if o.key != f"{parent}.{name}":  # a section added: the node that has it, or the key's name in this one
-            shipped = [k for k in ctx.keys() if k not in added]
             guess = section_elsewhere(shipped, o.key, o.key[len(parent) + 1 :]) or same_name_elsewhere(
                 ctx.cfg, o.key, shipped
             )
         else:
+            close = closest_name(name, [f for f in cls.fields if not f.startswith("_")])
             guess = (
                 renamed_to(ctx, o.key)
                 or same_name_elsewhere(ctx.cfg, o.key)
@@ -206,15 +207,12 @@ def added_key_not_a_field(ctx: Context, settings):
         )
 
 
-def _first_added(ctx: Context, key: str, added: set[str]) -> tuple[str, str]:
-    """(the node, the name) where `key` first leaves the config as verl ships it: an added
-    `critic.fsdp_config.param_offload` adds `fsdp_config` to `critic` when no key under
-    `critic.fsdp_config` is there but those the launch adds."""
+def _first_added(key: str, shipped: list[str]) -> tuple[str, str]:
+    """(the node, the name) where `key` first leaves the config as verl ships it (`shipped`: its
+    keys but those the launch adds): an added `critic.fsdp_config.param_offload` adds
+    `fsdp_config` to `critic` when no shipped key is under `critic.fsdp_config`."""
     parent, _, name = key.rpartition(".")
-    while "." in parent:
-        under = [k for k in ctx.keys() if k.startswith(parent + ".")]
-        if any(k not in added for k in under):
-            break
+    while "." in parent and not any(k.startswith(parent + ".") for k in shipped):
         parent, _, name = parent.rpartition(".")
     return parent, name
 
