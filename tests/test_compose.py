@@ -272,3 +272,51 @@ def test_interpolations_the_shortcut_leaves_to_omegaconf():
     assert (
         context._select(cfg, "typed.n") == 7 and context._simple_reference(cfg.a, "inter") is context._SLOW
     )  # not the root
+
+
+def test_a_lent_base_is_put_back_as_it_was(verl_trees, composer, tmp_path):
+    """`check` composes each launch on its base itself (`Composer.lending`) and puts back what its
+    overrides changed. After every hand-written launch of the equivalence suite that sets values
+    only (sets, adds, deletes, merges, lists, `hydra.*` keys, rejected overrides; the slow tier's
+    equivalence suite composes all of them lent), lent in turn from one composer,
+    the config equals a fresh copy's (what `compose` gives outside a loan), and the base pickles to the very bytes it was made from. A
+    key the loan cannot follow (a list index past the end) gives the base up; so does a block left
+    by an exception."""
+    import pickle
+
+    from test_equivalence import WORDS, bench
+
+    lender = composer
+    tree = verl_trees[NEWEST]
+
+    def launch(words):
+        script = tmp_path / "s.sh"
+        script.write_text("python3 -m verl.trainer.main_ppo " + " ".join(f"'{w}'" for w in words) + "\n")
+        [la] = launches(evaluate(str(script), script.read_text()).commands, str(script))
+        return la, locate_app(la, tree)
+
+    lent_bases = 0
+    values_only = [w for w in WORDS if w and all("." in x.split("=")[0] for x in w)]  # one base: the default
+    for words in [*values_only, ["data.train_files=[a]", "data.train_files.5=b"]]:
+        la, app = launch(words)
+        with lender.lending():
+            lent = bench.lint_outcome(lender.compose(app, la.overrides, la.entry_span), la)
+            loan = lender._loan
+        fresh = bench.lint_outcome(lender.compose(app, la.overrides, la.entry_span), la)
+        assert (lent.yaml, lent.signature, lent.all_errors) == (fresh.yaml, fresh.signature, fresh.all_errors), words
+        if loan.key is None:
+            continue  # the base does not compose
+        lent_bases += 1
+        if loan.spoilt:
+            assert words[-1] == "data.train_files.5=b" and loan.key not in lender._live
+            continue
+        blob = lender._bases[loan.key]
+        assert pickle.dumps(lender._live[loan.key], protocol=pickle.HIGHEST_PROTOCOL) == blob, words
+    assert lent_bases > 20
+
+    la, app = launch(["trainer.nnodes=3"])
+    with pytest.raises(RuntimeError), lender.lending():
+        lender.compose(app, la.overrides, la.entry_span)
+        key = lender._loan.key
+        raise RuntimeError("a time limit, midway")
+    assert key not in lender._live

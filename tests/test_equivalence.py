@@ -3,7 +3,7 @@
 The corpus (bench/make_corpus.py, seed 0: 140 scripts, 200 launches) is generated into a
 temp dir from the real keys of verl 0.9.1's composed config. Each launch goes through the
 real front end (`shell.evaluate` -> `launch.launches` -> `locate.locate_app`) and
-`Composer.compose`, and is compared with plain `hydra.compose` on the same config dir with
+`Composer.compose` (lent its base, as `check` composes), and is compared with plain `hydra.compose` on the same config dir with
 the words the shell hands to Hydra:
 
 * both compose: equal `to_container(resolve=False)`, `to_yaml` (key order) and node
@@ -135,8 +135,8 @@ def test_launch_composes_like_hydra(version, slot, cases, composer):
         pytest.skip("the corpus has fewer launches than slots")
     it = items[slot]
     where = f"{it.script}:{it.launch.entry_span.line} (verl {version})"
-    comp = composer.compose(it.app, it.launch.overrides, it.launch.entry_span)
-    fast = bench.lint_outcome(comp, it.launch)
+    with composer.lending():  # as `check` composes: on the base itself, lent to every launch before
+        fast = bench.lint_outcome(composer.compose(it.app, it.launch.overrides, it.launch.entry_span), it.launch)
     with initialize_config_dir(config_dir=str(it.app.config_dirs[-1]), version_base=None, job_name="main_ppo"):
         plain = bench.hydra_outcome(it.app.config_name, it.words)
     why = bench.compare(plain, fast)
@@ -295,7 +295,8 @@ def test_hand_written_launch_composes_like_hydra(text, words, version, verl_tree
     if words is not None:
         assert [w.text for w in la.overrides] == words
     app = locate_app(la, verl_trees[version])
-    fast = bench.lint_outcome(composer.compose(app, la.overrides, la.entry_span), la)
+    with composer.lending():  # as `check` composes: on the base itself, lent to every launch before
+        fast = bench.lint_outcome(composer.compose(app, la.overrides, la.entry_span), la)
     with initialize_config_dir(config_dir=str(app.config_dirs[-1]), version_base=None, job_name="main_ppo"):
         plain = bench.hydra_outcome(app.config_name, [w.text for w in la.overrides])
     why = bench.compare(plain, fast)

@@ -305,8 +305,9 @@ def lint_launch(
 def _checked(
     la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport
 ) -> list[Diagnostic] | None:
-    ctx = launch_context(la, options, composer, script_dir, report)
-    return pack.check(ctx, active_rules(options)) if isinstance(ctx, Context) else ctx
+    with composer.lending():  # the launch's config is its base, put back when the rules are done
+        ctx = launch_context(la, options, composer, script_dir, report)
+        return pack.check(ctx, active_rules(options)) if isinstance(ctx, Context) else ctx
 
 
 @contextmanager

@@ -21,6 +21,8 @@ import os
 import pickle
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,17 +33,13 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ..cache import entry, store
 from ..catalogue import (
-    ADD_EXISTING_KEY,
-    CONFIG_COMPOSITION_ERROR,
-    DELETE_MISSING_KEY,
-    OVERRIDE_REJECTED,
     OVERRIDE_SYNTAX_ERROR,
-    UNKNOWN_CONFIG_KEY,
 )
 from ..launch.locate import HydraApp, NotAnalysable, SearchPathError, map_searchpath
 from ..limits import Timeout, expired
-from ..model import Diagnostic, Fix, Related, Span, Unknown, Word
-from .keys import closest_key
+from ..model import Diagnostic, Span, Unknown, Word
+from .compose_errors import base_error, describe, first_line, override_error
+from .loan import Loan
 from .user_files import FileValue, Merged, file_values, is_user_file, merged_entry
 
 
@@ -135,6 +133,10 @@ class Composer:
         self._bases: dict[tuple, bytes | Exception] = {}
         self._tree_hash: dict[tuple, str] = {}
         self._groups: dict[int, dict[str, bool]] = {}  # id(repository) -> {key: is a config group}
+        # Bases unpickled once and lent to one launch at a time (`lending`), and the loan open now.
+        self._live: dict[tuple, tuple] = {}
+        self._loan: Loan | None = None
+        self._lent: set[tuple] = set()
         self.stats = {"base_hits": 0, "base_disk_hits": 0, "base_misses": 0}
 
     # -- parsing and classification ------------------------------------
@@ -207,7 +209,7 @@ class Composer:
             except Exception as ex:  # noqa: BLE001 - a finding, like every Hydra failure
                 ao.ok = False
                 rejected.add(id(ao))
-                comp.diagnostics.append(_override_error(ex, ao, None))
+                comp.diagnostics.append(override_error(ex, ao, None))
         base_lines: list[str] = []
         in_base: list[tuple[AppliedOverride, object]] = []
         value: list[tuple[AppliedOverride, object]] = []
@@ -240,19 +242,44 @@ class Composer:
             return comp
         cfg, located, comp.verl_configs = base
         comp.file_settings = [file_setting(v) for v in located]
+        loan = self._loan if self._loan is not None and self._loan.cfg is cfg else None
         for ao, parsed in value:
             if ao.value_unknown is None and ao.kind == "set" and parsed.value() == "":
                 ao.replaced = OmegaConf.select(cfg, ao.key, default=None, throw_on_resolution_failure=False)
+            if loan is not None:
+                loan.before(parsed.key_or_group, parsed.is_delete())
             try:
                 h.ConfigLoaderImpl._apply_overrides_to_config([parsed], cfg)
             except (h.HydraException, Exception) as ex:  # noqa: BLE001 - every Hydra failure becomes a finding
                 ao.ok = False
-                comp.diagnostics.append(_override_error(ex, ao, cfg))
+                comp.diagnostics.append(override_error(ex, ao, cfg))
         if keep_hydra:
+            if loan is not None:
+                loan.before("hydra", True)
             with open_dict(cfg):
                 cfg.pop("hydra", None)  # as hydra.compose() does
         comp.config = cfg
         return comp
+
+    @contextmanager
+    def lending(self) -> Iterator[None]:
+        """A launch composed in this block gets the composer's own unpickled base instead of a
+        fresh copy, and every change its overrides make to it is put back when the block ends
+        (unpickling a base per launch was a third of composing one). Its config is valid only
+        inside the block. A block left by an exception (a time limit in the middle of a change)
+        gives its base up: the next launch unpickles it again."""
+        outer, loan = self._loan, Loan()
+        self._loan = loan
+        kept = False
+        try:
+            yield
+            kept = loan.put_back()
+        finally:
+            self._loan = outer
+            if loan.key is not None:
+                self._lent.discard(loan.key)
+                if not kept:
+                    self._live.pop(loan.key, None)
 
     def _prepare(self, w: Word, comp: Composition):
         if w.text is not None:
@@ -271,7 +298,7 @@ class Composer:
         if isinstance(parsed, Exception):
             comp.diagnostics.append(
                 OVERRIDE_SYNTAX_ERROR.finding(
-                    f"Hydra cannot parse this override: {_first_line(parsed)}",
+                    f"Hydra cannot parse this override: {first_line(parsed)}",
                     w.span,
                     help="quote values containing spaces, commas or brackets for Hydra, e.g. key='[a,b]' inside "
                     "single quotes",
@@ -310,17 +337,17 @@ class Composer:
         else:
             self.stats["base_hits"] += 1
         if isinstance(blob, Exception):
-            comp.diagnostics.append(_base_error(blob, applied, anchor, app))
+            comp.diagnostics.append(base_error(blob, applied, anchor, app))
             return None
-        # A fresh copy for each launch. Unpickling a config makes thousands of objects at once:
-        # without the collector meanwhile it takes a third of the time (nothing it makes is garbage).
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return pickle.loads(blob)
-        finally:
-            if enabled:
-                gc.enable()
+        loan = self._loan
+        if loan is not None and loan.key is None and key not in self._lent:
+            live = self._live.get(key)
+            if live is None:
+                live = self._live[key] = _unpickled(blob)
+            loan.take(key, live[0])
+            self._lent.add(key)
+            return live
+        return _unpickled(blob)
 
     def _compose_base(self, app: HydraApp, base_lines: tuple[str, ...], keep_hydra: bool = False) -> bytes | Exception:
         h = _hydra()
@@ -345,7 +372,7 @@ class Composer:
                 )
         except Exception as ex:  # noqa: BLE001 - a config's own error is reported as a located diagnostic
             _raise_unless_config_error(ex)
-            return ComposeError(_describe(ex))
+            return ComposeError(describe(ex))
         if not keep_hydra:  # kept only for launches with hydra.* value overrides to apply
             with open_dict(cfg):
                 cfg.pop("hydra", None)
@@ -380,6 +407,18 @@ class Composer:
             return None
         ident = repr((key, self._tree_digest(app), _hydra().hydra.__version__, omegaconf.__version__))
         return entry("bases", ident, self.cache_root)
+
+
+def _unpickled(blob: bytes):
+    """A fresh copy of a pickled base. Unpickling a config makes thousands of objects at once:
+    without the collector meanwhile it takes a third of the time (nothing it makes is garbage)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return pickle.loads(blob)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def live_file_settings(
@@ -444,132 +483,3 @@ def _raise_unless_config_error(ex: BaseException) -> None:
         if not isinstance(ex, config_errors):
             raise ex
         ex = ex.__cause__
-
-
-def _first_line(ex: BaseException) -> str:
-    text = str(ex).strip()
-    return text.splitlines()[0] if text else type(ex).__name__
-
-
-def _describe(ex: BaseException) -> str:
-    msg = _first_line(ex)
-    cause = ex.__cause__
-    if cause is not None and _first_line(cause) not in msg:
-        msg += f" ({_first_line(cause)})"
-    return msg
-
-
-def _override_error(ex: BaseException, ao: AppliedOverride, cfg: DictConfig) -> Diagnostic:
-    text = _first_line(ex)
-    span = ao.word.span
-    if text.startswith("Could not override"):
-        guess = closest_key(cfg, ao.key)
-        added = f"+{ao.key}=..." if ao.value_unknown else f"+{ao.line}"
-        help = f"did you mean `{guess}`?" if guess else f"if the key is new, add it with `{added}`"
-        if guess is None:
-            parent = ao.key.rsplit(".", 1)[0] if "." in ao.key else ""
-            if parent and OmegaConf.select(cfg, parent, default=None, throw_on_missing=False) is not None:
-                help = f"`{parent}` has no key `{ao.key.rsplit('.', 1)[1]}`; to add one use `{added}`"
-        d = UNKNOWN_CONFIG_KEY.finding(
-            f"`{ao.key}` is not a key of this config: Hydra stops with \"Could not override '{ao.key}'\"",
-            span,
-            help=help,
-            key=ao.key,
-        )
-        if guess and OmegaConf.select(cfg, guess, default=None, throw_on_missing=False) is not None:
-            # Unsafe: the key the user meant is a guess, and the value then takes effect.
-            d.fix = Fix(f"rename `{ao.key}` to `{guess}`", False, "rename-key", span, old=ao.key, new=guess)
-        return d
-    if text.startswith("Could not append to config"):
-        return ADD_EXISTING_KEY.finding(
-            f'`+{ao.key}` adds a key that already exists; Hydra stops with "Could not append to config"',
-            span,
-            help=f"drop the `+` to override it (`{ao.line.lstrip('+')}`), or use `++` to add-or-override",
-            key=ao.key,
-        )
-    if text.startswith("Could not delete"):
-        return DELETE_MISSING_KEY.finding(
-            f"`~{ao.key}` deletes a key that is not in the config: {text}",
-            span,
-            help="remove this override",
-            key=ao.key,
-        )
-    return OVERRIDE_REJECTED.finding(
-        f"Hydra rejects this override: {_describe(ex)}",
-        span,
-        help="check the value's type and syntax against the config",
-        key=ao.key,
-    )
-
-
-def _base_error(ex: Exception, applied, anchor: Span, app: HydraApp) -> Diagnostic:
-    text = str(ex)
-    span, key = anchor, ""
-    for ao, parsed in applied:  # the overrides that went into the base
-        group = parsed.key_or_group
-        spelled = f"{group}@{parsed.package}" if parsed.package is not None else group
-        needles = (
-            f"'{ao.key}'",  # Could not override 'model_engine'. No match in the defaults list.
-            f"'{spelled}'",  # Could not override 'data@data'.
-            ao.line,  # force-add of config groups is not supported: '++data=legacy_data'
-            f"'{group}/{parsed.value()}'",  # In 'ppo_trainer': Could not find 'critic/fsdp2_critic'
-            f"Multiple values for {group}.",  # +critic=megatron_critic
-        )
-        if any(n in text for n in needles):
-            span, key = ao.word.span, ao.key
-            break
-    else:
-        unsearched = _not_on_searchpath(text, app)
-        if unsearched:
-            return _unsearched_finding(text, anchor, *unsearched)
-    return CONFIG_COMPOSITION_ERROR.finding(
-        f"Hydra cannot compose the config: {text}",
-        span,
-        help="check the config group option and --config-name against the config directory",
-        key=key,
-    )
-
-
-_COULD_NOT_LOAD = r"In '([^']+)': Could not load '([^']+)'"  # a pattern: compiled (by `re`) on that error only
-
-
-def _not_on_searchpath(text: str, app: HydraApp) -> tuple[str, Span | None] | None:
-    """(the config, where the project's file names it) when Hydra could not load a config that
-    is one of verl's own (`ppo_trainer`) because the project's config directory does not put
-    verl's on its search path; None for any other failure."""
-    m = re.search(_COULD_NOT_LOAD, text)
-    if m is None or app.verl is None:
-        return None
-    parent, missing = m.groups()
-    shipped = app.verl.root / "verl" / "trainer" / "config"
-    if not (shipped / f"{missing}.yaml").is_file() or any(Path(d) == shipped for d in app.config_dirs):
-        return None
-    if any(s == f"file://{shipped}" or s.endswith("verl.trainer.config") for s in app.searchpath or ()):
-        return None
-    named = next((Path(d) / f"{parent}.yaml" for d in app.config_dirs if (Path(d) / f"{parent}.yaml").is_file()), None)
-    if named is None:
-        return missing, None
-    entry = re.compile(rf"^(\s*-\s*['\"]?)({re.escape(missing)})['\"]?\s*(?:#.*)?$")
-    lines = named.read_text(encoding="utf-8", errors="replace").splitlines()
-    for n, line in enumerate(lines, 1):
-        e = entry.match(line)
-        if e:
-            cwd = os.getcwd()  # shown as the user would name it, as file_setting does
-            path = os.path.relpath(named, cwd) if str(named).startswith(cwd + os.sep) else str(named)
-            return missing, Span(path, n, e.end(1) + 1, n, e.end(2) + 1)
-    return missing, None
-
-
-def _unsearched_finding(text: str, anchor: Span, missing: str, entry: Span | None) -> Diagnostic:
-    where = f" to {entry.path}" if entry else " to the primary config"
-    d = CONFIG_COMPOSITION_ERROR.finding(
-        f"Hydra cannot compose the config: {text} `{missing}` is one of verl's configs "
-        f"(verl/trainer/config/{missing}.yaml), "
-        "which Hydra finds only on the search path, and the project's config does not put verl's config directory on "
-        "it",
-        anchor,
-        help=f"add `hydra: {{searchpath: [pkg://verl.trainer.config]}}`{where} (beside its defaults list)",
-    )
-    if entry is not None:
-        d.related = (Related("", entry, f"its defaults list names `{missing}`"),)
-    return d
