@@ -85,7 +85,19 @@ class Subject:
         return exact, prefixes, suffixes, globs
 
     def match(self, key: str) -> str | None:
-        """The part of `key` a trailing `.*` matched ('' for an exact or glob match), or None."""
+        """The part of `key` a trailing `.*` matched ('' for an exact or glob match), or None.
+        Remembered per key: every rule's subject is matched against every setting of every launch."""
+        memo = self._matched
+        if key in memo:
+            return memo[key]
+        found = memo[key] = self._match(key)
+        return found
+
+    @functools.cached_property
+    def _matched(self) -> dict[str, str | None]:
+        return {}
+
+    def _match(self, key: str) -> str | None:
         exact, prefixes, suffixes, globs = self._split
         if key in exact:
             return ""

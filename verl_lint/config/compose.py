@@ -90,6 +90,7 @@ class Composition:
     file_settings: list[AppliedOverride] = field(default_factory=list)
     # verl's own config files Hydra merged at the root (`ppo_trainer` under a project's my_grpo).
     verl_configs: tuple[str, ...] = ()
+    _setters: tuple | None = field(default=None, repr=False)  # `setters`' index and answers
 
     @property
     def settings(self) -> list[AppliedOverride]:
@@ -97,10 +98,24 @@ class Composition:
         return [*self.file_settings, *self.overrides]
 
     def setters(self, key: str) -> list[AppliedOverride]:
-        """Settings (file values, then overrides) that set `key` or a parent of it, in order."""
-        return [
-            o for o in self.settings if o.ok and o.kind != "group" and (key == o.key or key.startswith(o.key + "."))
-        ]
+        """Settings (file values, then overrides) that set `key` or a parent of it, in order.
+        Rules ask this of hundreds of keys per launch: the settings are indexed by key once, and
+        each key's answer is kept (again when the settings lists change)."""
+        lists = (id(self.file_settings), len(self.file_settings), id(self.overrides), len(self.overrides))
+        if self._setters is None or self._setters[0] != lists:
+            by_key: dict[str, list[int]] = {}
+            for i, o in enumerate(self.settings):
+                if o.ok and o.kind != "group":
+                    by_key.setdefault(o.key, []).append(i)
+            self._setters = (lists, by_key, {})
+        _, by_key, answers = self._setters
+        hit = answers.get(key)
+        if hit is None:
+            parts = key.split(".")
+            at = sorted(i for n in range(1, len(parts) + 1) for i in by_key.get(".".join(parts[:n]), ()))
+            settings = self.settings
+            hit = answers[key] = [settings[i] for i in at]
+        return hit
 
     def last_setter(self, key: str) -> AppliedOverride | None:
         s = self.setters(key)

@@ -325,11 +325,11 @@ def config_has(cfg: DictConfig, key: str) -> bool:
     """`key` is in `cfg`, a mandatory `???` value included (`OmegaConf.select` answers such a
     key with its default, as if it were absent: verl >= 0.6 ships `rollout.name: ???`)."""
     parent, _, last = key.rpartition(".")
-    node = (
-        OmegaConf.select(cfg, parent, default=None, throw_on_missing=False, throw_on_resolution_failure=False)
-        if parent
-        else cfg
-    )
+    node = _plain_node(cfg, parent) if parent else cfg
+    if isinstance(node, DictConfig) and isinstance(node.__dict__["_content"], dict):
+        return last in node.__dict__["_content"]  # (a plain path: read from the nodes, as `_plain_node`)
+    if parent:
+        node = OmegaConf.select(cfg, parent, default=None, throw_on_missing=False, throw_on_resolution_failure=False)
     if isinstance(node, DictConfig):
         return last in node.keys()
     return isinstance(node, ListConfig) and last.isdigit() and int(last) < len(node)
@@ -337,17 +337,12 @@ def config_has(cfg: DictConfig, key: str) -> bool:
 
 def _references(cfg: DictConfig, key: str) -> list[str]:
     """The absolute keys an interpolation at `key` reads (`${a.b}`, `${oc.select:a.b,x}`)."""
-    node = cfg
-    for part in key.split("."):
-        if not isinstance(node, DictConfig) or node._is_none() or node._is_missing() or node._is_interpolation():
-            return []
-        node = node._get_node(part, validate_access=False)
-        if node is None:
-            return []
-    if not node._is_interpolation():
+    node = _plain_node(cfg, key)
+    value = node.__dict__.get("_val", node.__dict__.get("_content")) if node is not None else None
+    if not (isinstance(value, str) and "${" in value):  # OmegaConf's own test of an interpolation
         return []
     out = []
-    for ref in re.findall(_REFERENCE, str(node._value())):
+    for ref in re.findall(_REFERENCE, value):
         dots = len(ref) - len(ref.lstrip("."))
         if dots:  # relative: `.x` is a sibling of `key`, each further dot one level up
             base = key.split(".")[:-dots]
@@ -364,27 +359,27 @@ def _plain_value(cfg, key: str):
     rules read dozens of keys per launch, and the Hydra callback pays that at every job start.
     """
     node = _plain_node(cfg, key)
-    if isinstance(node, ValueNode) and not node._is_missing() and not node._is_interpolation():
-        return node._value()
+    if isinstance(node, ValueNode):
+        v = node.__dict__["_val"]
+        if not (isinstance(v, str) and (v == "???" or "${" in v)):  # not missing, not an interpolation
+            return v
     return _SLOW
 
 
 def _plain_node(cfg, key: str):
     """The node at `key` when the path to it is plain (dicts, no interpolation, missing value or
-    None on the way; the node itself may be anything), else None."""
+    None on the way; the node itself may be anything), else None. Read from the dicts' contents
+    (a key OmegaConf would convert, as in a dict of int keys, is not plain)."""
     if not isinstance(cfg, DictConfig) or "[" in key:
         return None
     node = cfg
     for part in key.split("."):
-        if (
-            not part
-            or not isinstance(node, DictConfig)
-            or node._is_none()
-            or node._is_missing()
-            or node._is_interpolation()
-        ):
+        if not part or not isinstance(node, DictConfig):
             return None
-        node = node._get_node(part, validate_access=False)
+        content = node.__dict__["_content"]
+        if not isinstance(content, dict):  # None, `???` or an interpolation
+            return None
+        node = content.get(part)
         if node is None:
             return None
     return node
