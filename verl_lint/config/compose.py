@@ -7,7 +7,9 @@ group choices, `hydra.*` overrides) and then the value overrides (`k=v`, `+k=v`,
 loading and merging, ~200 ms) and shared by almost every launch; the second is
 cheap. So each distinct first stage ("base") is composed once by real Hydra,
 pickled (in memory and in an on-disk cache keyed by the config tree's content), and
-every launch applies its value overrides to a fresh copy with Hydra's own function.
+every launch applies its value overrides with Hydra's own function to a fresh copy, or,
+in `check` (`Composer.lending`), to the base itself, lent to it and put back after it
+(config/loan.py).
 
 Value overrides are applied one at a time so that one bad override becomes one
 located diagnostic and the rest of the launch is still composed and checked.

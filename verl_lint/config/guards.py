@@ -366,11 +366,20 @@ def _word(name: str) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
 
 
+@lru_cache(maxsize=256)
+def _line_starts(text: str) -> list[int]:
+    """The offsets at which the lines of `text` start, after the first: a match at offset `o` is
+    on line `bisect_right(starts, o) + 1`. (Counting the newlines before each match was quadratic in a
+    large module that names a key often.)"""
+    return [m.end() for m in re.finditer("\n", text)]
+
+
 def uses_in(rel: str, text: str, tree: ast.Module, name: str) -> Uses:
     """The reads (with the guards around each) and writes of a node called `name` in one parsed
     module, `rel` naming its file: for the tree's sources, and for a fact about one file (how
     an entry point wires its workers, rules/roles.py)."""
-    finder = _Finder(rel, sorted({text.count("\n", 0, m.start()) + 1 for m in _word(name).finditer(text)}))
+    starts = _line_starts(text)
+    finder = _Finder(rel, sorted({bisect.bisect_right(starts, m.start()) + 1 for m in _word(name).finditer(text)}))
     finder.visit(tree, ())
     return Uses(tuple(finder.reads.get(name, ())), tuple(finder.writes.get(name, ())))
 
