@@ -320,3 +320,36 @@ def test_a_lent_base_is_put_back_as_it_was(verl_trees, composer, tmp_path):
         key = lender._loan.key
         raise RuntimeError("a time limit, midway")
     assert key not in lender._live
+
+
+SIMPLE_AND_NOT = [
+    *(
+        "a=1 a=-0 a=-5 a=01 a=00 a=+1 a=1_000 a=0x10 a=1. a=.5 a=0.0 a=-1.0 a=1e5 a=1E-5 a=1.5e+3 a=10e3 a=1e a=1.5.5".split()
+    ),
+    *("a=inf a=Inf a=nan a=NaN a=nan5 a=true a=True a=TRUE a=true1 a=false a=null a=NULL a=None".split()),
+    *("a=abc a=_x a=x1 a=a-b a=a.b a=Qwen/Qwen2.5-7B a=1_2.5 a= a=- a.b_c.d2=e_f3 a-b=1 a.0.b=1".split()),
+    *("+a.b=x ++a.b=y ~a=1 ~a a=[1,2] a={b:1} a=${x.y} a='q' a=b,c hydra.run.dir=/tmp/x".split()),
+    "a= 1",
+    "a=x y",
+]
+
+
+def test_simple_overrides_are_read_as_hydras_parser_reads_them():
+    """The override forms most launches are made of are parsed without Hydra's grammar
+    (hydra_api.simple_override): each line it reads gives the very Override Hydra's parser gives
+    (value and its type), on tricky values and on every hand-written launch of the equivalence
+    suite; the rest is left to Hydra (the slow tier checks every line of the bench corpus)."""
+    from test_equivalence import WORDS
+
+    from verl_lint.config import hydra_api
+
+    lines = [*SIMPLE_AND_NOT, *(w for words in WORDS for w in words)]
+    read = 0
+    for line in lines:
+        fast = hydra_api.simple_override(line)
+        if fast is None:
+            continue
+        read += 1
+        [hydra] = hydra_api.PARSER.parse_overrides([line])
+        assert fast == hydra and type(fast._value) is type(hydra._value), line
+    assert read > 40 and read < len(lines) - 20  # both paths are exercised

@@ -161,7 +161,7 @@ class Composer:
         hit = self._parsed.get(line)
         if hit is None:
             try:
-                hit = _hydra().PARSER.parse_overrides([line])[0]
+                hit = _hydra().parse_override(line)
             except _hydra().OverrideParseException as ex:
                 hit = ex
             self._parsed[line] = hit
