@@ -299,7 +299,7 @@ def lint_launch(
     la: Launch, options: Options, composer: Composer, script_dir: Path, report: FileReport
 ) -> list[Diagnostic] | None:
     with _collected_after():
-        return _checked(la, options, composer, script_dir, report)  # (its config is garbage on return)
+        return _checked(la, options, composer, script_dir, report)
 
 
 def _checked(
@@ -313,11 +313,11 @@ def _checked(
 @contextmanager
 def _collected_after() -> Iterator[None]:
     """One launch with the collector paused, and its young objects collected when it ends. A
-    launch's composed config is tens of thousands of objects linked to their parents (cycles
-    only the collector frees): collections in the middle of a launch walked the live config and
-    moved it to an older generation, to be walked again there (a fifth of a cold run); collected
-    once it is garbage, it is walked once and freed. Where the collector is off (the caller paused
-    it) it is left so."""
+    composed config is thousands of objects linked to their parents (cycles only the collector
+    frees): collections in the middle of a launch walked it and moved it to an older generation,
+    to be walked again there (a fifth of a cold run, when each launch had a copy of its own; a
+    lent base is put back, and only a copy `config` or a spoilt loan makes is garbage). Where the
+    collector is off (the caller paused it) it is left so."""
     if not gc.isenabled():
         yield
         return
