@@ -339,17 +339,8 @@ def test_simple_overrides_are_read_as_hydras_parser_reads_them():
     (hydra_api.simple_override): each line it reads gives the very Override Hydra's parser gives
     (value and its type), on tricky values and on every hand-written launch of the equivalence
     suite; the rest is left to Hydra (the slow tier checks every line of the bench corpus)."""
-    from test_equivalence import WORDS
-
-    from verl_lint.config import hydra_api
+    from test_equivalence import WORDS, simple_overrides_read
 
     lines = [*SIMPLE_AND_NOT, *(w for words in WORDS for w in words)]
-    read = 0
-    for line in lines:
-        fast = hydra_api.simple_override(line)
-        if fast is None:
-            continue
-        read += 1
-        [hydra] = hydra_api.PARSER.parse_overrides([line])
-        assert fast == hydra and type(fast._value) is type(hydra._value), line
+    read = simple_overrides_read(lines)
     assert read > 40 and read < len(lines) - 20  # both paths are exercised
