@@ -217,3 +217,26 @@ def test_the_files_that_mention_a_name_come_from_the_word_index_as_from_a_scan(t
     for name in ("kl_coef", "use_kl_loss", "micro_batch_size", "tensor_model_parallel_size", "total_epochs", "n", "lr"):
         word = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
         assert src.mentioning(name) == [f for f in src.files if word.search(f.read_text(errors="replace"))], name
+
+
+def test_a_name_is_found_where_it_stands_as_a_word(verl_trees):
+    """`word_starts` (str.find: a regex opening with a lookbehind cannot search for its literal)
+    finds a name where a regex with ASCII word boundaries does: glued to digits, `_` or letters
+    on either side it is no word, beside a dot, a quote or a non-ASCII letter it is; at the text's
+    start and end; over every file of a release for names of several lengths."""
+    import re
+
+    from verl_lint.config.guards import word_starts
+
+    def expected(name: str, text: str) -> list[int]:
+        return [m.start() for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text)]
+
+    small = "kl x.kl 2kl kl2 _kl kl_ 'kl' ékl klé kl.kl klkl kl"
+    assert list(word_starts("kl", small)) == expected("kl", small) == [0, 5, 25, 30, 33, 37, 40, 48]
+    assert list(word_starts("é", "é aé é")) == expected("é", "é aé é") == [0, 5]
+    assert list(word_starts("kl", "")) == [] and list(word_starts("", "abc")) == []
+    src = Sources(verl_trees["0.9.1"].root)
+    for name in ("kl_coef", "n", "lr", "micro_batch_size", "enable"):
+        for f in src.files[::7]:
+            text = f.read_text(errors="replace")
+            assert list(word_starts(name, text)) == expected(name, text), (name, f)

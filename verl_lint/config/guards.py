@@ -27,6 +27,7 @@ import bisect
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -133,25 +134,36 @@ def _guard(test: ast.expr, want: bool) -> tuple[Cond, bool, str]:
 
 
 class _Finder:
-    """A walk of a module for the reads and writes of a name, with the guards around each read.
+    """A walk of a module for the reads and writes of `name`, with the guards around each read.
     It descends only into nodes whose lines hold the name (`lines`, sorted): the rest of the
-    module cannot read it, and walking all of it in Python costs ~5x the parse."""
+    module cannot read it, and walking all of it in Python costs ~5x the parse. The guards on
+    the way down are kept as (test, value) and described only for a read of the name."""
 
-    def __init__(self, rel: str, lines: list[int]):
-        self.rel, self.lines = rel, lines
-        self.reads: dict[str, list[Read]] = {}
-        self.writes: dict[str, list[str]] = {}
+    def __init__(self, rel: str, lines: list[int], name: str):
+        self.rel, self.lines, self.name = rel, lines, name
+        self.reads: list[Read] = []
+        self.writes: list[str] = []
         self.counted: set[int] = set()  # nodes already judged: strings read as a key, called functions
+        self._described: dict[tuple[int, bool], tuple[Cond, bool, str]] = {}
 
     def read(
         self, name: str, node: ast.AST, chain: tuple[str, ...] | None, guards: tuple, const: ast.AST | None = None
     ) -> None:
-        self.reads.setdefault(name, []).append(Read(self.rel, getattr(node, "lineno", 0), chain, guards))
+        if name == self.name:
+            self.reads.append(Read(self.rel, getattr(node, "lineno", 0), chain, tuple(map(self._describe, guards))))
         if const is not None:
             self.counted.add(id(const))
 
+    def _describe(self, guard: tuple[ast.expr, bool]) -> tuple[Cond, bool, str]:
+        test, want = guard
+        hit = self._described.get((id(test), want))
+        if hit is None:
+            hit = self._described[(id(test), want)] = _guard(test, want)
+        return hit
+
     def write(self, name: str, node: ast.AST, const: ast.AST | None = None) -> None:
-        self.writes.setdefault(name, []).append(f"{self.rel}:{node.lineno}")
+        if name == self.name:
+            self.writes.append(f"{self.rel}:{node.lineno}")
         if const is not None:
             self.counted.add(id(const))
 
@@ -168,16 +180,16 @@ class _Finder:
             guards = ()  # the body runs when called, not where it is defined
         elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
             self.visit(node.test, guards)
-            self._block(node.body if isinstance(node.body, list) else [node.body], (*guards, _guard(node.test, True)))
+            self._block(node.body if isinstance(node.body, list) else [node.body], (*guards, (node.test, True)))
             if not isinstance(node, ast.While):  # a loop's else runs whenever it ends without break
-                guards = (*guards, _guard(node.test, False))
+                guards = (*guards, (node.test, False))
             self._block(node.orelse if isinstance(node.orelse, list) else [node.orelse], guards)
             return
         elif isinstance(node, ast.BoolOp):  # `a and b`: b runs only when a is true (false for `or`)
             before: tuple = ()
             for v in node.values:
                 self.visit(v, (*guards, *before))
-                before = (*before, _guard(v, isinstance(node.op, ast.And)))
+                before = (*before, (v, isinstance(node.op, ast.And)))
             return
         if isinstance(node, ast.AugAssign):  # `x.name += 1` reads it as well as assigning it
             target = node.target
@@ -211,7 +223,7 @@ class _Finder:
                 and not stmt.orelse
                 and isinstance(stmt.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
             ):
-                guards = (*guards, _guard(stmt.test, False))
+                guards = (*guards, (stmt.test, False))
 
     def _note(self, node: ast.AST, guards: tuple) -> None:
         if isinstance(node, ast.Attribute):
@@ -291,8 +303,7 @@ class Sources:
         every word of every file: built once per tree (~0.5 s) and kept on disk (`cache.memo`,
         folder `guards/`), where a scan of every file per name took ~10 ms."""
         if not name.isascii():  # the index splits words at ASCII letters, digits and `_` only
-            word = _word(name)
-            return [f for f in self.files if name in self._text(f) and word.search(self._text(f))]
+            return [f for f in self.files if next(word_starts(name, self._text(f)), None) is not None]
         if self._words is None:
             # (`word index` is no key's name: names are identifiers)
             self._words = memo("guards", self._ident("word index"), self._index_words, dict)
@@ -300,7 +311,7 @@ class Sources:
 
     def _index_words(self) -> dict[str, tuple[int, ...]]:
         """word -> the positions in `files` of the files that have it: a run of ASCII letters,
-        digits and `_` with none of them on either side, as `_word` matches a name."""
+        digits and `_` with none of them on either side, as `word_starts` finds a name."""
         out: dict[str, list[int]] = {}
         for i, f in enumerate(self.files):
             for w in set(_RUN.findall(self._text(f))):
@@ -361,9 +372,18 @@ class Sources:
 _RUN = re.compile(r"[A-Za-z0-9_]+")
 
 
-@lru_cache(maxsize=1024)
-def _word(name: str) -> re.Pattern:
-    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])")
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def word_starts(name: str, text: str) -> Iterator[int]:
+    """The offsets at which `name` stands in `text` as a word: no ASCII letter, digit or `_` on
+    either side. (str.find: a regex opening with a lookbehind cannot search for its literal, and
+    was ~20x slower on a large module.)"""
+    i, n = text.find(name) if name else -1, len(name)
+    while i >= 0:
+        if (i == 0 or text[i - 1] not in _WORD_CHARS) and text[i + n : i + n + 1] not in _WORD_CHARS:
+            yield i
+        i = text.find(name, i + n)
 
 
 @lru_cache(maxsize=256)
@@ -379,20 +399,25 @@ def uses_in(rel: str, text: str, tree: ast.Module, name: str) -> Uses:
     module, `rel` naming its file: for the tree's sources, and for a fact about one file (how
     an entry point wires its workers, rules/roles.py)."""
     starts = _line_starts(text)
-    finder = _Finder(rel, sorted({bisect.bisect_right(starts, m.start()) + 1 for m in _word(name).finditer(text)}))
+    finder = _Finder(rel, sorted({bisect.bisect_right(starts, o) + 1 for o in word_starts(name, text)}), name)
     finder.visit(tree, ())
-    return Uses(tuple(finder.reads.get(name, ())), tuple(finder.writes.get(name, ())))
+    return Uses(tuple(finder.reads), tuple(finder.writes))
 
 
-_SOURCES: dict[tuple[Path, tuple[Path, ...]], Sources] = {}
+_SOURCES: dict[tuple, Sources] = {}  # by the arguments as asked, and as resolved
 
 
 def sources(tree_root: Path, extra: tuple[Path, ...] = ()) -> Sources:
-    """The tree's sources, kept for the process (one run lints many scripts against one tree)."""
-    key = (Path(tree_root).resolve(), tuple(Path(p).resolve() for p in extra))
-    hit = _SOURCES.get(key)
+    """The tree's sources, kept for the process (one run lints many scripts against one tree);
+    asked again with the same arguments (once per launch), no path is resolved again."""
+    asked = (tree_root, extra)
+    hit = _SOURCES.get(asked)
     if hit is None:
-        hit = _SOURCES[key] = Sources(*key)
+        key = (Path(tree_root).resolve(), tuple(Path(p).resolve() for p in extra))
+        hit = _SOURCES.get(key)
+        if hit is None:
+            hit = _SOURCES[key] = Sources(*key)
+        _SOURCES[asked] = hit
     return hit
 
 
