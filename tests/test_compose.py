@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -344,3 +347,80 @@ def test_simple_overrides_are_read_as_hydras_parser_reads_them():
     lines = [*SIMPLE_AND_NOT, *(w for words in WORDS for w in words)]
     read = simple_overrides_read(lines)
     assert read > 40 and read < len(lines) - 20  # both paths are exercised
+
+
+class _Mode(Enum):
+    A = 1
+    B = 2
+
+
+@dataclass
+class _Typed:  # fields of each kind of typed node
+    n: int = 1
+    x: float = 0.5
+    flag: bool = False
+    s: str = "a"
+    maybe: int | None = None
+    mode: _Mode = _Mode.A
+    items: list = field(default_factory=lambda: [1, 2])
+
+
+def test_a_value_set_in_place_is_what_hydra_sets():
+    """`hydra_api.apply_override` sets a plain `a.b=VALUE` on a value node itself (the node's
+    `_set_value`, as OmegaConf.update ends up doing) and leaves every other case to Hydra. On a
+    config with typed fields (conversions, rejected values), a read-only section, None, missing
+    and interpolated sections, lists and int keys, each override gives the very config and error
+    Hydra's `_apply_overrides_to_config` gives, and the in-place path takes the plain cases."""
+    import copy
+
+    from bench.run import node_signature
+
+    from omegaconf import IntegerNode
+
+    from verl_lint.config import hydra_api
+
+    cfg = OmegaConf.create(
+        {
+            "plain": {"n": 1, "s": "x", "none": None, "missing": "???", "ref": "${plain.n}", "deep": {"k": 0}},
+            "typed": _Typed,
+            "locked": {"k": 1},
+            "none_section": None,
+            "missing_section": "???",
+            "ref_section": "${plain.deep}",
+            "lst": [1, {"k": 2}],
+            "ints": {1: "one"},
+            "untyped_int": IntegerNode(5),
+        }
+    )
+    cfg._get_node("untyped_int")._metadata.ref_type = Any  # a typed node with no type hint: Hydra replaces it
+    OmegaConf.set_readonly(cfg.locked, True)
+    OmegaConf.set_readonly(cfg.locked._get_node("k"), False)  # its own flag says writable, its section's not
+    OmegaConf.set_struct(cfg, True)  # as Hydra composes it
+    lines = [
+        *("plain.n=2 plain.n=abc plain.n=1.5 plain.s=y plain.s=3 plain.none=1 plain.missing=2 plain.ref=5".split()),
+        *("plain.deep.k=true plain.deep=3 plain.nope=1 plain.n.sub=1 +plain.new=1 ++plain.n=7 ~plain.s".split()),
+        *("typed.n=2 typed.n=abc typed.n=2.5 typed.n=true typed.x=2 typed.x=abc typed.flag=true typed.flag=yes".split()),
+        *("typed.flag=1 typed.s=5 typed.s=true typed.maybe=3 typed.maybe=null typed.mode=B typed.mode=C".split()),
+        *("typed.mode=2 typed.items=3 typed.nope=1 locked.k=2 none_section.k=1 missing_section.k=1".split()),
+        *("ref_section.k=9 lst.0=5 lst.1.k=3 ints.1=two plain.n=null plain.s=${plain.n} plain.s=???".split()),
+        *("plain.s='quoted' plain.n=[1,2] plain.deep={k:5} plain.n=1e3 plain.n=-0 hydra.x=1".split()),
+        *("untyped_int=abc untyped_int=7".split()),
+    ]
+    in_place = 0
+    for line in lines:
+        override = hydra_api.parse_override(line)
+        outcomes = []
+        for apply in (hydra_api.apply_override, lambda o, c: hydra_api.ConfigLoaderImpl._apply_overrides_to_config([o], c)):
+            c = copy.deepcopy(cfg)
+            try:
+                apply(override, c)
+                error = None
+            except Exception as ex:  # noqa: BLE001 - the error is part of the outcome
+                error = (type(ex).__name__, str(ex))
+            outcomes.append((error, node_signature(c)))
+        assert outcomes[0] == outcomes[1], line
+        c = copy.deepcopy(cfg)
+        in_place += override.type is hydra_api.OverrideType.CHANGE and hydra_api._set_existing(
+            c, override.key_or_group, override.value()
+        )
+    assert 15 <= in_place <= len(lines) - 25  # both paths are exercised

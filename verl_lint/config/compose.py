@@ -9,7 +9,8 @@ cheap. So each distinct first stage ("base") is composed once by real Hydra,
 pickled (in memory and in an on-disk cache keyed by the config tree's content), and
 every launch applies its value overrides with Hydra's own function to a fresh copy, or,
 in `check` (`Composer.lending`), to the base itself, lent to it and put back after it
-(config/loan.py).
+(config/loan.py). A plain `a.b=VALUE` on a value node the base has is set as OmegaConf itself
+sets it, without the checks at each step (`hydra_api.apply_override`).
 
 Value overrides are applied one at a time so that one bad override becomes one
 located diagnostic and the rest of the launch is still composed and checked.
@@ -266,7 +267,7 @@ class Composer:
             if loan is not None:
                 loan.before(parsed.key_or_group, parsed.is_delete())
             try:
-                h.ConfigLoaderImpl._apply_overrides_to_config([parsed], cfg)
+                h.apply_override(parsed, cfg)
             except (h.HydraException, Exception) as ex:  # noqa: BLE001 - every Hydra failure becomes a finding
                 ao.ok = False
                 comp.diagnostics.append(override_error(ex, ao, cfg))

@@ -11,6 +11,7 @@ import os
 import re
 import site
 import sys
+from typing import Any
 
 import hydra
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -26,8 +27,10 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobRuntime, setup_globals
 from hydra.errors import HydraException, OverrideParseException
 from hydra.types import RunMode
+from omegaconf import AnyNode, DictConfig, ValueNode
 
 __all__ = [
+    "apply_override",
     "CachingConfigRepository",
     "ConfigLoaderImpl",
     "ConfigRepository",
@@ -114,3 +117,39 @@ def simple_override(line: str) -> Override | None:
     return Override(
         type=_TYPES[prefix], key_or_group=key, _value=value, value_type=ValueType.ELEMENT, package=None, input_line=line
     )
+
+
+def apply_override(override: Override, cfg: DictConfig) -> None:
+    """Hydra's `_apply_overrides_to_config` for one override of a composed config. A plain
+    `a.b=VALUE` of a bool, number or string on a value node the config has is set as OmegaConf
+    sets it, by the node's `_set_value`, without `OmegaConf.update`'s checks at each step (most
+    of a launch's overrides; ~1.5 ms a launch). Anything else, and any error, is left to Hydra."""
+    if override.type is OverrideType.CHANGE and override.package is None:
+        if _set_existing(cfg, override.key_or_group, override.value()):
+            return
+    ConfigLoaderImpl._apply_overrides_to_config([override], cfg)
+
+
+def _set_existing(cfg: DictConfig, key: str, value: object) -> bool:
+    """OmegaConf.update(cfg, key, value) when the key's every step is a DictConfig holding a dict
+    and its last is a value node that takes a value in place (OmegaConf's `_set_item_impl`: an
+    AnyNode, or a node with a type); False, with nothing changed, in any other case."""
+    if type(value) not in (bool, int, float, str) or isinstance(value, str) and ("$" in value or value == "???"):
+        return False  # (an interpolation, or a value OmegaConf keeps as it is written: its own rules)
+    parent, node = None, cfg
+    for part in key.split("."):
+        if not isinstance(node, DictConfig) or node._metadata.key_type not in (Any, str):
+            return False
+        content = node.__dict__["_content"]
+        if not isinstance(content, dict):
+            return False  # None, missing or an interpolation: OmegaConf resolves or replaces it
+        parent, node = node, content.get(part)
+    if not isinstance(node, ValueNode) or not (isinstance(node, AnyNode) or node._has_ref_type()):
+        return False
+    if parent._get_flag("readonly"):
+        return False
+    try:
+        node._set_value(value)  # validates and converts; on failure the node is unchanged
+    except Exception:  # noqa: BLE001 - Hydra's own path reports it, with its message
+        return False
+    return True
