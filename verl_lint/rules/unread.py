@@ -76,7 +76,6 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
     """`help`: a flat key the code reads; for an added key (`typo`) also a read key close to it in
     the composed config (a sibling first, then a close name under another node), else a read
     name close to the unread `name`. A key the config ships is no typo: no guess for it."""
-    import difflib  # only when there is a finding
 
     leaf = _leaf(key)
     parts = key.split(".")
@@ -104,21 +103,29 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
             if len(close) == 1
             else "did you mean one of " + ", ".join(f"`{w}`" for w in close) + "?"
         )
-    close = difflib.get_close_matches(name, _typo_targets(index), n=1, cutoff=0.85)
+    close = _read_name_close_to(name, index)
     if close:
-        return f"did you mean `{close[0]}`? (a name verl's code reads, in place of `{name}`)"
+        return f"did you mean `{close}`? (a name verl's code reads, in place of `{name}`)"
     return "remove it, or check the key's name and place against this verl's config"
 
 
-_TARGETS: list = [None, []]  # the index asked last, and its names a typo may be of
+# The index asked last, its names a typo may be of, and the one found close to each name asked.
+_TYPOS: list = [None, [], {}]
 
 
-def _typo_targets(index: ReaderIndex) -> list[str]:
-    """The names of `index` a typo may be of (compound names of four letters or more), sorted;
-    kept for the index asked last (one per verl tree and entry point)."""
-    if _TARGETS[0] is not index:
-        _TARGETS[:] = [index, sorted(n for n in index.names if "_" in n and len(n) > 3)]
-    return _TARGETS[1]
+def _read_name_close_to(name: str, index: ReaderIndex) -> str | None:
+    """A compound name (four letters or more) that `index` reads and `name` may misspell; kept
+    per name for the index asked last (one per verl tree and entry point): a search of its
+    ~10,000 names takes ~10 ms, and one typo is often copied into many scripts."""
+    import difflib  # only when there is a finding
+
+    if _TYPOS[0] is not index:
+        _TYPOS[:] = [index, sorted(n for n in index.names if "_" in n and len(n) > 3), {}]
+    _, targets, found = _TYPOS
+    if name not in found:
+        close = difflib.get_close_matches(name, targets, n=1, cutoff=0.85)
+        found[name] = close[0] if close else None
+    return found[name]
 
 
 def _close_keys(ctx: Context, key: str, index: ReaderIndex) -> list[str]:
@@ -166,7 +173,20 @@ def _off_anyway(ctx: Context, key: str, name: str, index: ReaderIndex) -> bool:
 def _shipped_keys(ctx: Context, added: list[str]) -> list[str]:
     """The keys of the composed config that none of the `added` keys (`+key`, a project file's
     new key) made: neither one of those keys, nor under one, nor a node made to hold one."""
-    return [k for k in ctx.keys() if not any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)]
+    made = set(added)
+    holders = {a[:i] for a in made for i, c in enumerate(a) if c == "."}  # the nodes above an added key
+
+    def shipped(k: str) -> bool:
+        if k in made or k in holders:
+            return False
+        i = k.find(".")
+        while i > 0:  # a node above `k` was added
+            if k[:i] in made:
+                return False
+            i = k.find(".", i + 1)
+        return True
+
+    return [k for k in ctx.keys() if shipped(k)]
 
 
 def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, str] | None:
