@@ -56,7 +56,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from ..cache import memo
@@ -188,12 +188,23 @@ class ReaderIndex:
         return False
 
     def built(self, name: str) -> bool:
-        """`name` is built by an f-string from names the code mentions."""
-        for p in self.patterns:
-            m = re.fullmatch(p.replace(".*", "(.*)"), name)
-            if m and all(g == "" or g.isdigit() or g in self.names for g in m.groups()):
-                return True
-        return False
+        """`name` is built by an f-string from names the code mentions (kept per name: the rules
+        ask for each key of each launch, and the patterns are many)."""
+        hit = self._built.get(name)
+        if hit is None:
+            hit = self._built[name] = any(
+                m is not None and all(g == "" or g.isdigit() or g in self.names for g in m.groups())
+                for m in (p.fullmatch(name) for p in self._patterns)
+            )
+        return hit
+
+    @cached_property
+    def _patterns(self) -> list[re.Pattern]:
+        return [re.compile(p.replace(".*", "(.*)")) for p in self.patterns]
+
+    @cached_property
+    def _built(self) -> dict[str, bool]:
+        return {}
 
 
 def _names_node(holder: str, node: str) -> bool:
