@@ -62,13 +62,20 @@ class Context:
         self.gpu_origin = ""  # where it comes from, as the findings say it ("--gpu H100")
         self.models_online = False  # --models online: a hub model's config.json may be downloaded
         self._keys: list[str] | None = None
+        self._mandatory: list[str] = []
 
     def keys(self) -> list[str]:
         """Every dotted key of the composed config (`keys.all_keys`), listed once per launch:
         several rules ask. Do not mutate the result."""
         if self._keys is None:
-            self._keys = all_keys(self.cfg)
+            self._mandatory = []
+            self._keys = all_keys(self.cfg, mandatory=self._mandatory)
         return self._keys
+
+    def mandatory_keys(self) -> list[str]:
+        """The keys whose value is `???` (OmegaConf's mandatory marker), found by the walk of `keys`."""
+        self.keys()
+        return self._mandatory
 
     @property
     def verl_version(self) -> Version | None:
@@ -142,6 +149,14 @@ class Context:
 
     def has(self, key: str) -> bool:
         return config_has(self.cfg, key)
+
+    def section_keys(self, key: str) -> frozenset[str]:
+        """The keys of the config's node at `key` (the root for ''): none where there is no node,
+        or it cannot be resolved."""
+        node = _plain_node(self.cfg, key) if key else self.cfg
+        if not (isinstance(node, DictConfig) and isinstance(node.__dict__["_content"], dict)):
+            node = OmegaConf.select(self.cfg, key, throw_on_resolution_failure=False) if key else self.cfg
+        return frozenset(str(k) for k in node.keys()) if isinstance(node, DictConfig) else frozenset()
 
     def left_to_caller(self, key: str) -> bool:
         """The launch passes `"$@"` and the script does not set `key`: its caller may."""

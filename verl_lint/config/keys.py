@@ -5,16 +5,22 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 
-def all_keys(cfg, prefix: str = "") -> list[str]:
+def all_keys(cfg, prefix: str = "", mandatory: list[str] | None = None) -> list[str]:
     """Every dotted key of `cfg`, parents before their children (a section that is None, missing or
     an interpolation has no keys below it). Read from the nodes' contents, which OmegaConf's
-    accessors check one by one at several times the cost: a launch has ~2,000 keys."""
+    accessors check one by one at several times the cost: a launch has ~2,000 keys. The keys
+    whose value is `???` (OmegaConf's mandatory marker) are added to `mandatory` when it is given:
+    one walk for both."""
     out: list[str] = []
 
     def walk(node: DictConfig, prefix: str) -> None:
         for k, child in node.__dict__["_content"].items():
             full = f"{prefix}.{k}" if prefix else str(k)
             out.append(full)
+            if mandatory is not None:
+                value = child._value()
+                if isinstance(value, str) and value == "???":
+                    mandatory.append(full)
             if isinstance(child, DictConfig) and isinstance(child.__dict__["_content"], dict):
                 walk(child, full)
 

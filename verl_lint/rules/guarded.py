@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig, OmegaConf
-
 from ..config.context import Context
 from ..config.reader import app_sources
 from ..model import Unknown
@@ -29,8 +27,7 @@ guards = lazy_module("verl_lint.config.guards")
 
 def _children(ctx: Context, path: tuple[str, ...]) -> frozenset[str]:
     """The keys of the config node at `path` (none where it is not a node, or cannot be resolved)."""
-    node = OmegaConf.select(ctx.cfg, ".".join(path), throw_on_resolution_failure=False) if path else ctx.cfg
-    return frozenset(str(k) for k in node.keys()) if isinstance(node, DictConfig) else frozenset()
+    return ctx.section_keys(".".join(path))
 
 
 def _anchor(ctx: Context, chain: tuple[str, ...], q: tuple[str, ...]) -> tuple[int, tuple[str, ...]] | None:

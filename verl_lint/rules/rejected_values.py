@@ -11,8 +11,6 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from ..config import classes as config_classes
 from ..config.classes import Choice
 from ..config.context import Context
@@ -259,7 +257,7 @@ def mandatory_value_unset(ctx: Context):
     root = str(ctx.app.verl.root) if ctx.app.verl else ""
     if not root or ctx.launch.caller_args is not None:
         return  # the caller's arguments ("$@") may set it
-    for key in _mandatory_unset(ctx.cfg):
+    for key in ctx.mandatory_keys():
         parent, _, name = key.rpartition(".")
         if ctx.comp.last_setter(key) is not None or ctx.user_set(key) or _under_a_switch(ctx, parent):
             continue  # an override with a value known at run time only composes `???` too
@@ -275,22 +273,6 @@ def mandatory_value_unset(ctx: Context):
             span=ctx.launch.entry_span,
             help=f"set `{key}=...` on the launch",
         )
-
-
-def _mandatory_unset(cfg, prefix: str = "") -> list[str]:
-    """The dotted keys of `cfg` whose value is `???`. (Read from the nodes' own values, as
-    `_is_missing` does: `keys()` and `_get_node` validate each key again, and this walks every
-    node of every launch.)"""
-    out: list[str] = []
-    content = cfg._value()
-    for k, node in content.items() if isinstance(content, dict) else ():
-        key = f"{prefix}.{k}" if prefix else str(k)
-        value = node._value()
-        if isinstance(value, str) and value == "???":
-            out.append(key)
-        elif isinstance(node, DictConfig) and isinstance(value, dict):  # (not None, not an interpolation)
-            out.extend(_mandatory_unset(node, key))
-    return out
 
 
 def _under_a_switch(ctx: Context, path: str) -> bool:
