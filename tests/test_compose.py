@@ -334,6 +334,8 @@ SIMPLE_AND_NOT = [
     *("+a.b=x ++a.b=y ~a=1 ~a a=[1,2] a={b:1} a=${x.y} a='q' a=b,c hydra.run.dir=/tmp/x".split()),
     "a= 1",
     "a=x y",
+    *("a=/data/x.parquet a=qwen2.5-7b_run a=Qwen/Qwen3-8B a=1-2 a=-x a=- a=/ a=. a=.5 a=1.5.5 a=x.y a=a--b".split()),
+    *("a=true-x a=inf-1 a=nan.5 a=1_0.5 a=+1 a=+x a=1e5x a=x/ a=./a a=~/x a=x@y a=x:y ~a.b ~a.b= ~ ~a.0".split()),
 ]
 
 
@@ -424,3 +426,17 @@ def test_a_value_set_in_place_is_what_hydra_sets():
             c, override.key_or_group, override.value()
         )
     assert 15 <= in_place <= len(lines) - 25  # both paths are exercised
+
+
+def test_plain_texts_are_read_as_hydras_parser_reads_them():
+    """Random values of names, digits, signs, `.`, `/`, `-`, `_` and `e` (one of Hydra's tokens
+    or several: numbers, words, paths, run names): each line hydra_api.simple_override reads gives
+    the very Override Hydra's parser gives, and it reads most of them."""
+    import random
+
+    from test_equivalence import simple_overrides_read
+
+    rng = random.Random(0)
+    pieces = ["a", "x", "e", "E", "_", "0", "1", "7", ".", "/", "-", "+", "true", "nan", "inf", "null", "Qwen", "2.5"]
+    lines = [f"k.v={''.join(rng.choice(pieces) for _ in range(rng.randint(1, 5)))}" for _ in range(1500)]
+    assert simple_overrides_read(lines) > len(lines) // 2

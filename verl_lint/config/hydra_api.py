@@ -85,13 +85,26 @@ def parse_override(line: str) -> Override:
     return simple_override(line) or PARSER.parse_overrides([line])[0]
 
 
-# `[+|++|~]a.b.c=VALUE`, a key of plain names and a value that is a bool, null, a decimal int or
-# float or a plain word: exactly what Hydra's lexer reads as one INT, FLOAT, BOOL, NULL or ID token
-# (tests/test_compose.py compares it with Hydra's parser). Anything else is Hydra's to parse.
+# `[+|++|~]a.b.c=VALUE` (or `~a.b.c`), a key of plain names and a value that is a bool, null, a
+# decimal int or float or a plain word: exactly what Hydra's lexer reads as one INT, FLOAT, BOOL,
+# NULL or ID token; or a text of names, digits, `.`, `/` and `-` that is several of its tokens
+# (a path, `qwen2.5-7b_run`), which Hydra joins into that very string. tests/test_compose.py
+# compares it with Hydra's parser. Anything else is Hydra's to parse.
 _SIMPLE = re.compile(r"(\+\+|\+|~)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)=(.+)", re.ASCII)
+_DELETE = re.compile(r"~([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)", re.ASCII)
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)", re.ASCII)
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)", re.ASCII)
-_WORD = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*", re.ASCII)  # Hydra's ID
+_PLAIN_TEXT = re.compile(r"[A-Za-z0-9_./-]+", re.ASCII)
+# One whole token of Hydra's OverrideLexer (VALUE_MODE), as its grammar defines them: FLOAT, INT,
+# BOOL, NULL, ID. A plain text that is none of them is several tokens.
+_UNSIGNED = r"(?:0|[1-9](?:_?[0-9])*)"
+_POINT = rf"(?:{_UNSIGNED}\.|{_UNSIGNED}?\.[0-9](?:_?[0-9])*)"
+_ONE_TOKEN = re.compile(
+    rf"[+-]?(?:{_POINT}|(?:{_UNSIGNED}|{_POINT})[eE][+-]?[0-9](?:_?[0-9])*|[Ii][Nn][Ff]|[Nn][Aa][Nn])"
+    rf"|[+-]?{_UNSIGNED}|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|[Nn][Uu][Ll][Ll]|[A-Za-z_][A-Za-z0-9_-]*",
+    re.ASCII,
+)
 _CONSTANTS = {"true": True, "True": True, "false": False, "False": False, "null": None}
 _NOT_WORDS = {"true", "false", "null", "inf", "nan"}  # in any case: Hydra's BOOL, NULL and FLOAT tokens
 _TYPES = {None: OverrideType.CHANGE, "+": OverrideType.ADD, "++": OverrideType.FORCE_ADD, "~": OverrideType.DEL}
@@ -101,7 +114,19 @@ def simple_override(line: str) -> Override | None:
     """`line` as Hydra's parser reads it, when it has one of the simple forms; else None."""
     m = _SIMPLE.fullmatch(line)
     if m is None:
-        return None
+        d = _DELETE.fullmatch(line)
+        return (
+            Override(
+                type=OverrideType.DEL,
+                key_or_group=d.group(1),
+                value_type=None,
+                _value=None,
+                package=None,
+                input_line=line,
+            )
+            if d
+            else None
+        )
     prefix, key, text = m.groups()
     value: object
     if text in _CONSTANTS:
@@ -111,6 +136,8 @@ def simple_override(line: str) -> Override | None:
     elif _FLOAT.fullmatch(text):
         value = float(text)
     elif _WORD.fullmatch(text) and text.lower() not in _NOT_WORDS:
+        value = text
+    elif _PLAIN_TEXT.fullmatch(text) and not _ONE_TOKEN.fullmatch(text):
         value = text
     else:
         return None
