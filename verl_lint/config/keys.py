@@ -7,25 +7,28 @@ from omegaconf import DictConfig
 
 def all_keys(cfg, prefix: str = "", mandatory: list[str] | None = None) -> list[str]:
     """Every dotted key of `cfg`, parents before their children (a section that is None, missing or
-    an interpolation has no keys below it). Read from the nodes' contents, which OmegaConf's
+    an interpolation has no keys below it). Read from the nodes' own dicts, which OmegaConf's
     accessors check one by one at several times the cost: a launch has ~2,000 keys. The keys
     whose value is `???` (OmegaConf's mandatory marker) are added to `mandatory` when it is given:
     one walk for both."""
     out: list[str] = []
+    add = out.append
 
-    def walk(node: DictConfig, prefix: str) -> None:
-        for k, child in node.__dict__["_content"].items():
-            full = f"{prefix}.{k}" if prefix else str(k)
-            out.append(full)
-            if mandatory is not None:
-                value = child._value()
-                if isinstance(value, str) and value == "???":
-                    mandatory.append(full)
-            if isinstance(child, DictConfig) and isinstance(child.__dict__["_content"], dict):
-                walk(child, full)
+    def walk(content: dict, above: str) -> None:  # `above`: the parent's key and a dot, or the prefix
+        for k, child in content.items():
+            full = above + k if k.__class__ is str else above + format(k) if above else str(k)
+            add(full)
+            own = child.__dict__
+            sub = own.get("_content", own.get("_val"))  # a container's content, a value node's value
+            if isinstance(sub, dict):
+                if isinstance(child, DictConfig):
+                    walk(sub, full + ".")
+            elif mandatory is not None and isinstance(sub, str) and sub == "???":
+                mandatory.append(full)
 
-    if isinstance(cfg, DictConfig) and isinstance(cfg.__dict__["_content"], dict):
-        walk(cfg, prefix)
+    content = cfg.__dict__["_content"] if isinstance(cfg, DictConfig) else None
+    if isinstance(content, dict):
+        walk(content, f"{prefix}." if prefix else "")
     return out
 
 
