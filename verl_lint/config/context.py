@@ -4,9 +4,10 @@ the script's env and the versions in play."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TypeVar
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import MissingMandatoryValue, OmegaConfBaseException
@@ -22,6 +23,7 @@ from .compose import AppliedOverride, Composition
 from .keys import all_keys
 
 MISSING = Unknown("the key is not in the config")
+T = TypeVar("T")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name an interpolation may read (as `config.guards.WORD`)
 
 
@@ -51,6 +53,7 @@ class Context:
         self.live = live
         self.unknown_reads: list[str] | None = None  # when a list: the keys read that the script left to run time
         self.rule_runs: dict[str, tuple[list, list[str]]] = {}  # code -> (findings, unknown reads): Rule.run
+        self._once: dict[Callable, tuple[object, list[str]]] = {}  # fact -> (its value, unknown reads): once()
         if not live:
             OmegaConf.register_new_resolver(
                 "oc.env", _oc_env, replace=True
@@ -71,6 +74,21 @@ class Context:
             self._mandatory = []
             self._keys = all_keys(self.cfg, mandatory=self._mandatory)
         return self._keys
+
+    def once(self, fact: Callable[[Context], T]) -> T:
+        """`fact(self)`, computed once per launch (a fact about the launch several rules ask for);
+        the keys it read that the script leaves to run time count for each rule that asks."""
+        hit = self._once.get(fact)
+        if hit is None:
+            outer, self.unknown_reads = self.unknown_reads, []
+            try:
+                value = fact(self)
+            finally:
+                reads, self.unknown_reads = self.unknown_reads, outer
+            hit = self._once[fact] = (value, reads)
+        if self.unknown_reads is not None:
+            self.unknown_reads += hit[1]
+        return hit[0]  # type: ignore[return-value]
 
     def mandatory_keys(self) -> list[str]:
         """The keys whose value is `???` (OmegaConf's mandatory marker), found by the walk of `keys`."""

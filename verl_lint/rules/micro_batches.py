@@ -83,7 +83,11 @@ def micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     reference's when the validation is told a reference policy is used: always in verl
     0.2-0.3, with a KL loss or in-reward KL from 0.4, as the entry point decides it, see
     `config/roles.py`), the critic's when one is trained and the reward model's when it is
-    enabled, each when its own dynamic batch size is off."""
+    enabled, each when its own dynamic batch size is off. Worked out once per launch (two rules ask)."""
+    return ctx.once(_micro_batch_pairs)
+
+
+def _micro_batch_pairs(ctx) -> list[tuple[str, str]]:
     if not validates(ctx):
         # An app of verl's own that skips the validation (the fully-async trainer) and starts
         # verl's training workers: the actor's worker builds its config dataclass all the same.

@@ -103,7 +103,12 @@ def _read_wiring(path: str, module: ast.Module) -> tuple[tuple[tuple[tuple[bool,
 
 
 def ref_policy(ctx: Context) -> bool | None:
-    """Whether the config validation checks the reference policy's settings for this launch."""
+    """Whether the config validation checks the reference policy's settings for this launch
+    (several size rules ask: worked out once per launch)."""
+    return ctx.once(_ref_policy)
+
+
+def _ref_policy(ctx: Context) -> bool | None:
     path = Path(ctx.app.file)
     f = _file(str(path))
     if f is not None and f.validation is not None:
