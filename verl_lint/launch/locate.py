@@ -85,7 +85,7 @@ class HydraApp(NamedTuple):
     def place_in_tree(self) -> tuple[str, ...] | None:
         """The app file's path parts under the verl tree's `verl/` or `recipe/` (`("recipe",
         "dapo", "main_dapo.py")`); None for an entry point of a project's own."""
-        return None if self.verl is None else _place_in_tree(self.verl.root, Path(self.file))
+        return None if self.verl is None else _place_in_tree(self.verl.root, self.file)
 
     def verl_module(self) -> str | None:
         """The module of an entry point of verl's own (`verl.trainer.main_ppo`, `recipe.dapo.main_dapo`);
@@ -95,8 +95,8 @@ class HydraApp(NamedTuple):
 
 
 @lru_cache(maxsize=256)  # asked by every rule of every launch; resolving is system calls
-def _place_in_tree(root: Path, file: Path) -> tuple[str, ...] | None:
-    root, file = root.resolve(), file.resolve()
+def _place_in_tree(root: Path, file: str | Path) -> tuple[str, ...] | None:
+    root, file = root.resolve(), Path(file).resolve()
     parts = file.relative_to(root).parts if root in file.parents else ()
     return parts if len(parts) > 1 and parts[0] in ("verl", "recipe") else None
 

@@ -9,7 +9,7 @@ that one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -23,20 +23,26 @@ from ..model import Diagnostic, Related, Span
 from ..registry import Subject, rule
 
 
-def _facts(ctx: Context, root: str, key: str) -> Iterator[tuple[Deprecation, str]]:
-    """What the tree says about setting `key`: (fact, the key verl copies the value into or "")."""
-    path, _, field = key.rpartition(".")
-    cls = config_classes.of_node(root, path, ctx.get(f"{path}._target_", None) if path else None)
-    fact = cls.deprecated.get(field) if cls is not None else None
-    if fact is not None:
-        yield fact, f"{path}.{fact.new}" if fact.new else ""
-    for fact in key_facts(Path(root), app_sources(ctx.app))[0]:
-        if fact.key == key:
-            yield fact, ""
+def _facts(ctx: Context, root: str) -> Callable[[str], list[tuple[Deprecation, str]]]:
+    """What the tree says about setting a key of this launch: for a key, each (fact, the key verl
+    copies the value into or ""). What holds for every key (the code's facts, the config's
+    comments, the configs the launch composes) is read once per launch."""
+    in_code = key_facts(Path(root), app_sources(ctx.app))[0]
+    commented = in_config_comments(root)
     own = {(ctx.app.config_name or "").removesuffix(".yaml"), *ctx.comp.verl_configs}
-    for fact in in_config_comments(root):
-        if _declared_for(fact, key, own):
-            yield fact, ""
+
+    def facts(key: str) -> list[tuple[Deprecation, str]]:
+        out = []
+        path, _, field = key.rpartition(".")
+        cls = config_classes.of_node(root, path, ctx.get(f"{path}._target_", None) if path else None)
+        fact = cls.deprecated.get(field) if cls is not None else None
+        if fact is not None:
+            out.append((fact, f"{path}.{fact.new}" if fact.new else ""))
+        out += [(fact, "") for fact in in_code if fact.key == key]
+        out += [(fact, "") for fact in commented if _declared_for(fact, key, own)]
+        return out
+
+    return facts
 
 
 def _declared_for(fact: Deprecation, key: str, configs: set[str]) -> bool:
@@ -124,8 +130,9 @@ def deprecated_key(ctx: Context, settings):
     if not root:
         return
     chosen = {o.key for o in settings}
+    facts_of = _facts(ctx, root)
     for key in sorted(chosen):
-        facts = list(_facts(ctx, root, key))  # most keys have none: then the config is not searched
+        facts = facts_of(key)  # most keys have none: then the config is not searched
         if not facts or _interpolated(ctx, key):
             continue
         for fact, new in facts:
