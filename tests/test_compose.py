@@ -7,8 +7,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import NEWEST, across_releases
@@ -375,10 +375,9 @@ def test_a_value_set_in_place_is_what_hydra_sets():
     Hydra's `_apply_overrides_to_config` gives, and the in-place path takes the plain cases."""
     import copy
 
-    from bench.run import node_signature
-
     from omegaconf import IntegerNode
 
+    from bench.run import node_signature
     from verl_lint.config import hydra_api
 
     cfg = OmegaConf.create(
@@ -401,7 +400,9 @@ def test_a_value_set_in_place_is_what_hydra_sets():
     lines = [
         *("plain.n=2 plain.n=abc plain.n=1.5 plain.s=y plain.s=3 plain.none=1 plain.missing=2 plain.ref=5".split()),
         *("plain.deep.k=true plain.deep=3 plain.nope=1 plain.n.sub=1 +plain.new=1 ++plain.n=7 ~plain.s".split()),
-        *("typed.n=2 typed.n=abc typed.n=2.5 typed.n=true typed.x=2 typed.x=abc typed.flag=true typed.flag=yes".split()),
+        *(
+            "typed.n=2 typed.n=abc typed.n=2.5 typed.n=true typed.x=2 typed.x=abc typed.flag=true typed.flag=yes".split()
+        ),
         *("typed.flag=1 typed.s=5 typed.s=true typed.maybe=3 typed.maybe=null typed.mode=B typed.mode=C".split()),
         *("typed.mode=2 typed.items=3 typed.nope=1 locked.k=2 none_section.k=1 missing_section.k=1".split()),
         *("ref_section.k=9 lst.0=5 lst.1.k=3 ints.1=two plain.n=null plain.s=${plain.n} plain.s=???".split()),
@@ -412,7 +413,10 @@ def test_a_value_set_in_place_is_what_hydra_sets():
     for line in lines:
         override = hydra_api.parse_override(line)
         outcomes = []
-        for apply in (hydra_api.apply_override, lambda o, c: hydra_api.ConfigLoaderImpl._apply_overrides_to_config([o], c)):
+        for apply in (
+            hydra_api.apply_override,
+            lambda o, c: hydra_api.ConfigLoaderImpl._apply_overrides_to_config([o], c),
+        ):
             c = copy.deepcopy(cfg)
             try:
                 apply(override, c)
