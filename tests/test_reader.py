@@ -503,3 +503,40 @@ def test_a_project_package_is_a_reader(tmp_path, verl_trees):
     assert found(RELEASES[-1]) == [unread, ("VL233", "actor_rollout_ref.rollout.tool_budget")]
     # The newest builds the rollout node into RolloutConfig, but the project runs its own worker.
     assert found(RELEASES[0]) == [unread]
+
+
+def test_the_keys_an_added_key_did_not_make_are_found_in_one_pass():
+    """VL230 sets the keys the launch added apart from the keys the config ships, passing an
+    added key's section in one step (a config's keys come depth first). On random configs and
+    added keys (some of them keys of the config, some not), the keys it keeps are those that are
+    not an added key, not under one and not a node above one."""
+    import random
+
+    from omegaconf import OmegaConf
+
+    from verl_lint.config.keys import all_keys
+    from verl_lint.rules import unread
+
+    class Launch:
+        def __init__(self, keys):
+            self._keys = keys
+
+        def keys(self):
+            return self._keys
+
+    rng = random.Random(5)
+    names = ["a", "b", "ab", "a_b", "c"]
+
+    def tree(depth):
+        if depth == 0 or rng.random() < 0.3:
+            return rng.randint(0, 3)
+        return {rng.choice(names): tree(depth - 1) for _ in range(rng.randint(1, 4))}
+
+    for _ in range(500):
+        keys = all_keys(OmegaConf.create({"r": tree(4), "a": tree(3), "b": tree(3)}))
+        added = [
+            rng.choice(keys) if rng.random() < 0.7 else ".".join(rng.choice(names) for _ in range(3))
+            for _ in range(rng.randint(0, 4))
+        ]
+        made = [k for k in keys if any(k == a or k.startswith(a + ".") or a.startswith(k + ".") for a in added)]
+        assert unread._shipped_keys(Launch(keys), added) == [k for k in keys if k not in made], added

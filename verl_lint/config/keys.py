@@ -6,8 +6,8 @@ from omegaconf import DictConfig
 
 
 def all_keys(cfg, prefix: str = "", mandatory: list[str] | None = None) -> list[str]:
-    """Every dotted key of `cfg`, parents before their children (a section that is None, missing or
-    an interpolation has no keys below it). Read from the nodes' own dicts, which OmegaConf's
+    """Every dotted key of `cfg`, depth first: each section's keys right after it (a section that
+    is None, missing or an interpolation has no keys below it). Read from the nodes' own dicts, which OmegaConf's
     accessors check one by one at several times the cost: a launch has ~2,000 keys. The keys
     whose value is `???` (OmegaConf's mandatory marker) are added to `mandatory` when it is given:
     one walk for both."""

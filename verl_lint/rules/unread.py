@@ -175,18 +175,15 @@ def _shipped_keys(ctx: Context, added: list[str]) -> list[str]:
     new key) made: neither one of those keys, nor under one, nor a node made to hold one."""
     made = set(added)
     holders = {a[:i] for a in made for i, c in enumerate(a) if c == "."}  # the nodes above an added key
-
-    def shipped(k: str) -> bool:
-        if k in made or k in holders:
-            return False
-        i = k.find(".")
-        while i > 0:  # a node above `k` was added
-            if k[:i] in made:
-                return False
-            i = k.find(".", i + 1)
-        return True
-
-    return [k for k in ctx.keys() if shipped(k)]
+    out: list[str] = []
+    under: str | None = None  # `key.` of the added key whose keys are being passed
+    for k in ctx.keys():  # (depth first: a node's keys come right after it)
+        if under is not None and k.startswith(under):
+            continue
+        under = k + "." if k in made else None
+        if under is None and k not in holders:
+            out.append(k)
+    return out
 
 
 def _misplaced(ctx: Context, key: str, index: ReaderIndex, shipped: list[str]) -> tuple[str, str] | None:
