@@ -339,17 +339,20 @@ class Registry:
     def __init__(self) -> None:
         self._rules: dict[str, Rule] = {}
         self._containing: dict[str, frozenset[str]] = {}  # version -> the specifiers containing it
+        self._in_order: tuple[Rule, ...] | None = None  # by code: every launch iterates them
 
     def register(self, rule: Rule) -> Rule:
         if rule.code in self._rules:
             raise ValueError(f"duplicate rule code {rule.code}")
         self._rules[rule.code] = rule
         self._containing.clear()
+        self._in_order = None
         return rule
 
     def unregister(self, code: str) -> None:
         self._rules.pop(code, None)
         self._containing.clear()
+        self._in_order = None
 
     def specs_containing(self, version: Version) -> frozenset[str]:
         """The rules' verl specifiers that contain `version`, kept on disk per version and set of
@@ -377,7 +380,9 @@ class Registry:
         return next((r for r in self._rules.values() if r.name == name), None)
 
     def __iter__(self):
-        return iter(sorted(self._rules.values(), key=lambda r: r.code))
+        if self._in_order is None:
+            self._in_order = tuple(sorted(self._rules.values(), key=lambda r: r.code))
+        return iter(self._in_order)
 
     def __len__(self) -> int:
         return len(self._rules)
