@@ -20,7 +20,7 @@ from ..launch.locate import HydraApp
 from ..model import Diagnostic, EnvVar, Fix, Launch, Related, Severity, Span, Unknown
 from ..registry import REGISTRY, Subject
 from .compose import AppliedOverride, Composition
-from .keys import all_keys
+from .keys import all_keys, plain_node
 
 MISSING = Unknown("the key is not in the config")
 T = TypeVar("T")
@@ -65,13 +65,12 @@ class Context:
         self.gpu_origin = ""  # where it comes from, as the findings say it ("--gpu H100")
         self.models_online = False  # --models online: a hub model's config.json may be downloaded
         self._keys: list[str] | None = None
-        self._mandatory: list[str] = []
+        self._mandatory: list[str] = []  # filled by the walk of `keys`
 
     def keys(self) -> list[str]:
         """Every dotted key of the composed config (`keys.all_keys`), listed once per launch:
         several rules ask. Do not mutate the result."""
         if self._keys is None:
-            self._mandatory = []
             self._keys = all_keys(self.cfg, mandatory=self._mandatory)
         return self._keys
 
@@ -171,7 +170,7 @@ class Context:
     def section_keys(self, key: str) -> frozenset[str]:
         """The keys of the config's node at `key` (the root for ''): none where there is no node,
         or it cannot be resolved."""
-        node = _plain_node(self.cfg, key) if key else self.cfg
+        node = plain_node(self.cfg, key) if key else self.cfg
         if not (isinstance(node, DictConfig) and isinstance(node.__dict__["_content"], dict)):
             node = OmegaConf.select(self.cfg, key, throw_on_resolution_failure=False) if key else self.cfg
         return frozenset(str(k) for k in node.keys()) if isinstance(node, DictConfig) else frozenset()
@@ -358,9 +357,9 @@ def config_has(cfg: DictConfig, key: str) -> bool:
     """`key` is in `cfg`, a mandatory `???` value included (`OmegaConf.select` answers such a
     key with its default, as if it were absent: verl >= 0.6 ships `rollout.name: ???`)."""
     parent, _, last = key.rpartition(".")
-    node = _plain_node(cfg, parent) if parent else cfg
+    node = plain_node(cfg, parent) if parent else cfg
     if isinstance(node, DictConfig) and isinstance(node.__dict__["_content"], dict):
-        return last in node.__dict__["_content"]  # (a plain path: read from the nodes, as `_plain_node`)
+        return last in node.__dict__["_content"]  # (a plain path: read from the nodes, as `plain_node`)
     if parent:
         node = OmegaConf.select(cfg, parent, default=None, throw_on_missing=False, throw_on_resolution_failure=False)
     if isinstance(node, DictConfig):
@@ -370,7 +369,7 @@ def config_has(cfg: DictConfig, key: str) -> bool:
 
 def _references(cfg: DictConfig, key: str) -> list[str]:
     """The absolute keys an interpolation at `key` reads (`${a.b}`, `${oc.select:a.b,x}`)."""
-    node = _plain_node(cfg, key)
+    node = plain_node(cfg, key)
     value = node.__dict__.get("_val", node.__dict__.get("_content")) if node is not None else None
     if not (isinstance(value, str) and "${" in value):  # OmegaConf's own test of an interpolation
         return []
@@ -391,31 +390,12 @@ def _plain_value(cfg, key: str):
     Exactly what `OmegaConf.select` returns there (`ValueNode._value()`), at ~1/15 of its cost:
     rules read dozens of keys per launch, and the Hydra callback pays that at every job start.
     """
-    node = _plain_node(cfg, key)
+    node = plain_node(cfg, key)
     if isinstance(node, ValueNode):
         v = node.__dict__["_val"]
         if not (isinstance(v, str) and (v == "???" or "${" in v)):  # not missing, not an interpolation
             return v
     return _SLOW
-
-
-def _plain_node(cfg, key: str):
-    """The node at `key` when the path to it is plain (dicts, no interpolation, missing value or
-    None on the way; the node itself may be anything), else None. Read from the dicts' contents
-    (a key OmegaConf would convert, as in a dict of int keys, is not plain)."""
-    if not isinstance(cfg, DictConfig) or "[" in key:
-        return None
-    node = cfg
-    for part in key.split("."):
-        if not part or not isinstance(node, DictConfig):
-            return None
-        content = node.__dict__["_content"]
-        if not isinstance(content, dict):  # None, `???` or an interpolation
-            return None
-        node = content.get(part)
-        if node is None:
-            return None
-    return node
 
 
 # The interpolations most of verl's config values are: `${a.b}` and `${oc.select:a.b,DEFAULT}`,
@@ -430,7 +410,7 @@ def _simple_reference(cfg, key: str):
     resolves there (the node interpolation's target; `oc.select` gives its default only for a
     missing key). Else `_SLOW`, and OmegaConf resolves it: this skips its grammar, whose parse costs
     ~0.3 ms per value read and ~3 ms for the first one in a process (a Hydra job start pays that)."""
-    node = _plain_node(cfg, key)
+    node = plain_node(cfg, key)
     if type(node) is not AnyNode or not node._is_interpolation() or cfg._get_parent() is not None:
         return _SLOW
     m = _SIMPLE_REFERENCE.fullmatch(str(node._value()))

@@ -11,7 +11,6 @@ import os
 import re
 import site
 import sys
-from typing import Any
 
 import hydra
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
@@ -28,6 +27,8 @@ from hydra.core.utils import JobRuntime, setup_globals
 from hydra.errors import HydraException, OverrideParseException
 from hydra.types import RunMode
 from omegaconf import AnyNode, DictConfig, ValueNode
+
+from .keys import plain_node
 
 __all__ = [
     "apply_override",
@@ -158,22 +159,16 @@ def apply_override(override: Override, cfg: DictConfig) -> None:
 
 
 def _set_existing(cfg: DictConfig, key: str, value: object) -> bool:
-    """OmegaConf.update(cfg, key, value) when the key's every step is a DictConfig holding a dict
-    and its last is a value node that takes a value in place (OmegaConf's `_set_item_impl`: an
-    AnyNode, or a node with a type); False, with nothing changed, in any other case."""
+    """OmegaConf.update(cfg, key, value) when the key's path is plain (`keys.plain_node`: a dict
+    at each step) and it ends at a value node that takes a value in place (OmegaConf's
+    `_set_item_impl`: an AnyNode, or a node with a type); False, with nothing changed, in any
+    other case."""
     if type(value) not in (bool, int, float, str) or isinstance(value, str) and ("$" in value or value == "???"):
         return False  # (an interpolation, or a value OmegaConf keeps as it is written: its own rules)
-    parent, node = None, cfg
-    for part in key.split("."):
-        if not isinstance(node, DictConfig) or node._metadata.key_type not in (Any, str):
-            return False
-        content = node.__dict__["_content"]
-        if not isinstance(content, dict):
-            return False  # None, missing or an interpolation: OmegaConf resolves or replaces it
-        parent, node = node, content.get(part)
+    node = plain_node(cfg, key)
     if not isinstance(node, ValueNode) or not (isinstance(node, AnyNode) or node._has_ref_type()):
         return False
-    if parent._get_flag("readonly"):
+    if node._get_parent()._get_flag("readonly"):  # (its section's flag, whatever the node's own says)
         return False
     try:
         node._set_value(value)  # validates and converts; on failure the node is unchanged

@@ -32,6 +32,25 @@ def all_keys(cfg, prefix: str = "", mandatory: list[str] | None = None) -> list[
     return out
 
 
+def plain_node(cfg, key: str):
+    """The node at `key` when the path to it is plain (dicts, no interpolation, missing value or
+    None on the way; the node itself may be anything), else None. Read from the dicts' contents
+    (a key OmegaConf would convert, as in a dict of int keys, is not plain)."""
+    if not isinstance(cfg, DictConfig) or "[" in key:
+        return None
+    node = cfg
+    for part in key.split("."):
+        if not part or not isinstance(node, DictConfig):
+            return None
+        content = node.__dict__["_content"]
+        if not isinstance(content, dict):  # None, `???` or an interpolation
+            return None
+        node = content.get(part)
+        if node is None:
+            return None
+    return node
+
+
 def same_name_elsewhere(cfg, key: str, keys: list[str] | None = None) -> str | None:
     """The key of `key`'s name under another section, when one stands out: a critic setting
     placed under the actor, a rollout key under the actor. The only key of that name, or among
