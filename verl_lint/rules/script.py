@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..catalogue import BROKEN_LINE_CONTINUATION, NEVER_ASSIGNED, OVERRIDE_LIKE, ZSH_GLOB
-from ..embedded import DOCS
 from ..model import Cut, Diagnostic, Launch, Severity, Span, Word
 from ..registry import REGISTRY
 from ..terminal import shorten
@@ -158,6 +157,8 @@ def zsh_globs(path: str, text: str, launches: list[Launch]) -> list[Diagnostic]:
     reads it: a zsh script (its `#!` line or `.zsh` name) stops there (an error); a doc's code
     block is pasted into the reader's shell, zsh on macOS (a warning). bash and sh pass a glob
     that matches no file on as written, so a bash script is not judged."""
+    from ..embedded import DOCS  # its patterns and the launcher table only when a script is read, not at a job start
+
     is_doc = path.lower().endswith(DOCS)
     if not is_doc and not (path.endswith(".zsh") or re.match(_ZSH_SHEBANG, text)):
         return []
