@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import astuple
 
 import pytest
 from conftest import NEWEST, codes, json_findings
@@ -101,7 +100,7 @@ def test_hugging_face_cache(tmp_path, lint):
     cache = _hub_cache(tmp_path / "hub", "acme/tiny-gqa")
     facts = resolve("acme/tiny-gqa", {"HF_HUB_CACHE": str(cache)})
     assert isinstance(facts, ModelFacts) and facts.kv_heads == 2 and "revision 0123456789ab" in facts.source
-    assert astuple(resolve("acme/tiny-gqa", {"HF_HOME": str(tmp_path)})) == astuple(facts)  # the same facts
+    assert resolve("acme/tiny-gqa", {"HF_HOME": str(tmp_path)}) == facts  # the same facts
     script = main_ppo(f"{M}.path=acme/tiny-gqa", f"{R}.tensor_model_parallel_size=8", env={"HF_HUB_CACHE": str(cache)})
     assert codes(lint(script)) == ["VL320"]
     ok = main_ppo(f"{M}.path=acme/tiny-gqa", f"{R}.tensor_model_parallel_size=2", env={"HF_HUB_CACHE": str(cache)})

@@ -15,16 +15,16 @@ Nothing is guessed: a name none of these knows is `None` (the rules that need it
 and a `config.json` that cannot be read is a `ModelProblem` with one clear line. Reads go
 through `open`, so the result cache records the files a finding depended on; a file looked
 for and absent is recorded too (`verl_lint.read`), so creating it later invalidates the entry.
-"""
 
-from __future__ import annotations
+Real (not postponed) annotations here, as in `model.py`: defining `ModelFacts`, at every Hydra job
+start with the callback, then compiles no string per field.
+"""
 
 import json
 import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -44,8 +44,7 @@ class ModelProblem(NamedTuple):
     message: str
 
 
-@dataclass(frozen=True, eq=False)  # never compared (tests compare fields): no generated __eq__/__hash__
-class ModelFacts:
+class ModelFacts(NamedTuple):  # a NamedTuple, not a dataclass: it is defined at every Hydra job start
     """What a launch's model is, as its `config.json` says (the language model's part of it)."""
 
     name: str  # as the launch names it

@@ -11,7 +11,6 @@ config that cannot be read once per launch (VL328).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from weakref import WeakKeyDictionary
 
 from packaging.version import Version
@@ -114,7 +113,7 @@ def _overridden(facts: ModelFacts, override) -> ModelFacts | None:
         v = values["max_position_embeddings"]
         if not isinstance(v, int) or isinstance(v, bool):
             return None
-        facts = replace(facts, max_positions=v)
+        facts = facts._replace(max_positions=v)
     if "rope_scaling" in values:
         return None
     return facts
