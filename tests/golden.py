@@ -1,4 +1,4 @@
-"""Golden CLI output: the rules' example fixtures (verl_lint/rules/examples/, see registry.Example)
+"""Golden CLI output: the rules' example fixtures (verl_lint/rules/examples/, see verl_lint/examples.py)
 and the bundled examples/, each run through `verl-lint check` and compared byte for byte with
 the output recorded beside it. scripts/regen_golden.py records it; tests/test_rule_examples.py
 and tests/test_examples.py compare.
@@ -24,7 +24,8 @@ from conftest import EXAMPLES, RELEASES
 
 from verl_lint.cache import cache_dir
 from verl_lint.cli import main
-from verl_lint.registry import Example, Rule, parse_version
+from verl_lint.examples import Example
+from verl_lint.registry import Rule, parse_version
 from verl_lint.rules import registered_rules
 
 ROOT = Path(__file__).resolve().parent.parent

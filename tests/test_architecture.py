@@ -26,6 +26,7 @@ BASE = (
     "evidence",
     "places",
     "registry",
+    "examples",
     "catalogue",
     "knowledge",
     "table_checks",

@@ -28,7 +28,8 @@ from golden import (
     run_fixture,
 )
 
-from verl_lint.registry import EXAMPLES_DIR, REGISTRY
+from verl_lint.examples import EXAMPLES_DIR
+from verl_lint.registry import REGISTRY
 from verl_lint.rules import pack  # noqa: F401 - registers every rule before CASES is built
 
 

@@ -107,7 +107,7 @@ class RuleRecord:
     # The evidence, checked in the verl tree being linted (all must hold; see Fact), each file read once per
     # process. Only where the tree has no source to check (no Python file in verl/workers) does the range decide.
     requires: tuple[Fact, ...] = table_field(list_of(_fact, nonempty=True), ())
-    # Its bad/good examples are fixtures: verl_lint/rules/examples/CODE/ (registry.Example).
+    # Its bad/good examples are fixtures: verl_lint/rules/examples/CODE/ (examples.py).
     line: int = 0  # where the record starts in its table (not a table field)
 
     @property
