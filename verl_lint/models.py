@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import NamedTuple
 
+from .cache import remembered
+
 MAX_CONFIG_BYTES = 4 << 20  # a config.json is a few KiB; a larger "config" is not one
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # ORG/NAME, as the hub spells a repository
 # Where a multimodal or wrapped model keeps its language model's config (vLLM: hf_text_config).
@@ -317,7 +319,13 @@ def _from_hub_cache(name: str, env: Mapping[str, str | None]) -> ModelFacts | Mo
 
 def from_table(name: str) -> ModelFacts | None:
     """The record of verl-lint's model table for hub id `name` or a directory whose basename
-    is a hub id's name (`/data/Qwen2.5-7B-Instruct`), else None."""
+    is a hub id's name (`/data/Qwen2.5-7B-Instruct`), else None. Kept per name on disk (keyed,
+    like every cache entry, on the tables' files): a Hydra job start that names a model it named
+    before does not load the whole table (~1 ms)."""
+    return remembered("tables", "models by name", name, lambda: _from_table(name))
+
+
+def _from_table(name: str) -> ModelFacts | None:
     index = _table_index()
     key = name.rstrip("/").lower()
     hit = index.get(key) or index.get(key.rsplit("/", 1)[-1])
