@@ -5,7 +5,6 @@ Real (not postponed) annotations here: defining these classes, at every Hydra jo
 the callback, then skips compiling a string per field.
 """
 
-import shlex
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -59,6 +58,8 @@ COMMAND_LINE = "<command line>"
 def command_text(argv: list[str]) -> str:
     """A command line as the text its spans point into: argument N on line N + 1, joined by
     ` \\` continuations so it is still the same bash command."""
+    import shlex  # the command line's text is for the CLI: a Hydra job start never builds it
+
     return " \\\n".join(shlex.quote(a) for a in argv) + "\n"
 
 

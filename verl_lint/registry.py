@@ -14,7 +14,6 @@ import fnmatch
 import functools
 import importlib.util
 import re
-import shlex
 import sys
 import textwrap
 import weakref
@@ -476,6 +475,8 @@ ROLLOUT_NAME = "actor_rollout_ref.rollout.name=vllm"  # verl >= 0.7 ships `name:
 def main_ppo(*overrides: str, env: dict[str, str] | None = None, module: str = "verl.trainer.main_ppo") -> str:
     """An example script: optional exports, then one main_ppo launch with `overrides` (and
     `actor_rollout_ref.rollout.name=vllm` unless they name the rollout: verl >= 0.7 requires it)."""
+    import shlex  # only the rules' example scripts need it, never a lint
+
     if module == "verl.trainer.main_ppo" and not any(
         o.lstrip("+~").startswith("actor_rollout_ref.rollout.name=") for o in overrides
     ):
