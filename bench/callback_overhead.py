@@ -11,7 +11,7 @@ verl, ray) was imported.
 That difference is the right quantity but a noisy estimate: Hydra's own start-up (~2 s here)
 varies by more than the target between two runs. What the callback adds is therefore measured
 inside the runs: Hydra's import of `verl_lint.callback` plus the callback's own `on_job_start`
-timer (every lint stage and every lazy import; logged as "clean (N ms)"), medians over the runs
+timer (every lint stage and every lazy import; the "(N ms)" of its closing log line), medians over the runs
 (wall time), and step by step in fresh processes (wall and CPU time). The verdict uses the CPU
 time of those steps (`--verdict wall` for the wall time): the work is single-threaded, so on a
 quiet machine the two agree, and on a busy one only CPU time measures the callback.
@@ -215,7 +215,12 @@ def _run(app: Path, config_dir: Path, out_dir: Path, with_callback: bool, overri
     if proc.returncode != 0 or m is None:
         raise SystemExit(f"benchmark app failed (rc={proc.returncode}):\n{text}")
     res = json.loads(m.group(1))
-    cb = re.search(r"verl-lint: config and environment clean \((\d+(?:\.\d+)?) ms\)", text)
+    # The callback's closing line says how long on_job_start took, clean or with findings below fail_on.
+    cb = re.search(
+        r"verl-lint: (?:config and environment clean|no findings, but .*|\d+ finding\(s\), .*) \((\d+(?:\.\d+)?) ms\)$",
+        text,
+        re.M,
+    )
     res["on_job_start_ms"] = float(cb.group(1)) if cb else None
     if with_callback and "verl-lint" not in text:
         raise SystemExit(f"the callback did not run:\n{text}")

@@ -179,6 +179,8 @@ def test_fail_on_never_logs_warnings_and_runs(tmp_path, verl_trees):
     assert marker is not None
     warning = next(line for line in out.splitlines() if "VL301" in line)
     assert "[WARNING]" in warning and "help:" in warning, warning
+    closing = out.splitlines()[[i for i, line in enumerate(out.splitlines()) if "verl-lint: " in line][-1]]
+    assert re.search(r"verl-lint: \d+ finding\(s\), none blocks the job \(fail_on=never\) \(\d+\.\d ms\)$", closing)
 
 
 @pytest.mark.slow

@@ -229,9 +229,17 @@ class VerlLintCallback(Callback):
         for d in diags:
             level = logging.WARNING if d.severity >= Severity.WARNING else logging.INFO
             log.log(level, "verl-lint: %s", _one_line(d))
-        if not diags and not self.skipped:
+        if diags:
+            log.info(
+                "verl-lint: %d finding(s), none blocks the job (fail_on=%s)%s (%.1f ms)",
+                len(diags),
+                self.fail_on,
+                f", {len(self.skipped)} check(s) skipped (see above)" if self.skipped else "",
+                self.elapsed * 1000,
+            )
+        elif not self.skipped:
             log.info("verl-lint: config and environment clean (%.1f ms)", self.elapsed * 1000)
-        elif not diags:
+        else:
             log.info(
                 "verl-lint: no findings, but %d check(s) skipped (see above) (%.0f ms)",
                 len(self.skipped),
