@@ -162,6 +162,26 @@ def test_disk_cache_follows_the_files(tmp_path, monkeypatch):
     assert reader_index(root).reads("brand_new_knob")
 
 
+def test_a_projects_own_files_add_no_facts_about_keys(tmp_path, monkeypatch):
+    """The facts about keys (deprecated keys, choices) come from the tree's verl/ alone, so
+    `key_facts` (read at every Hydra job start) never loads the index a project's entry point
+    joins: its answer is the joined index's."""
+    from verl_lint.config.reader import key_facts
+
+    monkeypatch.setenv("VERL_LINT_CACHE_DIR", str(tmp_path / "cache"))
+    warns = 'def f(config):\n    if config.data.get("{0}", None) is not None:\n        print("WARNING: {0} is deprecated.")\n'
+    root = _tree(tmp_path).resolve()
+    (root / "verl" / "trainer" / "old.py").write_text(warns.format("vbs"))
+    proj = tmp_path / "proj" / "mypkg"
+    proj.mkdir(parents=True)
+    (proj / "__init__.py").write_text(warns.format("project_vbs"))
+    joined = build(root, (proj.resolve(),))
+    assert [d.key for d in joined.deprecated] == ["data.vbs"] and joined.reads("project_vbs")
+    assert key_facts(root) == (joined.deprecated, joined.choices)
+    (root / "verl" / "trainer" / "new.py").write_text(warns.format("project_vbs"))  # the same code in verl/ counts
+    assert [d.key for d in build(root).deprecated] == ["data.project_vbs", "data.vbs"]
+
+
 def test_a_project_edit_never_indexes_the_verl_tree_again(tmp_path, monkeypatch, capsys):
     """A project's own files (its package, its config dirs) are indexed apart from the verl tree
     (issue #36, item 3): a comment added to the project's YAML, or a second project, reads the

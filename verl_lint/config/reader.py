@@ -228,25 +228,22 @@ def reader_index(tree_root: Path, extra: tuple[Path, ...] = ()) -> ReaderIndex:
     return hit
 
 
-def key_facts(
-    tree_root: Path, extra: tuple[Path, ...] = ()
-) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
+def key_facts(tree_root: Path) -> tuple[tuple[Deprecation, ...], tuple[tuple[str, Choice], ...]]:
     """The index's facts about keys (`deprecated`, `choices`) without loading its names: kept on
     disk apart from the index, a few KB instead of its many names, which a Hydra job start
-    (`rules.tables`, `rules.rejected_values`) does not need."""
-    asked = (tree_root, extra)
-    hit = _FACTS.get(asked)
+    (`rules.tables`, `rules.rejected_values`) does not need. Only the tree's verl/ states them
+    (`code_scan.scan`): a project's own files, indexed with it for its own launches, add none,
+    so a project's job start does not load the index either."""
+    hit = _FACTS.get(tree_root)
     if hit is None:
-        loaded = _LOADED.get(asked)
-        root = Path(tree_root).resolve()
-        if loaded is None and len(source_roots(root, tuple(Path(p).resolve() for p in extra))) == len(
-            source_roots(root, ())
-        ):
+        loaded = _LOADED.get((tree_root, ()))
+        if loaded is not None:
+            hit = _facts_of(loaded)
+        else:
+            root = Path(tree_root).resolve()
             ident = "\0".join([_FORMAT, "key facts", str(root), tree_stamp(root)])
             hit = memo("reader", ident, lambda: _facts_of(reader_index(root)), tuple)
-        else:
-            hit = _facts_of(loaded or reader_index(tree_root, extra))
-        _FACTS[asked] = hit
+        _FACTS[tree_root] = hit
     return hit
 
 
@@ -262,7 +259,7 @@ def _build_shown(root: Path) -> ReaderIndex:
 
 
 _LOADED: dict[tuple[Path | str, tuple[Path, ...]], ReaderIndex] = {}  # the explicit in-process cache
-_FACTS: dict[tuple[Path | str, tuple[Path, ...]], tuple] = {}  # key_facts, in this process
+_FACTS: dict[Path | str, tuple] = {}  # key_facts, in this process
 
 
 _IMPORT_DEPTH = 6  # directories above an entry point where the packages it imports are looked for

@@ -27,7 +27,7 @@ def _facts(ctx: Context, root: str) -> Callable[[str], list[tuple[Deprecation, s
     """What the tree says about setting a key of this launch: for a key, each (fact, the key verl
     copies the value into or ""). What holds for every key (the code's facts, the config's
     comments, the configs the launch composes) is read once per launch."""
-    in_code = key_facts(Path(root), app_sources(ctx.app))[0]
+    in_code = key_facts(Path(root))[0]
     commented = in_config_comments(root)
     own = {(ctx.app.config_name or "").removesuffix(".yaml"), *ctx.comp.verl_configs}
 

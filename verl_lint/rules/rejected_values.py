@@ -83,7 +83,7 @@ def value_not_accepted(ctx: Context, settings):
     if not root:
         return
     chosen = {o.key for o in settings}
-    in_code = dict(key_facts(Path(root), app_sources(ctx.app))[1])
+    in_code = dict(key_facts(Path(root))[1])
     for key in sorted(chosen):
         checker, choice = _check_of(ctx, root, key, in_code)
         if choice is None or not ctx.user_set(key):
