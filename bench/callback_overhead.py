@@ -12,7 +12,8 @@ That difference is the right quantity but a noisy estimate: Hydra's own start-up
 varies by more than the target between two runs. What the callback adds is therefore measured
 inside the runs: Hydra's import of `verl_lint.callback` plus the callback's own `on_job_start`
 timer (every lint stage and every lazy import; the "(N ms)" of its closing log line), medians over the runs
-(wall time), and step by step in fresh processes (wall and CPU time). The verdict uses the CPU
+(wall time), and step by step in fresh processes (wall and CPU time; the calls on_job_start makes,
+with the app's file as the task's). The verdict uses the CPU
 time of those steps (`--verdict wall` for the wall time): the work is single-threaded, so on a
 quiet machine the two agree, and on a busy one only CPU time measures the callback.
 
@@ -133,15 +134,16 @@ gc.disable()  # as on_job_start runs the steps below (VerlLintCallback.on_job_st
 phase("import verl_lint.registry (+compose, locate, model)", lambda: __import__("verl_lint.registry"))
 phase("import verl_lint.rules (rule pack, YAML tables)", lambda: __import__("verl_lint.rules.pack"))
 live = phase("import verl_lint.live (the lint core)", lambda: __import__("verl_lint.live", fromlist=["x"]))
-phase("first lint_config (config + env rules)", lambda: live.lint_config(cfg, env=os.environ))
+app = sys.argv[3]  # the task function's file, as the callback passes it: the app is a project's own entry point
+phase("first lint_config (config + env rules)", lambda: live.lint_config(cfg, env=os.environ, task_file=app))
 def allocator_check():
     try:
-        return live.live_findings(cfg, None, os.environ)
+        return live.live_findings(cfg, app, os.environ)
     except Exception as ex:
         out["live error"] = repr(ex)
 phase("first live_findings (allocator check)", allocator_check)
 gc.enable()
-phase("lint_config again (warm caches)", lambda: live.lint_config(cfg, env=os.environ))
+phase("lint_config again (warm caches)", lambda: live.lint_config(cfg, env=os.environ, task_file=app))
 print("PHASES " + json.dumps(out))
 """
 
@@ -156,13 +158,13 @@ def _child_env(pycache: Path | None) -> dict:
     return env
 
 
-def _phases(config_dir: Path, runs: int, env: dict) -> dict:
+def _phases(app: Path, config_dir: Path, runs: int, env: dict) -> dict:
     """Median wall/CPU ms of each step of the callback's work, in fresh processes."""
     samples: dict[str, list] = {}
     errors = set()
     for i in range(runs + 1):
         proc = subprocess.run(
-            [sys.executable, "-c", PHASES, str(config_dir), json.dumps(OVERRIDES)],
+            [sys.executable, "-c", PHASES, str(config_dir), json.dumps(OVERRIDES), str(app)],
             capture_output=True,
             text=True,
             env=env,
@@ -272,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             got = {flag: _run(app, config_dir, out_dir, flag, overrides, env) for flag in order}
             base.append(got[False])
             withcb.append(got[True])
-        phases = None if args.no_phases else _phases(config_dir, max(3, args.runs // 3), env)
+        phases = None if args.no_phases else _phases(app, config_dir, max(3, args.runs // 3), env)
         reference = _reference(max(3, args.runs // 2), env)
 
     def ms(xs):
