@@ -125,8 +125,9 @@ def test_a_subject_matches_keys_as_the_tables_write_them():
 
 def test_every_subject_matches_as_fnmatch_does():
     """`Subject.match` reads `*.name` as a suffix and `a.b.*` as a prefix instead of running fnmatch
-    on every setting: on each registered subject and keys made from every pattern, the answer is
-    fnmatch's (a prefix also says what its `.*` matched)."""
+    on every setting, and `Subject.matches` tests exact keys and `*` without it: on each registered
+    subject and keys made from every pattern, the answer is fnmatch's (a prefix also says what its
+    `.*` matched)."""
     import fnmatch
 
     def reference(subject: Subject, key: str) -> str | None:
@@ -141,9 +142,11 @@ def test_every_subject_matches_as_fnmatch_does():
     words = {w.strip("*.?") for s in subjects for p in s.keys for w in [p, *p.split(".")]} - {""}
     keys = {k for w in words for k in (w, f"x.{w}", f"{w}.y", f"x{w}", f"{w}y", f".{w}", f"a.{w}.b", w[1:])}
     assert len(subjects) > 20 and len(keys) > 500
+    subjects |= {Subject(("a.b", "c.d")), Subject(("*",)), Subject(("*", "a.b.*"))}  # each fast path of `matches`
     for s in subjects:
         for k in keys:
             assert s.match(k) == reference(s, k), (s.keys, k)
+            assert s.matches(k) == (reference(s, k) is not None), (s.keys, k)
 
 
 def test_no_rule_scans_the_settings_itself():

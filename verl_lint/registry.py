@@ -99,6 +99,17 @@ class Subject:
     def _matched(self) -> dict[str, str | None]:
         return {}
 
+    @functools.cached_property
+    def matches(self) -> Callable[[str], bool]:
+        """Whether a key is one the subject judges, as `match(key) is not None`, by the cheapest
+        test its patterns allow: most subjects are exact keys, some any key (`*`)."""
+        exact, prefixes, suffixes, globs = self._split
+        if "*" in globs:
+            return lambda key: True
+        if not (prefixes or suffixes or globs):
+            return exact.__contains__
+        return lambda key: self.match(key) is not None
+
     def _match(self, key: str) -> str | None:
         exact, prefixes, suffixes, globs = self._split
         if key in exact:

@@ -190,6 +190,7 @@ class Context:
         (each key's last one, the latest first, with `subject.last`): what a rule's check judges."""
         settings = self.comp.settings
         added = {o.key for o in self.comp.file_settings if o.kind == "add"} if subject.adding else set()
+        matches = subject.matches
 
         def judged(o: AppliedOverride) -> bool:
             return (
@@ -197,7 +198,7 @@ class Context:
                 and (subject.applied is None or o.ok == subject.applied)
                 and (subject.source is None or o.in_file == (subject.source == "file"))
                 and (not subject.adding or o.kind in ("add", "force_add") or (o.kind == "set" and o.key in added))
-                and subject.match(o.key or "") is not None
+                and matches(o.key or "")
             )
 
         if not subject.last:
