@@ -8,8 +8,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-# The rules' examples: fixture directories shipped as package data, read when a page or a test
-# asks (never on the lint path). rules/examples/CODE/bad-N/ must produce the rule, good-N/ nothing:
+# rules/examples/CODE/bad-N/ must produce the rule, good-N/ nothing:
 #   run.sh          the script, linted as `run.sh` from the fixture's directory
 #   config/*.yaml   optional: the project's own Hydra configs run.sh launches with
 #   verl            optional: the packaging specifier of the verl releases the example holds for

@@ -1,8 +1,8 @@
 """Building the reader index (`reader.py` says what counts as read): one pass of regexes over
 each file's text, `ast` only for the few snippets and files that need it.
 
-Apart from the index and its queries so that its ~25 patterns are compiled when a tree is
-indexed (once per tree, then cached on disk), not at every Hydra job start that loads an index.
+Apart from the index and its queries so that its patterns compile when a tree is indexed (once
+per tree, then cached on disk), not at every Hydra job start that loads an index.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ _RUN = re.compile(r"[\w.]+")  # names and dots; a chain is a run with a dot (one
 # pattern starts at the comma, the name before it is looked up at each match); `"c" in x.p` too.
 _ARG_KEY = re.compile(r""",\s*["']([A-Za-z_]\w*)""")
 _NAME_END = re.compile(r"[A-Za-z_]\w*$")
-# Receivers that name no config node: which node they hold is told by what else is read from them.
 _SCOPE = re.compile(r"^(?:class|def|async def) ", re.M)  # a top-level class or function starts
 _IN_KEY = re.compile(r"""["']([A-Za-z_]\w*)["']\s+(?:not\s+)?in\s+(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)""")
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
