@@ -176,6 +176,11 @@ GLOBAL_MICRO = Evidence(
 )
 
 
+# 0.2-0.5 check it with bare asserts in ray_trainer's validate_config (an AssertionError without a
+# message); 0.6+ raise ValueError in the config dataclasses' validation.
+ASSERTED_MICRO = Evidence(VALIDATION, r"assert config\.[\w.]+\.ppo_micro_batch_size \* sp_size >= n_gpus")
+
+
 # verl 0.1 checks neither: its FSDP workers floor-divide the global micro batch by the world size
 # and DataParallelPPOActor / DataParallelPPOCritic then take `ppo_mini_batch_size % ppo_micro_batch_size`.
 FLOORED_MICRO = Evidence(
@@ -209,7 +214,8 @@ def global_micro(ctx):
     The global micro batch is split over the data-parallel ranks; `validate_config` (the
     actor's and critic's config `validate`) raises "ppo_micro_batch_size (...) *
     ulysses_sequence_parallel_size (...) must be >= n_gpus" or "ppo_mini_batch_size (...) must be
-    divisible by ppo_micro_batch_size (...)".
+    divisible by ppo_micro_batch_size (...)" (a ValueError; verl 0.2-0.5 check both with bare
+    asserts in ray_trainer's `validate_config`, an AssertionError with no message).
 
     ## Use instead
     `ppo_micro_batch_size_per_gpu` (the global key is deprecated).
@@ -259,6 +265,11 @@ def _floored_global_micro(ctx):
 
 def _validated_global_micro(ctx):
     n_gpus, gpus_text = gpu_count(ctx)
+    raises = (
+        "fails a bare assert (AssertionError, no message) in validate_config"
+        if ctx.verl_has(ASSERTED_MICRO)
+        else "raises ValueError in its config validation"
+    )
     for section in (A, "critic"):
         if ctx.flag(f"{section}.use_dynamic_bsz") is not False or (section == "critic" and not uses_critic(ctx)):
             continue
@@ -271,8 +282,7 @@ def _validated_global_micro(ctx):
             yield report_unless_default(
                 ctx,
                 "VL332",
-                f"{section}.ppo_mini_batch_size={mini} is not divisible by ppo_micro_batch_size={micro}; verl raises "
-                "ValueError in its config validation",
+                f"{section}.ppo_mini_batch_size={mini} is not divisible by ppo_micro_batch_size={micro}; verl {raises}",
                 keys,
                 keys[0],
                 f"use a {section}.ppo_micro_batch_size_per_gpu instead, a divisor of each GPU's share of {mini}",
@@ -282,8 +292,7 @@ def _validated_global_micro(ctx):
                 ctx,
                 "VL332",
                 f"{section}.ppo_micro_batch_size={micro} × ulysses_sequence_parallel_size={sp} is less than the "
-                f"{n_gpus} GPUs ({gpus_text}) "
-                "it is split over; verl raises ValueError in its config validation",
+                f"{n_gpus} GPUs ({gpus_text}) it is split over; verl {raises}",
                 [keys[0], f"{section}.ulysses_sequence_parallel_size", *GPUS],
                 keys[0],
                 f"set {section}.ppo_micro_batch_size_per_gpu instead (the global key is deprecated)",
