@@ -63,7 +63,7 @@ from .classes import Choice
 from .deprecations import Deprecation
 from .receivers import GENERIC, names_node
 
-_FORMAT = "reader-14"  # change whenever what build() collects changes: old cache entries are then unused
+_FORMAT = "reader-14"  # change whenever what code_scan.scan collects changes: old cache entries are then unused
 
 
 @dataclass(frozen=True)
