@@ -239,16 +239,17 @@ class Rule:
     @property
     def bad(self) -> tuple[Example, ...]:
         """The example fixtures that must produce this rule (rules/examples/CODE/bad-N/)."""
-        from .examples import examples_of  # fixtures: read by pages and tests, never on the lint path
-
-        return tuple(ex for ex in examples_of(self.code) if ex.kind == "bad")
+        return self._fixtures("bad")
 
     @property
     def good(self) -> tuple[Example, ...]:
         """The example fixtures that must produce nothing (rules/examples/CODE/good-N/)."""
+        return self._fixtures("good")
+
+    def _fixtures(self, kind: str) -> tuple[Example, ...]:
         from .examples import examples_of  # fixtures: read by pages and tests, never on the lint path
 
-        return tuple(ex for ex in examples_of(self.code) if ex.kind == "good")
+        return tuple(ex for ex in examples_of(self.code) if ex.kind == kind)
 
     def examples(self, kind: str, version: Version) -> list[Example]:
         """The bad or good example fixtures that hold for `version`."""

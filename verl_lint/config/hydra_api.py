@@ -116,17 +116,10 @@ def simple_override(line: str) -> Override | None:
     m = _SIMPLE.fullmatch(line)
     if m is None:
         d = _DELETE.fullmatch(line)
-        return (
-            Override(
-                type=OverrideType.DEL,
-                key_or_group=d.group(1),
-                value_type=None,
-                _value=None,
-                package=None,
-                input_line=line,
-            )
-            if d
-            else None
+        if d is None:
+            return None
+        return Override(
+            type=OverrideType.DEL, key_or_group=d.group(1), value_type=None, _value=None, package=None, input_line=line
         )
     prefix, key, text = m.groups()
     value: object

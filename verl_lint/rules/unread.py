@@ -76,7 +76,6 @@ def _suggest(ctx: Context, key: str, name: str, index: ReaderIndex, typo: bool) 
     """`help`: a flat key the code reads; for an added key (`typo`) also a read key close to it in
     the composed config (a sibling first, then a close name under another node), else a read
     name close to the unread `name`. A key the config ships is no typo: no guess for it."""
-
     leaf = _leaf(key)
     parts = key.split(".")
     if (
